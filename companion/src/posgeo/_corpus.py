@@ -681,7 +681,12 @@ def load_corpus(
     if tokenizer is None:
         tokenizer = default_tokenizer()
     vocab_size = _vocab_size(tokenizer)
-    options = {"add_special_tokens": bool(add_special_tokens), "clean_html": True, "max_sequences": max_sequences, "seed": seed}
+    options = {
+        "add_special_tokens": bool(add_special_tokens),
+        "clean_html": True,
+        "max_sequences": max_sequences,
+        "seed": seed if max_sequences is not None else None,  # the seed only draws the subset
+    }
     key = {
         "name": name,
         "split": split,

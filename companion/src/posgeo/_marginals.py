@@ -313,12 +313,15 @@ def hellinger_noise_floor(
         rank_in_pos = np.arange(order.size) - group_start[p_sorted]
         in_a = np.empty(order.size, dtype=bool)
         in_a[order] = rank_in_pos < half_a[p_sorted]
-        ca = np.bincount(flat[in_a], minlength=n * V).reshape(n, V).astype(np.float64)
-        cb = np.bincount(flat[~in_a], minlength=n * V).reshape(n, V).astype(np.float64)
+        fa, fb = flat[in_a], flat[~in_a]
+        pa = np.bincount(fa, weights=np.ones(fa.size), minlength=n * V).reshape(n, V)
+        pb = np.bincount(fb, weights=np.ones(fb.size), minlength=n * V).reshape(n, V)
         with np.errstate(invalid="ignore", divide="ignore"):
-            pa = ca / ca.sum(axis=1, keepdims=True)
-            pb = cb / cb.sum(axis=1, keepdims=True)
-            bc = np.sqrt(pa * pb).sum(axis=1)
+            pa /= pa.sum(axis=1, keepdims=True)  # NaN rows where a half is empty
+            pb /= pb.sum(axis=1, keepdims=True)
+            pa *= pb
+            bc = np.sqrt(pa, out=pa).sum(axis=1)
+        del pb
         sq += np.clip(1.0 - bc, 0.0, None)
     split_half = np.sqrt(sq / n_splits)
     split_half[counts < 2] = np.nan

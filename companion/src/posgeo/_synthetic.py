@@ -259,7 +259,7 @@ def synthetic_corpus(
     ----------
     split : {"train", "test"}, default "train"
         The two splits share the true marginals but are sampled with different seeds
-        (``np.random.SeedSequence([seed, 0 or 1])``).
+        (drawn from ``np.random.SeedSequence([seed, 0])`` for train, ``[seed, 1]`` for test).
     n_positions, vocab_size, nonstationarity, geometry, concentration
         See :func:`synthetic_marginals`.
     n_sequences : int, default 20000
@@ -295,8 +295,8 @@ def synthetic_corpus(
         concentration=concentration,
         seed=seed,
     )
-    sample_seed = np.random.SeedSequence([int(seed), _SPLIT_STREAM[split]])
-    seqs = sample_synthetic_sequences(mu, n_sequences, seed=sample_seed, lengths=lengths)  # type: ignore[arg-type]
+    sample_seed = int(np.random.SeedSequence([int(seed), _SPLIT_STREAM[split]]).generate_state(1)[0])
+    seqs = sample_synthetic_sequences(mu, n_sequences, seed=sample_seed, lengths=lengths)
     options: dict[str, Any] = {
         "n_positions": n_positions,
         "vocab_size": vocab_size,
