@@ -7,8 +7,8 @@
 #   make test-browser  the browser test alone, on the book already built (make html)
 #   make test-fast  set up, then the unit tests and doctests that are not marked slow
 #
-# Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml and
-# tools/constraints.txt) makes a re-run quick.
+# Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml,
+# tools/constraints.txt and this Makefile) makes a re-run quick.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -44,7 +44,7 @@ export POSGEO_CACHE_DIR ?= $(CURDIR)/.cache/posgeo
 
 NOW = date +%H:%M:%S
 
-.PHONY: help setup sync execute html book test test-fast test-unit test-nb test-browser clean
+.PHONY: help setup sync execute html book test test-fast test-unit test-nb test-browser clean clean-cache
 
 help:
 	@echo "make book       set up, execute every chapter, build the HTML (_build/html/index.html)"
@@ -52,6 +52,7 @@ help:
 	@echo "make test-fast  set up, then the unit tests and doctests not marked slow"
 	@echo "make html       build the HTML from the stored outputs (no execution)"
 	@echo "make clean      remove _build (keeps .venv, node_modules and .cache)"
+	@echo "make clean-cache  remove the result cache (POSGEO_CACHE_DIR); do it after changing posgeo"
 
 # ---------------------------------------------------------------- set-up
 $(BIN)/python:
@@ -103,9 +104,14 @@ test-unit: setup
 	@echo "[$$($(NOW))] unit tests, doctests, pair check"
 	$(PYTEST) tests --ignore=tests/browser --doctest-modules companion/src/posgeo
 
+# nbval recomputes every chapter from an EMPTY result cache (as CI does on a fresh clone), so
+# a stale .cache/posgeo can never make a local run pass where CI would fail.
+# NBVAL_CACHE_DIR= (empty) reuses POSGEO_CACHE_DIR instead: quicker, but not what CI sees.
+NBVAL_CACHE_DIR ?= $(CURDIR)/_build/nbval-cache
 test-nb: setup
 	@echo "[$$($(NOW))] nbval (strict) on every chapter"
-	$(PYTEST) --nbval --nbval-current-env $(CHAPTERS)
+	@if [ -n "$(NBVAL_CACHE_DIR)" ]; then rm -rf "$(NBVAL_CACHE_DIR)"; fi
+	POSGEO_CACHE_DIR="$(or $(NBVAL_CACHE_DIR),$(POSGEO_CACHE_DIR))" $(PYTEST) --nbval --nbval-current-env $(CHAPTERS)
 
 test-browser: setup
 	@echo "[$$($(NOW))] browser test"
@@ -129,3 +135,8 @@ test-fast: setup
 
 clean:
 	rm -rf _build
+
+# Results are cached by inputs and package version only: clear the cache after changing
+# posgeo's code, before `make book`, so the stored outputs are what a fresh run computes.
+clean-cache:
+	rm -rf "$(POSGEO_CACHE_DIR)"

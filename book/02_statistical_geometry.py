@@ -158,7 +158,7 @@ pg.plot_noise_floor(list(geometries.values()))
 # comparison $s_i^2$, $s_j^2$, which carries the noise of two half-samples and nothing else:
 #
 # $$
-# 	ilde d^2(i, j) = \overline{H^2(a_i, b_j)} - 	frac12igl(\overline{s_i^2} + \overline{s_j^2}igr).
+# \tilde d^2(i, j) = \overline{H^2(a_i, b_j)} - \tfrac12\bigl(\overline{s_i^2} + \overline{s_j^2}\bigr).
 # $$
 #
 # No assumption about how noise scales with $N$ enters: both terms compare half-samples.
@@ -203,7 +203,9 @@ summary[["noise_share"]].T
 # The synthetic corpus comes with its true distributions (`corpus.true_marginals`), so we
 # can compare plug-in and corrected distances with the truth, for the full sample and for
 # a deliberately small one (300 sequences). The errors are relative Frobenius norms,
-# $\lVert \hat D - D Vert_F / \lVert D Vert_F$.
+# $\lVert \hat D - D 
+Vert_F / \lVert D 
+Vert_F$.
 
 # %%
 truth = pg.hellinger_matrix(corpora["synthetic"].true_marginals)

@@ -187,3 +187,20 @@ def test_index_redirects_to_the_first_chapter(browser, server: str) -> None:
         context.close()
     assert not log.blocked, log.blocked
     assert not log.js_errors, log.js_errors
+
+
+REMOTE_ASSET = re.compile(
+    r"<(?:script|img|iframe)[^>]*\ssrc=[\"'](?:https?:)?//[^\"']+"
+    r"|<link[^>]*\srel=[\"'](?:stylesheet|preload|modulepreload|icon)[\"'][^>]*\shref=[\"'](?:https?:)?//[^\"']+"
+    r"|<link[^>]*\shref=[\"'](?:https?:)?//[^\"']+[\"'][^>]*\srel=[\"'](?:stylesheet|preload|modulepreload|icon)[\"']"
+    r"|url\(\s*[\"']?(?:https?:)?//[^)]+\)",
+    re.I,
+)
+
+
+@pytest.mark.parametrize("docname", toc_docnames())
+def test_built_html_names_no_remote_asset(built_html: Path, docname: str) -> None:
+    """No script, stylesheet, font or image of a page is fetched from another host."""
+    html = (built_html / f"{docname}.html").read_text(encoding="utf-8")
+    found = REMOTE_ASSET.findall(html)
+    assert not found, f"{docname}: remote assets in the built HTML: {found[:5]}"

@@ -28,10 +28,14 @@ def cache_dir() -> Path:
     Examples
     --------
     >>> import os
+    >>> old = os.environ.get("POSGEO_CACHE_DIR")
     >>> os.environ["POSGEO_CACHE_DIR"] = "/tmp/posgeo-doctest-cache"
     >>> str(cache_dir())
     '/tmp/posgeo-doctest-cache'
-    >>> del os.environ["POSGEO_CACHE_DIR"]
+    >>> if old is None:
+    ...     del os.environ["POSGEO_CACHE_DIR"]
+    ... else:
+    ...     os.environ["POSGEO_CACHE_DIR"] = old
     """
     env = os.environ.get(CACHE_ENV_VAR)
     if env:
