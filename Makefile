@@ -61,9 +61,7 @@ $(BIN)/python:
 $(SETUP_STAMP): $(BIN)/python companion/pyproject.toml tools/constraints.txt Makefile
 	@echo "[$$($(NOW))] set-up: python packages"
 	$(PIP_INSTALL) torch==2.13.0
-	@# ipywidgets: without it, importing tqdm.auto in a kernel warns "IProgress not found"
-	@# (with this venv's absolute path) into the first output of every chapter.
-	$(PIP_INSTALL) -e "companion[test,book]" ipywidgets
+	$(PIP_INSTALL) -e "companion[test,book]"
 	$(BIN)/python -c "import torch, sys; v = torch.__version__; print('torch', v); sys.exit(0 if v.startswith('2.13.0') else 'torch ' + v + ' was installed; this project needs torch==2.13.0')"
 	touch $@
 
