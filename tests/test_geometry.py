@@ -179,7 +179,7 @@ def test_three_point_counterexample():
     cl = classical_mds(D, dim=1)
     assert cl.eigenvalues[0] == pytest.approx(cl.eigenvalues[1])  # the tie
     assert cl.stress >= 1 / 6 - 1e-12
-    opt = stress_optimal_mds(D, 1)
+    opt = stress_optimal_mds(D, 1, tol=1e-14)
     assert opt.stress == pytest.approx(1 / 9, abs=1e-9)
     x = np.sort(opt.coords[:, 0])
     np.testing.assert_allclose(x, [-2 / 3, 0, 2 / 3], atol=1e-6)
@@ -246,6 +246,25 @@ def test_scale_optimal_stress_is_minimum_over_alpha(P, seed):
 
 
 # ----------------------------------------------------------------------------- spectrum
+def test_partial_eigendecomposition_matches_full():
+    from posgeo import _geometry
+
+    rng = np.random.default_rng(5)
+    n = _geometry._PARTIAL_EIG_MIN_N
+    X = rng.normal(size=(n, 6)) * [6, 5, 4, 3, 2, 1]
+    D = pairwise_distances(X)
+    part = classical_mds(D, dim=3)  # partial path
+    B = double_centered_gram(D)
+    lam, V = np.linalg.eigh(B)
+    np.testing.assert_allclose(part.eigenvalues, lam[::-1], atol=1e-8)
+    full_coords = V[:, ::-1][:, :3] * np.sqrt(lam[::-1][:3])
+    # same embedding up to the sign of each axis
+    np.testing.assert_allclose(np.abs(part.coords.T @ full_coords) / (np.linalg.norm(part.coords, axis=0) * np.linalg.norm(full_coords, axis=0))[:, None], np.eye(3), atol=1e-6)
+    assert part.stress == pytest.approx(stress(full_coords, D), rel=1e-9)
+    again = classical_mds(D, dim=3)
+    np.testing.assert_array_equal(part.coords, again.coords)  # deterministic
+
+
 def test_effective_rank_of_low_rank_configuration():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3)) * [5, 2, 1]

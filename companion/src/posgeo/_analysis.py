@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping
 
@@ -99,6 +100,13 @@ class CorpusGeometry:
         return int(self.distances.shape[0])
 
 
+def _sequences_digest(seqs: Any) -> str:
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(seqs.tokens, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(seqs.offsets, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
 def _chord_to_metric(H: np.ndarray, metric: str) -> np.ndarray:
     if metric == "chord":
         return H
@@ -178,7 +186,7 @@ def corpus_geometry(
         "corpus": repr(corpus),
         "options": getattr(corpus, "options", None),
         "tokens": int(seqs.tokens.size) if hasattr(seqs, "tokens") else None,
-        "checksum": int(np.asarray(seqs.tokens[:: max(1, seqs.tokens.size // 10007)], dtype=np.int64).sum()) if hasattr(seqs, "tokens") else None,
+        "checksum": _sequences_digest(seqs) if hasattr(seqs, "tokens") else None,
         "n": n_positions,
         "metric": metric,
         "min_count": min_count,
@@ -214,7 +222,7 @@ def distance_by_offset(D: object, *, max_offset: int | None = None) -> pd.DataFr
     for k in range(1, kmax + 1):
         diag = np.diagonal(Dm, offset=k)
         rows.append({"offset": k, "mean": diag.mean(), "min": diag.min(), "max": diag.max(), "pairs": diag.size})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["offset", "mean", "min", "max", "pairs"])
 
 
 def noise_share(geometry: CorpusGeometry) -> float:
@@ -359,6 +367,8 @@ def standard_encodings(
     >>> sorted(standard_encodings(8, d=16, n_heads=4))
     ['alibi', 'random', 'rope', 'sinusoidal']
     """
+    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
     if d % n_heads:
         raise ValueError(f"d={d} is not divisible by n_heads={n_heads}; pass a d that splits into heads")
     out = {
@@ -425,7 +435,7 @@ def stress_table(
             "optimal": stress(P, Dm, scale="optimal"),
             "alpha": scale_optimal_alpha(P, Dm),
         }
-    df = pd.DataFrame.from_dict(rows, orient="index")
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=["dim", "raw", "optimal", "alpha"])
     df["dim"] = df["dim"].astype(int)
     df.index.name = "encoding"
     return df

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Iterable
 
 from tqdm import tqdm
@@ -33,6 +34,6 @@ def progress_bar(iterable: Iterable[Any], *, enabled: bool = True, **kwargs: Any
     >>> sum(progress_bar(range(3), enabled=False))
     3
     """
-    if not enabled:
+    if not enabled or os.environ.get("TQDM_DISABLE", "").strip().lower() in ("1", "true", "yes", "on"):
         kwargs["disable"] = True
     return tqdm(iterable, **kwargs)
