@@ -267,6 +267,13 @@ def matched_hellinger_matrix(
     most tokens are seen once or never. Two positions with identical true distributions get
     :math:`\tilde H \approx 0` (up to fluctuation).
 
+    It under-corrects slightly: for two *different* positions the cross-half noise exceeds
+    the average same-position noise by a non-negative term (of the order of the squared
+    mismatch between the two positions' sampling errors), so the result is an upper
+    estimate of the true distance, and where the noise is already small (well sampled, small
+    vocabulary) it can be slightly worse than the plug-in. Its strength is the heavy-tailed
+    regime, where a correction that assumes 1/N noise fails.
+
     Parameters
     ----------
     sequences : Sequences or Corpus
