@@ -17,6 +17,8 @@ from importlib.metadata import PackageNotFoundError, version as _version
 
 from . import _analysis, _cache, _corpus, _encodings, _geometry, _marginals, _synthetic, _plotting
 from . import _pretrained, _model, _train, _monotonicity, _adjacency, _tasks
+from . import _profiles, _equivariance, _separation
+from . import _circulant, _lowrank, _ntk, _layers, _nope
 from ._analysis import *  # noqa: F401,F403
 from ._cache import *  # noqa: F401,F403
 from ._corpus import *  # noqa: F401,F403
@@ -31,6 +33,14 @@ from ._train import *  # noqa: F401,F403
 from ._monotonicity import *  # noqa: F401,F403
 from ._adjacency import *  # noqa: F401,F403
 from ._tasks import *  # noqa: F401,F403
+from ._profiles import *  # noqa: F401,F403
+from ._equivariance import *  # noqa: F401,F403
+from ._separation import *  # noqa: F401,F403
+from ._circulant import *  # noqa: F401,F403
+from ._lowrank import *  # noqa: F401,F403
+from ._ntk import *  # noqa: F401,F403
+from ._layers import *  # noqa: F401,F403
+from ._nope import *  # noqa: F401,F403
 
 try:
     __version__ = _version("posgeo")
@@ -52,4 +62,12 @@ __all__ = sorted(
     | set(_monotonicity.__all__)
     | set(_adjacency.__all__)
     | set(_tasks.__all__)
+    | set(_profiles.__all__)
+    | set(_equivariance.__all__)
+    | set(_separation.__all__)
+    | set(_circulant.__all__)
+    | set(_lowrank.__all__)
+    | set(_ntk.__all__)
+    | set(_layers.__all__)
+    | set(_nope.__all__)
 ) + ["__version__"]

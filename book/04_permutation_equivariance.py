@@ -1,0 +1,366 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Without positions, order is invisible
+#
+# Why does a transformer need a positional encoding at all? The first result of P1
+# {cite:p}`cirrincione2026geometry`, its Theorem 1, answers it: **a transformer without
+# positional signal is permutation-equivariant.** Shuffle the tokens of its input and its
+# outputs come out shuffled the same way, and otherwise unchanged. Whatever such a model
+# computes about a token, it computes regardless of where the token stands.
+#
+# This chapter states the theorem and sketches its proof, checks it numerically on a
+# small encoder and on a pretrained one, and then trains encoders on tasks whose answer
+# depends on order: without positions they stay at chance, with any positional signal
+# they learn, with one instructive exception. It ends with the causal mask, which breaks
+# the symmetry with no positions at all.
+
+# %% tags=["hide-input"]
+# Colab only: install the companion package (and nothing else) into the Colab runtime.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run(
+        [
+            sys.executable, "-m", "pip", "install", "-q",
+            "posgeo @ git+https://github.com/posgeo/geometry-of-positional-encodings#subdirectory=companion",
+        ],
+        check=True,
+    )
+
+# %%
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+import posgeo as pg
+
+pg.notebook_setup()
+
+# %% [markdown]
+# ## The theorem
+#
+# Write the input as a matrix $X \in \mathbb{R}^{n \times d}$, one row per token, and a
+# reordering of the tokens as an $n \times n$ permutation matrix $\pi$: $\pi X$ has the same
+# rows as $X$ in another order. A map $f$ from $n \times d$ to $n \times d'$ matrices is
+# **permutation-equivariant** when
+#
+# $$
+# f(\pi X) = \pi f(X) \qquad \text{for every input } X \text{ and every permutation } \pi .
+# $$
+#
+# **Theorem** (P1, Theorem 1). A transformer encoder (any depth, width and number of
+# heads, pre- or post-LayerNorm, with residual connections) that receives no positional
+# signal and uses no attention mask is permutation-equivariant.
+#
+# *Proof sketch.* The encoder is a composition of three kinds of maps; each is equivariant,
+# and so are compositions and sums of equivariant maps (residual connections).
+#
+# 1. **Token-wise maps.** The embedding lookup, LayerNorm, the feed-forward block and every
+#    linear projection apply one function $g$ to each row separately, so applying it
+#    before or after reordering the rows gives the same result: $g(\pi X) = \pi g(X)$.
+# 2. **Attention.** With $Q = XW_Q$, $K = XW_K$, $V = XW_V$ (token-wise), reordering the
+#    input reorders all three: $\pi Q$, $\pi K$, $\pi V$. The score matrix becomes
+#    $\pi Q (\pi K)^\top = \pi S \pi^\top$: rows *and* columns permuted the same way. The
+#    softmax normalises each row on its own, and permuting the entries of a row permutes
+#    its softmax, so $\operatorname{softmax}(\pi S \pi^\top) = \pi \operatorname{softmax}(S) \pi^\top$.
+#    Multiplying by the values, $\pi A \pi^\top \pi V = \pi A V$, because $\pi^\top \pi = I$.
+#    Concatenating heads is token-wise.
+# 3. **Composition.** If $f$ and $g$ are equivariant, $f(g(\pi X)) = f(\pi g(X)) = \pi f(g(X))$
+#    and $f(\pi X) + g(\pi X) = \pi (f(X) + g(X))$. $\square$
+#
+# **Corollary.** Mean pooling turns equivariance into *invariance*:
+# $\tfrac1n \mathbf 1^\top \pi f(X) = \tfrac1n \mathbf 1^\top f(X)$, since
+# $\mathbf 1^\top \pi = \mathbf 1^\top$. A classifier reading the mean of the outputs gives
+# the same answer on every reordering of its input: it sees a *multiset* of tokens.
+#
+# What breaks the symmetry is anything that depends on the slot index $t$ of a token: an
+# additive table ($\pi X + P \ne \pi(X + P)$ unless $P$ has equal rows), RoPE's rotation of
+# queries and keys by an angle proportional to $t$ {cite:p}`su2021roformer`, ALiBi's bias
+# $-m|i - j|$ on the scores {cite:p}`press2022alibi`, or a causal mask that lets slot $i$
+# see only slots $j \le i$. Equivariance of self-attention is also the starting point of
+# architectures built for sets {cite:p}`zaheer2017deepsets,lee2019set`, where it is wanted.
+
+# %% [markdown]
+# ## Checking it numerically
+#
+# A proof can also be checked by computing. For a batch of random inputs $X$ (shape
+# $(B, n, d)$) and many random permutations $\pi$, `equivariance_errors` measures
+#
+# $$
+# e_\pi = \max \bigl| f(\pi X) - \pi f(X) \bigr|,
+# $$
+#
+# the largest deviation over batch, tokens and features. We report it relative to the
+# output scale $\max |f(X)|$, the unit in which rounding errors come: about
+# $2 \times 10^{-16}$ per operation in float64 and $10^{-7}$ in float32
+# (`np.finfo(...).eps`). An exactly equivariant map gives a few of those units; any
+# positional signal gives a relative error of order one.
+#
+# The experiment sizes come from the profile (`POSGEO_PROFILE`, default `small`, see the
+# end of the chapter):
+
+# %%
+settings = pg.equivariance_settings()
+pd.Series({k: v for k, v in dataclasses.asdict(settings).items() if k != "variants"}, name=settings.profile).to_frame()
+
+# %% [markdown]
+# **The posgeo encoder.** We build the book's small transformer (`pg.Transformer`) once
+# per positional signal, plus once with no positions and a causal mask, and run it in
+# float64. The weights are random, drawn at a larger scale (`verify_init_std`) than the
+# training default of 0.02: at that default every query attends almost uniformly, and a
+# signal that acts inside attention (RoPE above all) barely shows. Equivariance is a
+# property of the architecture, so trained weights are not needed; the trained models of
+# the next section are checked too.
+
+# %%
+CHECKS = {
+    "none": ("none", False),
+    "none + causal mask": ("none", True),
+    "sinusoidal": ("sinusoidal", False),
+    "learned": ("learned", False),
+    "lowrank": ("lowrank", False),
+    "rope": ("rope", False),
+    "alibi": ("alibi", False),
+}
+encoders = {
+    name: pg.Transformer(settings.verification_config(position, causal=causal), seed=0).double().eval()
+    for name, (position, causal) in CHECKS.items()
+}
+pd.Series({name: pg.count_parameters(model) for name, model in encoders.items()}, name="parameters").to_frame()
+
+# %%
+rng = np.random.default_rng(0)
+X = rng.standard_normal((settings.batch_size, settings.seq_len, settings.verify_d_model))
+errors = {
+    f"posgeo, {name}": pg.equivariance_errors(pg.sequence_map(model), X, n_permutations=settings.n_permutations, seed=1)
+    for name, model in encoders.items()
+}
+pg.equivariance_table(errors)
+
+# %% [markdown]
+# **A pretrained encoder.** The same check on a real model: all-MiniLM-L6-v2
+# {cite:p}`wang2020minilm,reimers2019sbert`, a six-layer BERT-architecture encoder with a
+# learned absolute position table (`pg.load_pretrained()`, bundled for offline use; eager
+# attention). `without_position_embeddings` returns a copy whose table is all zeros; the
+# token-type embedding stays, but with the default token types it adds the same vector at
+# every slot, which commutes with any permutation. We feed random vectors as
+# `inputs_embeds` (no tokenizer involved), in float32 as the model ships, and once more in
+# float64 to show that the float32 error is rounding and nothing else.
+
+# %%
+pretrained = pg.load_pretrained(settings.pretrained)  # None: all-MiniLM-L6-v2
+pretrained_models = {
+    "pretrained, positions removed": pg.without_position_embeddings(pretrained),
+    "pretrained, positions removed, float64": pg.without_position_embeddings(pretrained).double(),
+    "pretrained": pretrained,
+}
+X_pretrained = rng.standard_normal((settings.pretrained_batch_size, settings.pretrained_seq_len, pretrained.config.hidden_size))
+errors |= {
+    name: pg.equivariance_errors(pg.sequence_map(model), X_pretrained, n_permutations=settings.n_permutations, seed=1)
+    for name, model in pretrained_models.items()
+}
+pg.equivariance_table(errors)
+
+# %% [markdown]
+# Every permutation's error, relative to the output scale, on a log axis (dashed lines at
+# $10^{-5}$ and $10^{-2}$; dotted lines at the float64 and float32 machine epsilons):
+
+# %%
+pg.plot_equivariance_errors(errors)
+
+# %% [markdown]
+# Without positions, the posgeo encoder and the pretrained encoder in float64 are
+# equivariant to within a few float64 epsilons, and the pretrained encoder in float32 to
+# within float32 rounding (some tens of epsilons, accumulated over six layers). With any
+# positional signal, and with a causal mask, the deviation is as large as the outputs
+# themselves. The assertions encode the two groups:
+
+# %%
+relative = pd.Series({name: r.max_relative_error for name, r in errors.items()}, name="max relative error")
+position_free = ["posgeo, none", "pretrained, positions removed", "pretrained, positions removed, float64"]
+assert (relative[position_free] < 1e-5).all()
+assert relative["posgeo, none"] < 1e-12 and relative["pretrained, positions removed, float64"] < 1e-12
+assert (relative.drop(position_free) > 1e-2).all()
+(relative < 1e-5).rename("equivariant").to_frame()
+
+# %% [markdown]
+# ## The consequence: order-sensitive tasks
+#
+# If a model cannot tell a sequence from its reorderings, it cannot learn anything that
+# depends on order. Two tasks from `posgeo` make this concrete; in both, the answer
+# depends on order but the multiset of tokens carries (almost) no information about it:
+#
+# - **first marker** (`FirstMarkerTask`): filler tokens with two markers A and B at random
+#   slots; is A before B? Swapping the two markers gives a sequence with the same multiset,
+#   the same probability and the opposite label. An order-blind classifier answers both
+#   the same way, so it is right on exactly one of each pair: its expected accuracy is
+#   exactly 1/2, *whatever its weights*.
+# - **sorted** (`SortedTask`): random tokens; is the sequence non-decreasing? (Multisets
+#   differ between the classes only through the rare sequences that cannot be shuffled
+#   into an unsorted order, such as all tokens equal.)
+#
+# We train the encoder with mean pooling (which adds no positional preference of its own)
+# once per positional signal, plus two variants with a causal mask, on both tasks, and
+# evaluate each model on fresh sequences. "At chance" is decided by a binomial test: a
+# classifier that guesses gets $K \sim \operatorname{Bin}(N, 1/2)$ of $N$ evaluation
+# sequences right, and `chance_interval` gives the central 99% range of $K/N$:
+
+# %%
+chance = pg.chance_interval(settings.eval_samples, chance=0.5, level=0.99)
+pd.DataFrame([dataclasses.asdict(chance)])
+
+# %% [markdown]
+# Training: the same seed, steps, batch size and learning rate for every model (final
+# training loss below; runs are cached under `POSGEO_CACHE_DIR`).
+
+# %%
+runs = pg.train_order_tasks(settings)
+pd.DataFrame(
+    {task: {label: runs[task, label].final("loss") for label, _, _ in settings.variants} for task in settings.tasks()}
+).rename_axis("final training loss")
+
+# %% [markdown]
+# The accuracies, whether each lies in the chance interval, and two symmetry checks on the
+# trained first-marker models (random input embeddings, relative error below $10^{-5}$):
+# equivariance under random permutations, and under one particular permutation, the
+# **reversal** of the sequence.
+
+# %%
+table = pg.order_task_table(runs, settings)
+table
+
+# %% [markdown]
+# What the table shows:
+#
+# - **No positions: at chance on both tasks.** Training cannot help: the position-free
+#   model is exactly permutation-equivariant, so its mean-pooled output depends on the
+#   multiset alone.
+# - **Sinusoidal, learned, low-rank, RoPE: both tasks learned.** Each breaks the
+#   permutation symmetry, and none is equivariant under reversal.
+# - **ALiBi: the sorted task learned, the first-marker task at chance.** ALiBi breaks
+#   permutation equivariance, but not all of it. Its bias $-m_h|i - j|$ is unchanged when
+#   the sequence is read backwards, $|i - j| = |(n-1-i) - (n-1-j)|$, so a bidirectional
+#   ALiBi encoder is exactly equivariant under reversal (the `reversal-equivariant`
+#   column), and with mean pooling it gives the same answer on a sequence and on its
+#   reversal. Reversal swaps the order of A and B and preserves the distribution of
+#   first-marker sequences, so the swap argument above applies with reversal in place of
+#   the marker swap: accuracy exactly 1/2 in expectation, whatever ALiBi learns. Sorting
+#   survives because the reversal of a sorted sequence is non-*increasing*, a sequence the
+#   task almost never shows, so giving both the same answer costs almost nothing.
+# - **With a causal mask, both ALiBi and the position-free model learn both tasks.** The
+#   mask breaks the reversal symmetry (and every other one), as the next section shows.
+#
+# The lesson goes beyond ALiBi: a positional signal helps only if it breaks the symmetry
+# that relates the inputs the task must tell apart. (ALiBi was designed for causal
+# language models {cite:p}`press2022alibi`, where the mask supplies the direction.)
+
+# %%
+accuracy = table.xs("accuracy", axis=1, level=1)
+at_chance = table.xs("at chance", axis=1, level=1)
+symmetry = table["symmetry"]
+assert at_chance.loc["none"].all() and symmetry.loc["none"].all()
+for label in ["sinusoidal", "learned", "lowrank", "rope", "alibi + causal mask", "none + causal mask"]:
+    assert (accuracy.loc[label] > 0.9).all(), label
+    assert not symmetry.loc[label].any(), label
+assert at_chance.loc["alibi", "first marker"] and accuracy.loc["alibi", "sorted"] > 0.9
+assert symmetry.loc["alibi", "reversal-equivariant"] and not symmetry.loc["alibi", "permutation-equivariant"]
+accuracy.assign(chance_low=chance.low, chance_high=chance.high)
+
+# %% [markdown]
+# ## The causal mask breaks the symmetry without positions
+#
+# The row `posgeo, none + causal mask` in the plot above has no positional signal, yet its
+# error is as large as its outputs. A causal mask lets slot $i$ attend only to slots
+# $j \le i$: the mask matrix $M$ is lower-triangular, and $\pi M \pi^\top = M$ holds for the
+# identity permutation only. Concretely, the output at slot $i$ is a function of the
+# token at slot $i$ and of the *prefix* $x_1, \dots, x_i$ (as a set, in the first layer).
+# A permutation changes which tokens form each prefix, so it changes the outputs beyond
+# reordering them: the first slot sees only itself, the last sees everything, and the
+# model can tell them apart by how much they see. That is enough to learn both tasks
+# above, with no positional encoding at all.
+#
+# Decoder-only models without positional encodings (NoPE) rely on exactly this: the mask
+# is a positional signal in disguise {cite:p}`haviv2022transformer,zuo2024position`. A later
+# chapter measures how much position such a model recovers.
+
+# %% [markdown]
+# ## The full profile
+#
+# The numbers above come from the `small` profile, sized for two CPU cores (the chapter
+# runs in a few minutes). The `full` profile runs the same code at paper scale: a larger
+# verification encoder (4 layers, width 256) and 1,000 permutations; bert-base-uncased
+# {cite:p}`devlin2019bert` as the pretrained model, on longer inputs; trained encoders of
+# width 128 with 4 layers on sequences of 32 tokens for 3,000 steps, evaluated on 16,384
+# sequences. Every size is in `pg.equivariance_settings("full")`. It needs a GPU for the
+# training and the Hugging Face hub for bert-base-uncased. Locally:
+#
+# ```bash
+# POSGEO_PROFILE=full jupyter nbconvert --to notebook --execute book/04_permutation_equivariance.ipynb
+# ```
+#
+# On Colab, select a GPU runtime and set the profile before the first code cell runs:
+#
+# ```python
+# import os
+# os.environ["POSGEO_PROFILE"] = "full"
+# ```
+#
+# The assertions are the same in both profiles, so a full run also checks that the claims
+# hold at scale.
+
+# %% [markdown]
+# ## Summary
+#
+# - Without positional signal and without a mask, a transformer encoder is
+#   permutation-equivariant, $f(\pi X) = \pi f(X)$ (P1, Theorem 1): token-wise layers and
+#   attention commute with permutation matrices. With mean pooling its sequence-level
+#   output is permutation-invariant.
+# - Numerically: relative errors at the level of float64 (posgeo encoder, pretrained
+#   MiniLM in float64) or float32 rounding (MiniLM as shipped) without positions, of order
+#   one with any positional signal or a causal mask (`equivariance_errors`,
+#   `sequence_map`).
+# - Consequently a position-free encoder stays at chance on order-sensitive tasks,
+#   whatever it is trained for; every positional signal lets it learn them, provided it
+#   breaks the relevant symmetry. A bidirectional ALiBi encoder is still
+#   reversal-equivariant and stays at chance on a task that reversal flips.
+# - A causal mask breaks equivariance on its own: decoders without positional encodings
+#   can still learn order.
+#
+# ## Exercises
+#
+# 1. **First-token pooling.** Train the position-free encoder on the first-marker task with
+#    `pooling="first"` (`dataclasses.replace(settings.model_config(task, "none"),
+#    pooling="first")`). Show that its accuracy cannot exceed $\tfrac12 + \tfrac1n$ for
+#    sequences of length $n$ (hint: what does the output at slot 0 know when the token
+#    there is a marker, and when it is not?), and compare with what training reaches.
+# 2. **ALiBi's symmetries.** Show that for $n \ge 3$ the only permutations $\pi$ with
+#    $\pi B \pi^\top = B$ for $B_{ij} = -|i - j|$ are the identity and the reversal. Check
+#    it with `equivariance_errors(..., permutations=...)` on the posgeo ALiBi encoder.
+#    RoPE's scores also depend only on $i - j$: why is a bidirectional RoPE encoder *not*
+#    reversal-equivariant?
+# 3. **What a causal model still cannot see.** For a one-layer causal encoder without
+#    positions, show that the output at the last slot does not change when the first
+#    $n - 1$ tokens are permuted. Measure it, then repeat with two layers. What does the
+#    answer mean for a classifier with `pooling="last"`?
+#
+# ## References
+#
+# ```{bibliography}
+# :filter: docname in docnames
+# ```

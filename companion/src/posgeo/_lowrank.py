@@ -1,0 +1,989 @@
+r"""Minimal parametrisation: effective rank, rank-r MDS, and low-rank learned encodings (P1, Observation 8).
+
+P1 (Cirrincione, 2026) observes that the optimal encoding has effective rank
+:math:`r = \mathrm{rank}(B)` (:math:`B` the double-centred Gram matrix of the Hellinger
+distances), so a factorised table :math:`P = A B^\top`, :math:`A \in \mathbb{R}^{n\times r}`,
+:math:`B \in \mathbb{R}^{d\times r}`, needs only :math:`r(n + d)` parameters instead of
+:math:`nd`. This module provides:
+
+- :func:`lowrank_parameter_count` and :func:`positional_parameter_count`;
+- :func:`top_eigenpairs`: the top-k eigenpairs of a symmetric matrix by a full or a partial
+  eigendecomposition (``benchmarks/bench_rank.py`` compares them);
+- :func:`rank_r_stress_curve`: stress of the rank-r classical-MDS and SMACOF encodings
+  against r, with the spectral energy they keep; :func:`lowrank_claim_table`: P1's synthetic
+  claim beside ours;
+- :func:`lowrank_settings`, :func:`lowrank_training_sweep`: masked-token training of the
+  posgeo transformer on the synthetic corpus with no, sinusoidal, low-rank and free
+  position tables, scored by accuracy against the Bayes optimum and by the stress of the
+  learned tables against the corpus geometry;
+- plots.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Literal, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.figure import Figure
+
+from ._analysis import PAPER_P1
+from ._encodings import sinusoidal_encoding
+from ._geometry import (
+    check_distance_matrix,
+    double_centered_gram,
+    effective_rank,
+    hellinger_matrix,
+    stress,
+    stress_optimal_mds,
+)
+from ._model import Transformer, TransformerConfig, count_parameters
+from ._profiles import current_profile
+from ._progress import progress_bar
+from ._synthetic import sample_synthetic_sequences, synthetic_marginals
+from ._train import IGNORE_INDEX, MLMTask, TrainConfig, train
+
+__all__ = [
+    "LowRankSettings",
+    "PAPER_P1_LOWRANK",
+    "SyntheticSampler",
+    "effective_rank_table",
+    "gram_spectra",
+    "lowrank_claim_table",
+    "lowrank_parameter_count",
+    "lowrank_settings",
+    "lowrank_training_sweep",
+    "mlm_marginal_metrics",
+    "plot_accuracy_vs_parameters",
+    "plot_rank_stress_curves",
+    "positional_parameter_count",
+    "rank_r_stress_curve",
+    "synthetic_mlm_task",
+    "top_eigenpairs",
+]
+
+PAPER_P1_LOWRANK: dict[str, float] = {
+    "n_positions": 32,
+    "d_model": 128,
+    "rank": 3,
+    "stress_reduction": PAPER_P1["lowrank/synthetic/stress_reduction"],
+    "parameter_saving": PAPER_P1["lowrank/synthetic/parameter_saving"],
+}
+"""P1's synthetic low-rank example, as reported in P1 (Observation 8): n = 32 positions,
+d = 128, rank r = 3 "reduces stress by 99.8% relative to the sinusoidal encoding with 88%
+fewer parameters than a free n x d table". P1 does not say whether the stress is raw or
+scale-optimal, nor how its sinusoidal encoding is scaled."""
+
+_POSITION_PARAMS = ("pos", "pos_a", "pos_b")
+
+
+# --------------------------------------------------------------------------- parameter counts
+def _pos_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def lowrank_parameter_count(n: int, d: int, r: int) -> int:
+    r"""Parameters of a rank-r factorised position table :math:`P = A B^\top`: :math:`r(n + d)`.
+
+    Parameters
+    ----------
+    n : int
+        Positions (rows of the table).
+    d : int
+        Model width (columns).
+    r : int
+        Rank, ``1 <= r <= min(n, d)`` (beyond that a free table is smaller).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        Non-integer sizes.
+    ValueError
+        Non-positive sizes or ``r > min(n, d)``.
+
+    Examples
+    --------
+    P1's example: n = 32, d = 128, r = 3 against a free 32 x 128 table.
+
+    >>> lowrank_parameter_count(32, 128, 3), 32 * 128
+    (480, 4096)
+    """
+    n, d, r = _pos_int(n, "n"), _pos_int(d, "d"), _pos_int(r, "r")
+    if r > min(n, d):
+        raise ValueError(f"r={r} exceeds min(n, d) = {min(n, d)}; a rank-r factorisation needs r <= min(n, d)")
+    return r * (n + d)
+
+
+def positional_parameter_count(model: torch.nn.Module) -> int:
+    """Trainable parameters of a posgeo :class:`Transformer`'s position table.
+
+    ``learned``: the ``max_len x d_model`` table ``pos``; ``lowrank``: the factors ``pos_a``
+    (``max_len x r``) and ``pos_b`` (``d_model x r``); every other kind: 0 (sinusoidal
+    tables are fixed buffers, RoPE and ALiBi have no parameters).
+
+    Parameters
+    ----------
+    model : Transformer
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a posgeo Transformer.
+
+    Examples
+    --------
+    >>> cfg = TransformerConfig(vocab_size=8, d_model=16, n_heads=2, n_layers=1, d_ff=16, max_len=10,
+    ...                         position="lowrank", rank=2)
+    >>> positional_parameter_count(Transformer(cfg)) == lowrank_parameter_count(10, 16, 2)
+    True
+    """
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a posgeo Transformer, got {type(model).__name__}")
+    return sum(p.numel() for name, p in model.named_parameters() if name in _POSITION_PARAMS and p.requires_grad)
+
+
+# --------------------------------------------------------------------------- BLAS threads
+_SMALL_N = 1024
+
+
+@contextmanager
+def _small_blas(n: int) -> Iterator[None]:
+    """One BLAS thread while working on an n x n problem with n <= 1024 (restored on exit).
+
+    Matrices this small gain nothing from threads, and on a busy machine OpenBLAS threads
+    that wait for a core make SMACOF and eigh many times slower (measured: 10x the CPU
+    time for the rank-r curve of a 510 x 510 matrix with 2 threads on a loaded 2-core
+    machine). Uses threadpoolctl when it is installed; otherwise changes nothing.
+    """
+    if n > _SMALL_N:
+        yield
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+# --------------------------------------------------------------------------- eigenpairs
+Method = Literal["auto", "full", "subset", "arpack"]
+_AUTO_FULL_BELOW_N = 1024  # below this a full eigh costs well under 0.2 s (benchmarks/bench_rank.py)
+_AUTO_ARPACK_MAX_SHARE = 1 / 16  # Lanczos pays for few eigenpairs; syevr (subset) for more
+
+
+def _resolve_method(method: str, n: int, k: int) -> str:
+    if method not in ("auto", "full", "subset", "arpack"):
+        raise ValueError(f"unknown method {method!r}; use 'auto', 'full', 'subset' or 'arpack'")
+    if method != "auto":
+        return method
+    if n < _AUTO_FULL_BELOW_N:
+        return "full"
+    return "arpack" if k <= _AUTO_ARPACK_MAX_SHARE * n else "subset"
+
+
+def _symmetric(B: object) -> np.ndarray:
+    A = np.asarray(B, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 1:
+        raise ValueError(f"B must be square, got shape {A.shape}; pass a (n, n) symmetric matrix")
+    if not np.all(np.isfinite(A)):
+        raise ValueError("B has NaN or infinite entries; pass a finite matrix")
+    scale = max(1.0, float(np.abs(A).max(initial=0.0)))
+    if not np.allclose(A, A.T, rtol=0.0, atol=1e-8 * scale):
+        raise ValueError("B must be symmetric; pass 0.5 * (B + B.T) if it is so up to rounding")
+    return 0.5 * (A + A.T)
+
+
+def top_eigenpairs(B: object, k: int, *, method: Method = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """The k largest eigenvalues of a symmetric matrix and their eigenvectors.
+
+    Parameters
+    ----------
+    B : array_like, shape (n, n)
+        Symmetric (e.g. ``double_centered_gram(D)``).
+    k : int
+        Number of eigenpairs, ``1 <= k <= n``.
+    method : {"auto", "full", "subset", "arpack"}, keyword-only
+        ``"full"``: :func:`numpy.linalg.eigh` of the whole matrix. ``"subset"``:
+        :func:`scipy.linalg.eigh` with ``subset_by_index`` (LAPACK ``syevr``: tridiagonal
+        reduction, then only the wanted eigenpairs). ``"arpack"``:
+        :func:`scipy.sparse.linalg.eigsh` (Lanczos to machine precision; needs ``k < n``;
+        the start vector is fixed, so results are deterministic). ``"auto"``: ``"full"``
+        for ``n < 1024``, else ``"arpack"`` when ``k <= n / 16`` and ``"subset"`` otherwise.
+        ``benchmarks/bench_rank.py`` (one BLAS thread, k = 16): at n = 4096 a full
+        decomposition takes about 10 s of CPU, ``"subset"`` about 5 s and ``"arpack"``
+        1.0-1.4 s, with eigenvalues equal to 1e-15 relative and identical eigenspaces;
+        below n = 1024 every method takes under 0.2 s.
+
+    Returns
+    -------
+    eigenvalues : numpy.ndarray, shape (k,)
+        Descending.
+    eigenvectors : numpy.ndarray, shape (n, k)
+        Orthonormal columns; each column's sign is fixed so that its entry of largest
+        magnitude is positive (methods then agree up to rotations inside tied eigenvalues).
+
+    Raises
+    ------
+    ValueError
+        Non-square, non-symmetric or non-finite ``B``; ``k`` out of range; unknown method;
+        ``"arpack"`` with ``k >= n``.
+    TypeError
+        Non-integer ``k``.
+
+    Examples
+    --------
+    >>> B = np.diag([3.0, 1.0, 2.0])
+    >>> lam, V = top_eigenpairs(B, 2, method="subset")
+    >>> lam.tolist(), np.abs(V).round(6).T.tolist()
+    ([3.0, 2.0], [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    """
+    A = _symmetric(B)
+    n = A.shape[0]
+    k = _pos_int(k, "k")
+    if k > n:
+        raise ValueError(f"k={k} exceeds n={n}; ask for at most n eigenpairs")
+    method = _resolve_method(method, n, k)
+    if method == "full":
+        lam, V = np.linalg.eigh(A)
+        lam, V = lam[::-1][:k], V[:, ::-1][:, :k]
+    elif method == "subset":
+        from scipy.linalg import eigh
+
+        lam, V = eigh(A, subset_by_index=[n - k, n - 1], driver="evr")
+        lam, V = lam[::-1], V[:, ::-1]
+    else:
+        if k >= n:
+            raise ValueError(f"method='arpack' needs k < n, got k={k}, n={n}; use method='full'")
+        from scipy.sparse.linalg import eigsh
+
+        lam, V = eigsh(A, k=k, which="LA", v0=np.ones(n) / np.sqrt(n), tol=0.0)
+        order = np.argsort(lam)[::-1]
+        lam, V = lam[order], V[:, order]
+    V = np.array(V, dtype=np.float64, copy=True)
+    pivot = np.argmax(np.abs(V), axis=0)
+    V *= np.where(V[pivot, np.arange(k)] < 0, -1.0, 1.0)
+    return np.asarray(lam, dtype=np.float64).copy(), V
+
+
+# --------------------------------------------------------------------------- effective rank
+def gram_spectra(matrices: Mapping[str, object]) -> dict[str, np.ndarray]:
+    """Eigenvalues (descending) of the double-centred Gram matrix of each distance matrix.
+
+    Parameters
+    ----------
+    matrices : mapping of str to (n, n) arrays
+        Label -> distance matrix ``D``.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray, shape (n,)
+        Label -> eigenvalues of ``double_centered_gram(D)``, descending (negative ones kept),
+        e.g. for :func:`plot_spectra`.
+
+    Examples
+    --------
+    >>> gram_spectra({"pair": [[0.0, 2.0], [2.0, 0.0]]})["pair"].round(6).tolist()
+    [2.0, 0.0]
+    """
+    out = {}
+    for label, D in matrices.items():
+        B = double_centered_gram(check_distance_matrix(D))
+        with _small_blas(B.shape[0]):
+            out[label] = np.sort(np.linalg.eigvalsh(B))[::-1] + 0.0
+    return out
+
+
+def effective_rank_table(
+    matrices: Mapping[str, object],
+    *,
+    energies: Sequence[float] = (0.9, 0.99),
+    top: int = 3,
+) -> pd.DataFrame:
+    r"""Exact and effective ranks of the double-centred Gram matrices of several distance matrices.
+
+    Parameters
+    ----------
+    matrices : mapping of str to (n, n) arrays
+        Label -> distance matrix ``D``; ``B = double_centered_gram(D)``.
+    energies : sequence of float, keyword-only
+        Thresholds for :func:`effective_rank` (share of the positive spectral mass).
+    top : int, keyword-only
+        Also report the share of the positive mass in the top ``top`` eigenvalues.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per matrix: ``n``; ``exact rank`` (positive eigenvalues above ``1e-10`` times
+        the largest magnitude; P1's :math:`r = \mathrm{rank}(B)` when ``B`` is positive
+        semi-definite); ``rank <e>%`` for each energy;
+        ``entropy rank``; ``energy top <top>``; ``negative share`` (share of absolute
+        eigenvalue mass on negative eigenvalues, 0 for a Euclidean ``D``).
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> D = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    >>> effective_rank_table({"square": D})[["n", "exact rank", "rank 99%"]].to_dict("records")
+    [{'n': 4, 'exact rank': 2, 'rank 99%': 2}]
+    """
+    rows = {}
+    for label, D in matrices.items():
+        B = double_centered_gram(check_distance_matrix(D))
+        with _small_blas(B.shape[0]):
+            lam = np.sort(np.linalg.eigvalsh(B))[::-1]
+        summary = effective_rank(lam)
+        tol = 1e-10 * max(float(np.abs(lam).max()), 1e-300)
+        row: dict[str, float] = {"n": B.shape[0], "exact rank": int(np.sum(lam > tol))}
+        for e in energies:
+            row[f"rank {100 * e:g}%"] = effective_rank(lam, energy=e).rank_at_energy
+        row["entropy rank"] = summary.entropy_rank
+        row[f"energy top {top}"] = float(summary.cumulative_energy[min(top, lam.size) - 1])
+        total = float(np.abs(lam).sum())
+        row["negative share"] = max(0.0, float(-lam[lam < -tol].sum() / total)) if total > 0 else 0.0
+        rows[label] = row
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    int_cols = ["n", "exact rank"] + [f"rank {100 * e:g}%" for e in energies]
+    out[int_cols] = out[int_cols].astype(int)
+    return out
+
+
+# --------------------------------------------------------------------------- rank-r stress
+def _check_ranks(ranks: Sequence[int], n: int) -> list[int]:
+    rs = [_pos_int(r, "rank") for r in ranks]
+    if not rs:
+        raise ValueError("ranks must be a non-empty sequence of ints")
+    if max(rs) > n:
+        raise ValueError(f"rank {max(rs)} exceeds the number of positions n={n}; pass ranks <= n")
+    if len(set(rs)) != len(rs):
+        raise ValueError(f"ranks must be distinct, got {list(ranks)}")
+    return sorted(rs)
+
+
+def rank_r_stress_curve(
+    D: object,
+    ranks: Sequence[int],
+    *,
+    smacof: bool = True,
+    smacof_max_iter: int = 300,
+    method: Method = "auto",
+    progress: bool = True,
+) -> pd.DataFrame:
+    r"""Stress of the rank-r MDS encoding of ``D`` against r, with the spectral energy it keeps.
+
+    Rank-r classical MDS is :math:`V_r \Lambda_r^{1/2}` from the top-r eigenpairs of
+    :math:`B = -\tfrac12 J D^{\circ 2} J` (one partial eigendecomposition serves every r);
+    SMACOF (:func:`stress_optimal_mds`) minimises raw stress in r dimensions from that start.
+
+    Parameters
+    ----------
+    D : array_like, shape (n, n)
+        Distance matrix.
+    ranks : sequence of int
+        Distinct ranks, each in [1, n].
+    smacof : bool, keyword-only, default True
+        Also fit SMACOF at every rank (slower: O(n^2 r) per iteration).
+    smacof_max_iter : int, keyword-only
+    method : {"auto", "full", "subset", "arpack"}, keyword-only
+        Eigensolver (:func:`top_eigenpairs`).
+    progress : bool, keyword-only
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``rank``; columns ``energy`` (share of the positive spectral mass in the top r
+        eigenvalues; with a partial eigensolver the mass is :math:`\mathrm{tr}\,B`, exact when
+        :math:`B` is positive semi-definite, as for the chord Hellinger distance),
+        ``classical raw``, ``classical optimal`` and, with ``smacof``, ``SMACOF raw``,
+        ``SMACOF optimal`` (raw and scale-optimal stress, :func:`stress`).
+
+    Raises
+    ------
+    ValueError
+        ``D`` not a distance matrix; bad ranks.
+
+    Examples
+    --------
+    Four corners of a unit square: two dimensions reproduce it exactly.
+
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    >>> D = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    >>> curve = rank_r_stress_curve(D, [1, 2], progress=False)
+    >>> curve["energy"].round(3).tolist(), bool(curve.loc[2, "classical raw"] < 1e-20)
+    ([0.5, 1.0], True)
+    """
+    Dm = check_distance_matrix(D)
+    n = Dm.shape[0]
+    rs = _check_ranks(ranks, n)
+    with _small_blas(n):
+        return _rank_curve(Dm, rs, smacof=smacof, smacof_max_iter=smacof_max_iter, method=method, progress=progress)
+
+
+def _rank_curve(Dm: np.ndarray, rs: list[int], *, smacof: bool, smacof_max_iter: int, method: str, progress: bool) -> pd.DataFrame:
+    n = Dm.shape[0]
+    B = double_centered_gram(Dm)
+    kmax = max(rs)
+    resolved = _resolve_method(method, n, kmax)
+    if resolved == "full":
+        all_lam = np.linalg.eigvalsh(B)
+        mass = float(np.clip(all_lam, 0.0, None).sum())
+    else:
+        mass = float(np.trace(B))
+    lam, V = top_eigenpairs(B, kmax, method=resolved)
+    rows = {}
+    for r in progress_bar(rs, enabled=progress, desc="rank-r MDS"):
+        coords = V[:, :r] * np.sqrt(np.clip(lam[:r], 0.0, None))
+        row = {
+            "energy": float(np.clip(lam[:r], 0.0, None).sum() / mass) if mass > 0 else np.nan,
+            "classical raw": stress(coords, Dm),
+            "classical optimal": stress(coords, Dm, scale="optimal"),
+        }
+        if smacof:
+            sm = stress_optimal_mds(Dm, r, init=coords, max_iter=smacof_max_iter)
+            row["SMACOF raw"] = sm.stress
+            row["SMACOF optimal"] = stress(sm.coords, Dm, scale="optimal")
+        rows[r] = row
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "rank"
+    return out
+
+
+def lowrank_claim_table(
+    D: object,
+    *,
+    n_positions: int | None = None,
+    d: int = 128,
+    rank: int = 3,
+    smacof_max_iter: int = 1000,
+) -> pd.DataFrame:
+    """P1's low-rank claim (Observation 8) beside ours, on one distance matrix.
+
+    Compares the rank-r encodings (classical MDS and SMACOF) with the sinusoidal encoding of
+    width ``d`` (:func:`sinusoidal_encoding`, unscaled), by raw and by scale-optimal stress,
+    and the parameters of a rank-r factorisation with those of a free n x d table.
+
+    Parameters
+    ----------
+    D : array_like, shape (n, n)
+        Target distances (P1: its synthetic corpus).
+    n_positions : int, optional, keyword-only
+        Must equal n when given (a guard against passing the wrong matrix).
+    d : int, keyword-only, default 128
+        Width of the sinusoidal encoding and of the free table (P1: 128).
+    rank : int, keyword-only, default 3
+        P1: 3.
+    smacof_max_iter : int, keyword-only
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: ``stress reduction (raw)``, ``stress reduction (scale-optimal)``,
+        ``parameter saving``, ``parameters (rank r)``, ``parameters (free table)``,
+        ``stress rank r (raw)``, ``stress sinusoidal (raw)``, ``stress rank r (scale-optimal)``,
+        ``stress sinusoidal (scale-optimal)``; columns ``P1`` (NaN where P1 reports nothing),
+        ``classical MDS``, ``SMACOF``. A stress reduction is ``1 - stress(rank r) / stress(sinusoidal)``;
+        the parameter saving is ``1 - r (n + d) / (n d)``.
+
+    Raises
+    ------
+    ValueError
+        ``D`` not a distance matrix, ``n_positions`` different from n, or a bad rank.
+
+    Examples
+    --------
+    >>> mu = synthetic_marginals(32, 64, nonstationarity=0.5)
+    >>> t = lowrank_claim_table(hellinger_matrix(mu), n_positions=32, smacof_max_iter=50)
+    >>> int(t.loc["parameters (rank r)", "SMACOF"]), int(t.loc["parameters (free table)", "SMACOF"])
+    (480, 4096)
+    """
+    Dm = check_distance_matrix(D)
+    n = Dm.shape[0]
+    if n_positions is not None and n_positions != n:
+        raise ValueError(f"D has n={n} positions but n_positions={n_positions}; pass the matching distance matrix")
+    params_r = lowrank_parameter_count(n, d, rank)
+    params_free = n * d
+    sin = sinusoidal_encoding(n, d)
+    curve = rank_r_stress_curve(Dm, [rank], smacof=True, smacof_max_iter=smacof_max_iter, progress=False)
+    s_raw, s_opt = stress(sin, Dm), stress(sin, Dm, scale="optimal")
+    cols = {}
+    for label, prefix in (("classical MDS", "classical"), ("SMACOF", "SMACOF")):
+        raw = float(curve.loc[rank, f"{prefix} raw"])
+        opt = float(curve.loc[rank, f"{prefix} optimal"])
+        cols[label] = {
+            "stress reduction (raw)": 1.0 - raw / s_raw,
+            "stress reduction (scale-optimal)": 1.0 - opt / s_opt,
+            "parameter saving": 1.0 - params_r / params_free,
+            "parameters (rank r)": float(params_r),
+            "parameters (free table)": float(params_free),
+            "stress rank r (raw)": raw,
+            "stress sinusoidal (raw)": s_raw,
+            "stress rank r (scale-optimal)": opt,
+            "stress sinusoidal (scale-optimal)": s_opt,
+        }
+    paper = {key: np.nan for key in cols["SMACOF"]}
+    paper["stress reduction (raw)"] = PAPER_P1_LOWRANK["stress_reduction"]
+    paper["parameter saving"] = PAPER_P1_LOWRANK["parameter_saving"]
+    if (n, d, rank) == (PAPER_P1_LOWRANK["n_positions"], PAPER_P1_LOWRANK["d_model"], PAPER_P1_LOWRANK["rank"]):
+        paper["parameters (rank r)"] = float(lowrank_parameter_count(32, 128, 3))
+        paper["parameters (free table)"] = float(32 * 128)
+    return pd.DataFrame({"P1": paper, **cols})
+
+
+# --------------------------------------------------------------------------- training sweep
+@dataclass(frozen=True)
+class SyntheticSampler:
+    """Draws full-length sequences of the synthetic corpus (a picklable ``MLMTask`` sampler).
+
+    Parameters
+    ----------
+    marginals : numpy.ndarray, shape (n, V)
+        True per-position distributions (:func:`synthetic_marginals`).
+
+    Examples
+    --------
+    >>> s = SyntheticSampler(synthetic_marginals(8, 16))
+    >>> s(3, 0).shape
+    (3, 8)
+    """
+
+    marginals: np.ndarray
+
+    def __call__(self, batch_size: int, seed: int) -> np.ndarray:
+        seqs = sample_synthetic_sequences(self.marginals, batch_size, seed=seed)
+        return seqs.tokens.reshape(batch_size, -1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class LowRankSettings:
+    """Settings of the low-rank training sweep (see :func:`lowrank_settings`).
+
+    Attributes
+    ----------
+    n_positions, vocab_size, nonstationarity, concentration, corpus_seed
+        The synthetic corpus (:func:`synthetic_marginals`, ring geometry); the defaults are
+        those of ``load_corpus("synthetic")``.
+    d_model, n_heads, n_layers, d_ff : int
+        Transformer size.
+    ranks : tuple of int
+        Ranks of the ``lowrank`` tables.
+    steps, batch_size : int
+    lr : float
+    mask_prob : float
+    seeds : tuple of int
+        Training seeds (model init and batches); results are averaged over them.
+    eval_batches, eval_batch_size : int
+        Evaluation on fresh masked batches.
+    """
+
+    n_positions: int = 32
+    vocab_size: int = 64
+    nonstationarity: float = 0.5
+    concentration: float = 4.0
+    corpus_seed: int = 0
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 1
+    d_ff: int = 64
+    ranks: tuple[int, ...] = (1, 2, 3, 8)
+    steps: int = 400
+    batch_size: int = 64
+    lr: float = 5e-3
+    mask_prob: float = 0.15
+    seeds: tuple[int, ...] = (0,)
+    eval_batches: int = 8
+    eval_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("n_positions", "vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "steps", "batch_size",
+                     "eval_batches", "eval_batch_size"):
+            _pos_int(getattr(self, name), name)
+        object.__setattr__(self, "ranks", tuple(int(r) for r in self.ranks))
+        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
+        if not self.ranks or max(self.ranks) > min(self.n_positions, self.d_model) or min(self.ranks) < 1:
+            raise ValueError(f"ranks must lie in [1, min(n_positions, d_model)] = [1, {min(self.n_positions, self.d_model)}], got {self.ranks}")
+        if not self.seeds:
+            raise ValueError("seeds must be a non-empty tuple of ints")
+
+
+_SETTINGS = {
+    "small": LowRankSettings(),
+    "full": LowRankSettings(
+        d_model=128, n_heads=4, n_layers=2, d_ff=256, ranks=(1, 2, 3, 4, 8, 16, 32), steps=4000,
+        batch_size=128, lr=2e-3, seeds=(0, 1, 2), eval_batches=32,
+    ),
+}
+
+
+def lowrank_settings(profile: str | None = None) -> LowRankSettings:
+    """Settings of the low-rank training sweep for an experiment profile.
+
+    ``small`` (2 CPU cores, about half a minute): d_model 32, one layer, 400 steps, one
+    seed, ranks 1, 2, 3, 8. ``full`` (paper scale, a GPU or a patient CPU): d_model 128
+    (P1's d), 2 layers, 4000 steps of 128 sequences, three seeds, ranks 1, 2, 3, 4, 8, 16, 32.
+
+    Parameters
+    ----------
+    profile : str, optional
+        ``"small"`` or ``"full"``; default :func:`current_profile`.
+
+    Returns
+    -------
+    LowRankSettings
+
+    Examples
+    --------
+    >>> lowrank_settings("small").ranks, lowrank_settings("full").d_model
+    ((1, 2, 3, 8), 128)
+    """
+    return _SETTINGS[current_profile(profile)]
+
+
+def synthetic_mlm_task(settings: LowRankSettings) -> tuple[MLMTask, np.ndarray]:
+    """The masked-token task on the synthetic corpus of ``settings``, and its true marginals.
+
+    Parameters
+    ----------
+    settings : LowRankSettings
+
+    Returns
+    -------
+    task : MLMTask
+    marginals : numpy.ndarray, shape (n_positions, vocab_size)
+
+    Examples
+    --------
+    >>> task, mu = synthetic_mlm_task(lowrank_settings("small"))
+    >>> task.vocab_size, mu.shape
+    (65, (32, 64))
+    """
+    s = settings
+    mu = synthetic_marginals(
+        s.n_positions, s.vocab_size, nonstationarity=s.nonstationarity, concentration=s.concentration,
+        seed=s.corpus_seed, geometry="ring",
+    )
+    name = (
+        f"synthetic-ring-n{s.n_positions}-V{s.vocab_size}-ns{s.nonstationarity:g}-c{s.concentration:g}-seed{s.corpus_seed}"
+    )
+    task = MLMTask(SyntheticSampler(mu), n_tokens=s.vocab_size, seq_len=s.n_positions, name=name, mask_prob=s.mask_prob)
+    return task, mu
+
+
+def mlm_marginal_metrics(
+    model: Transformer,
+    task: MLMTask,
+    marginals: np.ndarray,
+    *,
+    n_batches: int = 8,
+    batch_size: int = 256,
+    seed: int = 12345,
+) -> dict[str, float]:
+    r"""Masked-token accuracy and excess loss, computed against the *true* marginals.
+
+    The synthetic corpus draws every position independently from :math:`\mu_i`, so the
+    Bayes-optimal prediction at a masked position i is :math:`\mu_i` itself. For each masked
+    position of fresh batches (predicted distribution :math:`q`), this returns the expected
+    accuracy :math:`\mu_i(\arg\max q)` (the average over the true distribution of the
+    masked token, which has less variance than counting hits) and the excess loss
+    :math:`\mathrm{KL}(\mu_i \,\|\, q)` in nats (0 for the Bayes-optimal model).
+
+    Parameters
+    ----------
+    model : Transformer
+    task : MLMTask
+        Its sampler draws from ``marginals``.
+    marginals : numpy.ndarray, shape (n, V)
+    n_batches, batch_size, seed : int, keyword-only
+
+    Returns
+    -------
+    dict
+        ``accuracy``, ``excess_loss``.
+
+    Examples
+    --------
+    >>> task, mu = synthetic_mlm_task(lowrank_settings("small"))
+    >>> cfg = TransformerConfig(vocab_size=65, d_model=16, n_heads=2, n_layers=1, d_ff=16, max_len=32, position="none")
+    >>> m = mlm_marginal_metrics(Transformer(cfg), task, mu, n_batches=1, batch_size=8)
+    >>> sorted(m), bool(m["excess_loss"] > 0)
+    (['accuracy', 'excess_loss'], True)
+    """
+    mu = np.asarray(marginals, dtype=np.float64)
+    if mu.shape != (task.seq_len, task.n_tokens):
+        raise ValueError(f"marginals must have shape (seq_len, n_tokens) = {(task.seq_len, task.n_tokens)}, got {mu.shape}")
+    g = torch.Generator().manual_seed(int(seed))
+    mu_t = torch.as_tensor(mu)
+    log_mu = torch.log(mu_t.clamp_min(1e-300))
+    acc, kl, count = 0.0, 0.0, 0
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for _ in range(int(n_batches)):
+                batch = task.sample(int(batch_size), g)
+                logits = model(batch.tokens).logits.to(torch.float64)  # (B, n, V + 1): the mask id too
+                masked = batch.targets != IGNORE_INDEX
+                pos = torch.nonzero(masked)[:, 1]
+                logq = torch.log_softmax(logits, dim=-1)[masked][:, : task.n_tokens]
+                pred = logq.argmax(-1)
+                p = mu_t[pos]
+                acc += float(p[torch.arange(pos.numel()), pred].sum())
+                kl += float((p * (log_mu[pos] - logq)).sum())
+                count += int(pos.numel())
+    finally:
+        model.train(was_training)
+    return {"accuracy": acc / count, "excess_loss": kl / count}
+
+
+def _table_rank(P: np.ndarray, energy: float = 0.99) -> int:
+    Pc = P - P.mean(axis=0)
+    sv = np.linalg.svd(Pc, compute_uv=False)
+    return effective_rank(sv**2, energy=energy).rank_at_energy
+
+
+def _train_and_score(
+    s: LowRankSettings, task: MLMTask, mu: np.ndarray, D: np.ndarray, kind: str, rank: int | None, seed: int, cache: bool
+) -> dict[str, float]:
+    cfg = TransformerConfig(
+        vocab_size=task.vocab_size, d_model=s.d_model, n_heads=s.n_heads, n_layers=s.n_layers, d_ff=s.d_ff,
+        max_len=s.n_positions, position=kind, rank=rank,
+    )
+    tc = TrainConfig(
+        steps=s.steps, batch_size=s.batch_size, lr=s.lr, seed=seed, device="auto",
+        log_every=max(1, s.steps // 10), snapshot_every=s.steps if kind in ("learned", "lowrank", "sinusoidal") else 0,
+    )
+    res = train(cfg, tc, task, progress=False, cache=cache)
+    model = res.model()
+    metrics = mlm_marginal_metrics(model, task, mu, n_batches=s.eval_batches, batch_size=s.eval_batch_size)
+    row: dict[str, float] = {"parameters": float(positional_parameter_count(model)), **metrics}
+    table = model.position_table()
+    if table is not None:
+        P = table[: s.n_positions]
+        row["stress"] = stress(P, D, scale="optimal")
+        row["raw stress"] = stress(P, D)
+        row["stress at init"] = stress(res.snapshots[0][: s.n_positions], D, scale="optimal")
+        row["table rank 99%"] = float(_table_rank(P))
+    return row
+
+
+@contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """Temporarily set torch's intra-op thread count (restored on exit); None: leave it."""
+    if threads is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def lowrank_training_sweep(
+    settings: LowRankSettings,
+    *,
+    threads: int | None = 1,
+    progress: bool = True,
+    cache: bool = True,
+) -> pd.DataFrame:
+    """Train the posgeo transformer on the synthetic masked-token task with different position tables.
+
+    Encodings: ``none`` (no positional signal), ``sinusoidal`` (fixed, no parameters),
+    ``lowrank`` at every rank of ``settings.ranks`` (:math:`P = A B^T`), and ``learned`` (a
+    free ``n x d`` table). Each is trained with :func:`train` (cached) for every seed, then
+    scored by :func:`mlm_marginal_metrics` and by the stress of its position table against
+    the true Hellinger geometry of the corpus (before and after training).
+
+    Parameters
+    ----------
+    settings : LowRankSettings
+    threads : int or None, keyword-only, default 1
+        Torch intra-op threads while training and evaluating (restored afterwards). The small
+        profile's models are tiny: extra threads do not speed them up, and on a busy
+        machine they slow them down many times over; one thread also makes the results
+        independent of ``OMP_NUM_THREADS``. ``None`` keeps torch's setting (use it on a GPU
+        or for the full profile on a many-core CPU).
+    progress : bool, keyword-only
+    cache : bool, keyword-only
+        Passed to :func:`train`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per encoding (mean over seeds): ``position``, ``rank`` (0 when not
+        factorised), ``parameters`` (trainable positional parameters, counted on the
+        model), ``accuracy``, ``excess_loss`` (see :func:`mlm_marginal_metrics`),
+        ``information`` (``1 - excess_loss / mutual_information``: the share of the
+        positional information the model uses; 0 for a position-blind model, 1 for the Bayes
+        optimum), ``stress`` (scale-optimal, trained table),
+        ``stress at init``, ``raw stress``, ``table rank 99%`` (spectral rank of the centred
+        table), ``seeds``. Index: the encoding's label. ``attrs`` holds the reference
+        accuracies: ``bayes_accuracy`` (predicting :math:`\\mu_i`) and ``blind_accuracy``
+        (the best position-independent prediction), and ``mutual_information``
+        (the excess loss of the best position-blind model, in nats).
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> s = dataclasses.replace(lowrank_settings("small"), d_model=16, n_layers=1, d_ff=16, steps=2,
+    ...                         ranks=(2,), eval_batches=1, eval_batch_size=8)
+    >>> table = lowrank_training_sweep(s, progress=False, cache=False)
+    >>> table["parameters"].to_dict()
+    {'none': 0, 'sinusoidal': 0, 'rank 2': 96, 'learned': 512}
+    """
+    if not isinstance(settings, LowRankSettings):
+        raise TypeError(f"settings must be LowRankSettings (see lowrank_settings()), got {type(settings).__name__}")
+    s = settings
+    task, mu = synthetic_mlm_task(s)
+    D = hellinger_matrix(mu)
+    specs: list[tuple[str, str, int | None]] = [("none", "none", None), ("sinusoidal", "sinusoidal", None)]
+    specs += [(f"rank {r}", "lowrank", r) for r in s.ranks]
+    specs.append(("learned", "learned", None))
+    if threads is not None:
+        _pos_int(threads, "threads")
+    rows = {}
+    jobs = [(spec, seed) for spec in specs for seed in s.seeds]
+    per: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in specs}
+    with _torch_threads(threads):
+        for (label, kind, rank), seed in progress_bar(jobs, enabled=progress, desc="low-rank sweep"):
+            per[label].append(_train_and_score(s, task, mu, D, kind, rank, seed, cache))
+    for label, kind, rank in specs:
+        frame = pd.DataFrame(per[label])
+        mean = frame.mean(numeric_only=True)
+        rows[label] = {"position": kind, "rank": int(rank or 0), **mean.to_dict(), "seeds": len(per[label])}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out["parameters"] = out["parameters"].astype(int)
+    cols = ["position", "rank", "parameters", "accuracy", "excess_loss", "stress", "stress at init", "raw stress",
+            "table rank 99%", "seeds"]
+    blind = mu.mean(axis=0)
+    mutual_information = float(np.mean(np.sum(mu * (np.log(mu) - np.log(blind)), axis=1)))
+    out["information"] = 1.0 - out["excess_loss"] / mutual_information
+    cols.insert(cols.index("excess_loss") + 1, "information")
+    out = out[[c for c in cols if c in out.columns]]
+    out.attrs["bayes_accuracy"] = float(mu.max(axis=1).mean())
+    out.attrs["blind_accuracy"] = float(mu[:, int(np.argmax(blind))].mean())
+    out.attrs["mutual_information"] = mutual_information
+    return out
+
+
+# --------------------------------------------------------------------------- plots
+def _zero_symlog_axis(ax: object, values: Sequence[float]) -> None:
+    """Symmetric-log x axis for non-negative values that include 0: ticks at 0 and powers of ten."""
+    from matplotlib.ticker import NullLocator
+
+    x = np.asarray(values, dtype=float)
+    positive = x[x > 0]
+    if positive.size == 0:
+        return
+    lo, hi = float(positive.min()), float(positive.max())
+    ax.set_xscale("symlog", linthresh=lo, linscale=0.6)  # type: ignore[attr-defined]
+    ax.set_xlim(-0.15 * lo, hi * 1.5)  # type: ignore[attr-defined]
+    ticks = [0.0] + [10.0**k for k in range(int(np.ceil(np.log10(lo))), int(np.floor(np.log10(hi))) + 1)]
+    if len(ticks) == 1 or ticks[1] > lo * 1.5:
+        ticks.insert(1, lo)
+    ax.set_xticks(ticks)  # type: ignore[attr-defined]
+    ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
+
+
+def _fig(ncols: int, nrows: int = 1, *, width: float = 4.0, height: float = 3.2) -> tuple[Figure, np.ndarray]:
+    fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    return fig, axes
+
+
+def plot_rank_stress_curves(
+    curves: Mapping[str, pd.DataFrame],
+    *,
+    columns: Sequence[str] = ("classical optimal", "SMACOF optimal"),
+) -> Figure:
+    """Stress of rank-r encodings against r, one panel per geometry, with the energy left out.
+
+    Parameters
+    ----------
+    curves : mapping of str to pandas.DataFrame
+        Label -> :func:`rank_r_stress_curve` result.
+    columns : sequence of str, keyword-only
+        Stress columns to draw.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    ncols = min(3, len(curves))
+    nrows = -(-len(curves) // ncols)
+    fig, axes = _fig(ncols, nrows, width=3.4, height=2.7)
+    for ax, (label, curve) in zip(axes, curves.items()):
+        r = np.asarray(curve.index, dtype=float)
+        for j, col in enumerate(columns):
+            if col in curve.columns:
+                y = curve[col].to_numpy(dtype=float)
+                keep = y > 1e-8  # below that SMACOF's convergence tolerance, not the geometry
+                ax.plot(r[keep], y[keep], marker="o", ms=3, color=f"C{j}", label=col)
+        left = 1.0 - curve["energy"].to_numpy(dtype=float)
+        keep = left > 1e-8
+        ax.plot(r[keep], left[keep], ls=":", color="k", label="1 - energy")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(label, fontsize=9)
+    for ax in axes[len(curves):]:
+        ax.set_visible(False)
+    for ax in axes[(nrows - 1) * ncols:]:
+        ax.set_xlabel("rank r")
+    for ax in axes[::ncols]:
+        ax.set_ylabel("stress / energy left out")
+    axes[0].legend(fontsize=7)
+    return fig
+
+
+def plot_accuracy_vs_parameters(table: pd.DataFrame) -> Figure:
+    """Accuracy, information used and table stress of trained encodings against their parameter count.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`lowrank_training_sweep` (uses ``parameters``, ``accuracy``,
+        ``information``, ``stress`` and the ``attrs`` reference accuracies).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, (ax1, ax2, ax3) = _fig(3, width=3.6, height=3.2)
+    x = table["parameters"].to_numpy(dtype=float)
+    for j, (label, row) in enumerate(table.iterrows()):
+        ax1.plot(row["parameters"], row["accuracy"], "o", color=f"C{j}", label=label)
+        if "information" in table.columns:
+            ax2.plot(row["parameters"], row["information"], "o", color=f"C{j}", label=label)
+        if "stress" in table.columns and np.isfinite(row.get("stress", np.nan)):
+            ax3.plot(row["parameters"], row["stress"], "o", color=f"C{j}", label=label)
+    if "bayes_accuracy" in table.attrs:
+        ax1.axhline(table.attrs["bayes_accuracy"], color="k", ls="--", lw=1, label="Bayes optimum")
+    if "blind_accuracy" in table.attrs:
+        ax1.axhline(table.attrs["blind_accuracy"], color="k", ls=":", lw=1, label="position-blind optimum")
+    ax2.axhline(1.0, color="k", ls="--", lw=1)
+    ax2.axhline(0.0, color="k", ls=":", lw=1)
+    for ax in (ax1, ax2, ax3):
+        _zero_symlog_axis(ax, x)
+        ax.set_xlabel("positional parameters")
+    ax1.set_ylabel("masked-token accuracy")
+    ax2.set_ylabel("information used")
+    ax3.set_ylabel("scale-optimal stress of the table")
+    ax1.legend(fontsize=7)
+    return fig
+

@@ -1,0 +1,473 @@
+"""Tests for posgeo._nope (P2's adjacency pattern in NoPE causal decoders)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from matplotlib.figure import Figure
+
+from posgeo import (
+    IGNORE_INDEX,
+    TASKS,
+    TaskVocab,
+    Transformer,
+    TrainConfig,
+    adjacency_score,
+    answer_is_correct,
+    cosine_similarity_matrix,
+    count_parameters,
+    train,
+)
+from posgeo._nope import (
+    P2_REPORTED,
+    SCORE_OPTIONS,
+    P2Task,
+    _max_encoded_length,
+    accuracy_table,
+    adjacency_by_layer,
+    adjacency_table,
+    analysis_tokens,
+    answer_accuracy,
+    attention_uniformity,
+    causal_contrast,
+    cosine_by_offset,
+    cumulative_mean_states,
+    depth_width_sweep,
+    embedding_null_scores,
+    embedding_null_table,
+    expected_cumulative_cosine,
+    first_attention_output,
+    greedy_answers,
+    init_ablation,
+    layer_hidden_states,
+    nope_settings,
+    plot_adjacency_by_layer,
+    plot_init_ablation,
+    plot_offset_decay,
+    plot_probe_results,
+    plot_similarity_grid,
+    probe_by_layer,
+    probe_features,
+    random_tokens,
+    similarity_profile,
+    task_examples,
+    train_nope_model,
+    train_position_probe,
+    train_with_embedding_init,
+    with_token_embedding_init,
+    without_causal_mask,
+)
+
+TINY = dataclasses.replace(
+    nope_settings("small"), d_model=16, n_heads=2, d_ff=32, n_layers=1, steps=5, batch_size=8,
+    n_train=64, n_test=32, n_analysis=8, init_seeds=(0,), sweep_layers=(1, 2), sweep_widths=(8, 16),
+    init_means=(0.0, 4.0), init_stds=(0.002, 0.2), ablation_steps=2, probe_steps=20, probe_hidden=8,
+)
+
+
+def tiny_model(*, causal: bool = True, max_len: int = 40, **kw: object) -> Transformer:
+    return Transformer(TINY.model_config(max_len=max_len, causal=causal, **kw), seed=0)
+
+
+# ----------------------------------------------------------------------------- the task
+@pytest.mark.parametrize("task", TASKS)
+def test_p2task_batches_target_only_the_answer(task: str) -> None:
+    p2 = P2Task(task, n_samples=40, seed=3)
+    vocab = TaskVocab()
+    b = p2.batch()
+    assert b.kind == "lm" and b.tokens.shape == (40, p2.seq_len) == b.targets.shape
+    for row, sample in enumerate(p2.samples):
+        ids = vocab.encode(sample.prompt) + vocab.encode(sample.answer, add_eos=True)
+        assert b.tokens[row, : len(ids)].tolist() == ids
+        assert (b.tokens[row, len(ids):] == vocab.pad_id).all()
+        assert b.attention_mask[row].tolist() == [True] * len(ids) + [False] * (p2.seq_len - len(ids))
+        target = b.targets[row].tolist()
+        n_prompt = len(sample.prompt)
+        # position i predicts token i + 1; only answer tokens and <eos> are predicted
+        expected = [IGNORE_INDEX] * (n_prompt - 1) + ids[n_prompt:] + [IGNORE_INDEX] * (p2.seq_len - len(ids) + 1)
+        assert target == expected
+        assert vocab.decode([t for t in target if t != IGNORE_INDEX]) == sample.answer
+        assert answer_is_correct(sample)
+
+
+def test_p2task_sample_is_seeded_and_draws_pool_rows() -> None:
+    p2 = P2Task("sorting", n_samples=30, seed=0)
+    a = p2.sample(16, torch.Generator().manual_seed(5))
+    b = p2.sample(16, torch.Generator().manual_seed(5))
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.targets, b.targets)
+    pool = {tuple(r) for r in p2.tokens.tolist()}
+    assert all(tuple(r) in pool for r in a.tokens.tolist())
+    assert p2.answer_mask.sum() > 0 and p2.vocab_size == 26
+
+
+@settings(max_examples=25, deadline=None)
+@given(task=st.sampled_from(TASKS), extra=st.integers(0, 12), seed=st.integers(0, 1000))
+def test_seq_len_bounds_every_encoding(task: str, extra: int, seed: int) -> None:
+    lo = {"addition": 4, "reversal": 7, "indexing": 12, "sorting": 10}[task]
+    p2 = P2Task(task, n_samples=30, max_len=lo + extra, seed=seed)
+    longest = max(len(s.prompt) + len(s.answer) + 1 for s in p2.samples)
+    assert longest <= p2.seq_len == P2Task(task, n_samples=5, max_len=lo + extra, seed=seed + 1).seq_len
+
+
+def test_seq_len_is_attained_for_the_default_lengths() -> None:
+    assert {t: _max_encoded_length(t, P2_REPORTED.max_prompt_len[t]) for t in TASKS} == {
+        "addition": 17, "reversal": 39, "indexing": 22, "sorting": 24,
+    }
+    assert P2Task("reversal", n_samples=1, min_len=22, max_len=22).seq_len == 39
+
+
+def test_p2task_trains_with_posgeo_train() -> None:
+    p2 = P2Task("indexing", n_samples=64, seed=0)
+    cfg = TINY.model_config(max_len=p2.seq_len)
+    res = train(cfg, TrainConfig(steps=15, batch_size=16, lr=1e-2, device="cpu", log_every=5), p2, progress=False, cache=False)
+    assert res.final("loss") < res.history[0]["loss"]
+    with pytest.raises(ValueError, match="causal"):
+        train(dataclasses.replace(cfg, causal=False), TrainConfig(steps=1, device="cpu"), p2, progress=False, cache=False)
+
+
+def test_task_examples_table() -> None:
+    df = task_examples(2, seed=1)
+    assert list(df["task"]) == [t for t in TASKS for _ in range(2)]
+    assert (df["prompt_len"] <= df["P2 max prompt_len"]).all()
+    assert (df["tokens"] == df["prompt"].str.len() + df["answer"].str.len() + 1).all()
+
+
+# ----------------------------------------------------------------------------- accuracy
+def test_teacher_forced_exact_match_equals_greedy_decoding() -> None:
+    # one- or two-digit indexing: the answer is "0" or "1"; a short training run gets part of it
+    p2 = P2Task("indexing", n_samples=200, max_len=13, seed=0)
+    cfg = TINY.model_config(max_len=p2.seq_len)
+    res = train(cfg, TrainConfig(steps=40, batch_size=32, lr=1e-2, device="cpu"), p2, progress=False, cache=False)
+    model = res.model()
+    acc = answer_accuracy(model, p2)
+    greedy = greedy_answers(model, [s.prompt for s in p2.samples], max_new_tokens=4)
+    em_greedy = np.mean([g == s.answer for g, s in zip(greedy, p2.samples)])
+    assert acc.exact_match == pytest.approx(em_greedy)
+    assert 0.0 <= acc.exact_match <= acc.token_accuracy <= 1.0 and acc.n_samples == 200
+
+
+def test_accuracy_errors() -> None:
+    p2 = P2Task("indexing", n_samples=4)
+    with pytest.raises(ValueError, match="causal"):
+        answer_accuracy(tiny_model(causal=False), p2)
+    with pytest.raises(ValueError, match="max_len"):
+        answer_accuracy(tiny_model(max_len=10), p2)
+    with pytest.raises(TypeError, match="P2Task"):
+        answer_accuracy(tiny_model(), "indexing")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Transformer"):
+        answer_accuracy(torch.nn.Linear(2, 2), p2)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="sequence of strings"):
+        greedy_answers(tiny_model(), "rev(1)=")  # type: ignore[arg-type]
+
+
+def test_train_nope_model_and_accuracy_table() -> None:
+    res = train_nope_model("sorting", TINY, progress=False, cache=False)
+    assert res.model_config.position == "none" and res.model_config.causal
+    table = accuracy_table({"sorting": res}, TINY)
+    assert list(table.index) == ["sorting"] and table.loc["sorting", "steps"] == 5
+    assert 0.0 <= table.loc["sorting", "exact match"] <= table.loc["sorting", "token accuracy"] <= 1.0
+    with pytest.raises(ValueError, match="unknown task"):
+        train_nope_model("division", TINY)
+    with pytest.raises(TypeError, match="NopeSettings"):
+        train_nope_model("sorting", {"d_model": 8})  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- similarity by layer
+def test_hidden_states_and_scores_agree_with_adjacency_module() -> None:
+    model = tiny_model()
+    toks = analysis_tokens("reversal", 6, seed=0)
+    assert toks.shape == (6, 39) and (toks != TaskVocab.pad_id).all()
+    H = layer_hidden_states(model, toks)
+    assert H.shape == (2, 6, 39, 16) and H.dtype == np.float64
+    scores = adjacency_by_layer(H)
+    direct = [adjacency_score(cosine_similarity_matrix(h), include_diagonal=False, ties="half", progress=False) for h in H]
+    assert scores.tolist() == pytest.approx(direct)
+    prof = similarity_profile(model, toks)
+    assert prof.scores.tolist() == pytest.approx(direct)
+    assert prof.mean_similarity.shape == (2, 39, 39)
+    np.testing.assert_allclose(np.diagonal(prof.mean_similarity, axis1=1, axis2=2), 1.0)
+    assert SCORE_OPTIONS == {"include_diagonal": False, "ties": "half"}
+
+
+def test_adjacency_by_layer_known_patterns() -> None:
+    X = np.random.default_rng(0).normal(size=(4, 20, 32))
+    perfect = np.cumsum(np.abs(X), axis=1)  # nonnegative cumulative sums: cosine grows towards the diagonal
+    s = adjacency_by_layer(np.stack([X, perfect]))
+    assert abs(s[0] - 0.5) < 0.05 and s[1] > 0.9
+    with pytest.raises(ValueError, match="shape"):
+        adjacency_by_layer(X)
+
+
+def test_adjacency_table_and_errors() -> None:
+    toks = random_tokens(4, 10, seed=0)
+    profs = {"a": similarity_profile(tiny_model(), toks), "b": similarity_profile(tiny_model(n_layers=2), toks)}
+    with pytest.raises(ValueError, match="different numbers of layers"):
+        adjacency_table(profs)
+    df = adjacency_table({"a": profs["a"]})
+    assert list(df.columns) == ["layer 0", "layer 1", "P2 layer 0", "P2 layer 1"]
+    assert df.loc["a", "P2 layer 0"] == 0.5 and df.loc["a", "P2 layer 1"] == "0.8-1.0"
+
+
+def test_random_tokens_and_analysis_tokens_errors() -> None:
+    t = random_tokens(50, 30, vocab_size=26, seed=1)
+    assert t.min() >= 2 and t.max() <= 25 and torch.equal(t, random_tokens(50, 30, seed=1))
+    with pytest.raises(ValueError, match="n_sequences"):
+        random_tokens(0, 3)
+    with pytest.raises(ValueError, match="vocab_size"):
+        random_tokens(2, 3, vocab_size=2)
+    with pytest.raises(ValueError, match="unknown task"):
+        analysis_tokens("division", 3)
+
+
+def test_embedding_null_scores_is_chance_on_random_tokens() -> None:
+    s = embedding_null_scores(random_tokens(64, 20, seed=2), d_model=16, n_draws=4, seed=0)
+    assert s.shape == (4,) and abs(s.mean() - 0.5) < 0.02
+    with pytest.raises(ValueError, match="n_draws"):
+        embedding_null_scores(random_tokens(2, 5), d_model=4, n_draws=0)
+
+
+def test_embedding_null_table_z_scores() -> None:
+    toks = {"reversal": analysis_tokens("reversal", 8, seed=0)}
+    scores = pd.DataFrame({"layer 0": [0.5, 0.9]}, index=["reversal, init", "reversal, trained"])
+    df = embedding_null_table(toks, scores, d_model=8, n_draws=5)
+    null = embedding_null_scores(toks["reversal"], d_model=8, n_draws=5)
+    assert df.loc["reversal", "null mean"] == pytest.approx(null.mean())
+    assert df.loc["reversal", "trained (z)"] == pytest.approx((0.9 - null.mean()) / null.std(ddof=1))
+    assert list(df.columns) == ["null mean", "null sd", "init", "init (z)", "trained", "trained (z)"]
+    with pytest.raises(ValueError, match="layer 0"):
+        embedding_null_table(toks, scores.rename(columns={"layer 0": "x"}), d_model=8)
+
+
+# ----------------------------------------------------------------------------- the averaging argument
+def test_uniform_causal_averaging_gives_monotone_cosine_decay() -> None:
+    n = 24
+    C = cosine_similarity_matrix(cumulative_mean_states(n, 2048, batch=8, seed=0))
+    decay = cosine_by_offset(C)
+    assert decay[0] == pytest.approx(1.0) and np.all(np.diff(decay) < 0)
+    limit = expected_cumulative_cosine(n)
+    np.testing.assert_allclose(C.mean(axis=0), limit, atol=0.03)  # large d: the limit formula
+    assert adjacency_score(C, include_diagonal=False, ties="half", progress=False) > 0.97
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(3, 40), snr=st.floats(0.0, 50.0))
+def test_expected_cumulative_cosine_rows_increase_towards_the_diagonal(n: int, snr: float) -> None:
+    C = expected_cumulative_cosine(n, snr=snr)
+    np.testing.assert_allclose(C, C.T)
+    np.testing.assert_allclose(np.diag(C), 1.0)
+    for k in range(1, n):
+        assert np.all(np.diff(C[k, : k + 1]) > 0)  # earlier positions are less similar
+    assert np.all(C >= expected_cumulative_cosine(n) - 1e-12)  # a common mean raises all cosines
+    assert adjacency_score(C, include_diagonal=False, ties="half", progress=False) == 1.0
+
+
+def test_averaging_helpers_errors() -> None:
+    with pytest.raises(ValueError, match="std"):
+        cumulative_mean_states(4, 3, std=0.0)
+    with pytest.raises(ValueError, match="n must"):
+        cumulative_mean_states(0, 3)
+    with pytest.raises(ValueError, match="snr"):
+        expected_cumulative_cosine(4, snr=-1.0)
+    with pytest.raises(ValueError, match="shape"):
+        cosine_by_offset(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="max_offset"):
+        cosine_by_offset(np.eye(3), max_offset=3)
+
+
+def test_attention_is_uniform_for_tiny_weights_and_hook_reconstructs_layer_one() -> None:
+    toks = random_tokens(3, 12, seed=0)
+    assert attention_uniformity(tiny_model(init_std=1e-5), toks) < 1e-3
+    model = tiny_model(init_std=0.5)
+    assert attention_uniformity(model, toks) > 0.05
+    with pytest.raises(ValueError, match="causal"):
+        attention_uniformity(tiny_model(causal=False), toks)
+    with pytest.raises(ValueError, match="layer"):
+        attention_uniformity(model, toks, layer=1)
+    H = layer_hidden_states(model, toks)
+    A = torch.as_tensor(first_attention_output(model, toks), dtype=torch.float32)
+    with torch.no_grad():
+        block = model.blocks[0]
+        x = torch.as_tensor(H[0], dtype=torch.float32) + A
+        h1 = x + block.mlp(block.ln2(x))
+    np.testing.assert_allclose(h1.numpy(), H[1], atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- initialisation
+def test_with_token_embedding_init_changes_only_the_embeddings() -> None:
+    model = tiny_model()
+    new = with_token_embedding_init(model, mean=8.0, std=0.002, seed=1)
+    assert abs(float(new.tok.weight.detach().mean()) - 8.0) < 0.01
+    assert abs(float(new.tok.weight.detach().std()) - 0.002) < 0.001
+    for (name, p), (_, q) in zip(model.state_dict().items(), new.state_dict().items()):
+        assert torch.equal(p, q) == (name != "tok.weight"), name
+    with pytest.raises(ValueError, match="std"):
+        with_token_embedding_init(model, mean=0.0, std=0.0)
+    with pytest.raises(ValueError, match="mean"):
+        with_token_embedding_init(model, mean=float("nan"), std=0.1)
+
+
+def test_small_embedding_std_gives_a_stronger_layer_one_pattern() -> None:
+    toks = analysis_tokens("indexing", 16, seed=0)
+    base = Transformer(nope_settings("small").model_config(max_len=22, n_layers=1), seed=0)
+    s = {std: adjacency_by_layer(layer_hidden_states(with_token_embedding_init(base, mean=0.0, std=std), toks))[1]
+         for std in (0.002, 0.2)}
+    assert s[0.002] > 0.85 and s[0.2] < 0.65
+
+
+def test_train_with_embedding_init_is_seeded_and_cached_key_differs(tmp_path: object) -> None:
+    p2 = P2Task("indexing", n_samples=32, seed=0)
+    cfg = TINY.model_config(max_len=p2.seq_len)
+    tc = TrainConfig(steps=4, batch_size=8, device="cpu")
+    a = train_with_embedding_init(cfg, tc, p2, embedding_mean=4.0, embedding_std=0.02, progress=False, cache=False)
+    b = train_with_embedding_init(cfg, tc, p2, embedding_mean=4.0, embedding_std=0.02, progress=False, cache=False)
+    assert all(torch.equal(a.state_dict[k], b.state_dict[k]) for k in a.state_dict)
+    assert abs(float(a.model().tok.weight.detach().mean()) - 4.0) < 0.05
+    with pytest.raises(ValueError, match="freeze"):
+        train_with_embedding_init(cfg, TrainConfig(steps=1, freeze=("tok",)), p2, embedding_mean=0.0, embedding_std=0.1)
+    with pytest.raises(ValueError, match="embedding_std"):
+        train_with_embedding_init(cfg, tc, p2, embedding_mean=0.0, embedding_std=-1.0)
+    with pytest.raises(ValueError, match="causal"):
+        train_with_embedding_init(dataclasses.replace(cfg, causal=False), tc, p2, embedding_mean=0.0, embedding_std=0.1)
+
+
+def test_init_ablation_and_sweep_tables() -> None:
+    toks = analysis_tokens("indexing", 6, seed=0)
+    abl = init_ablation(TINY, toks, task="indexing", progress=False, cache=False)
+    assert list(abl.index) == [(0.0, 0.002), (0.0, 0.2), (4.0, 0.002), (4.0, 0.2)]
+    assert {"layer 0", "layer 1", "layer 1 sd", "last layer", "update/embedding", "layer 1 (trained)"} <= set(abl.columns)
+    assert abl.loc[(4.0, 0.002), "layer 1 (trained)"] != abl.loc[(4.0, 0.002), "layer 1 (trained)"]  # nan: not trained
+    assert abl.loc[(0.0, 0.002), "update/embedding"] > abl.loc[(0.0, 0.2), "update/embedding"]
+    with pytest.raises(ValueError, match="unknown task"):
+        init_ablation(TINY, toks, task="division")
+    sweep = depth_width_sweep(TINY, toks, progress=False)
+    assert list(sweep.index) == [(1, 8), (1, 16), (2, 8), (2, 16)]
+    assert sweep.loc[(2, 16), "parameters"] > sweep.loc[(1, 8), "parameters"]
+    with pytest.raises(ValueError, match="unknown task"):
+        depth_width_sweep(TINY, toks, task="division")
+    trained = depth_width_sweep(dataclasses.replace(TINY, sweep_widths=(8,), sweep_layers=(1,)), toks, task="indexing",
+                                steps=2, progress=False, cache=False)
+    assert {"layer 1 (trained)", "last layer (trained)", "exact match (trained)"} <= set(trained.columns)
+
+
+# ----------------------------------------------------------------------------- probes
+def test_probe_feature_shapes_and_values() -> None:
+    H = np.random.default_rng(0).normal(size=(3, 6, 5))
+    cos = probe_features(H, "cosine")
+    var = probe_features(H, "variance")
+    assert cos.shape == (3, 6, 5) and var.shape == (3, 6, 1)
+    C = cosine_similarity_matrix(H)
+    np.testing.assert_allclose(cos[1, 2], np.delete(C[1, 2], 2))  # the diagonal is left out
+    np.testing.assert_allclose(var[..., 0], H.var(axis=-1))
+    with pytest.raises(ValueError, match="kind"):
+        probe_features(H, "norm")
+    with pytest.raises(ValueError, match="shape"):
+        probe_features(H[0], "cosine")
+
+
+def test_probe_reads_informative_features_and_not_noise() -> None:
+    rng = np.random.default_rng(0)
+    k = np.arange(12.0)
+    good = np.tile(np.stack([np.sqrt(k), np.log1p(k)], axis=-1), (40, 1, 1)) + 0.01 * rng.normal(size=(40, 12, 2))
+    noise = rng.normal(size=(40, 12, 6))
+    r_good = train_position_probe(good, hidden=16, steps=150, seed=0)
+    r_noise = train_position_probe(noise, hidden=16, steps=60, seed=0)
+    assert r_good.nrmse < 0.15 and r_good.pearson_r > 0.98
+    assert r_noise.nrmse > 0.9 and abs(r_noise.pearson_r) < 0.3
+    assert r_good == train_position_probe(good, hidden=16, steps=150, seed=0)  # seeded
+    assert r_good.n_train + r_good.n_test < 40 * 12  # validation tokens are held out
+
+
+def test_probe_errors_and_by_layer_table() -> None:
+    with pytest.raises(ValueError, match="at least 2 sequences"):
+        train_position_probe(np.zeros((4, 5, 2)))
+    with pytest.raises(ValueError, match="shape"):
+        train_position_probe(np.zeros((4, 5)))
+    with pytest.raises(ValueError, match="NaN"):
+        train_position_probe(np.full((20, 5, 2), np.nan))
+    with pytest.raises(ValueError, match="test_fraction"):
+        train_position_probe(np.zeros((20, 5, 2)), test_fraction=1.0)
+    H = layer_hidden_states(tiny_model(), random_tokens(20, 8, seed=0))
+    df = probe_by_layer(H, steps=10, hidden_width=8, progress=False)
+    assert list(df.index) == [0, 1]
+    assert list(df.columns) == ["NRMSE (cosine)", "R (cosine)", "NRMSE (variance)", "R (variance)"]
+    with pytest.raises(ValueError, match="kind"):
+        probe_by_layer(H, kinds=("norm",))
+
+
+# ----------------------------------------------------------------------------- the causal contrast
+def test_without_causal_mask_is_permutation_equivariant() -> None:
+    model = tiny_model(n_layers=2)
+    twin = without_causal_mask(model)
+    assert not twin.config.causal and model.config.causal
+    toks = random_tokens(2, 9, seed=4)
+    perm = torch.randperm(9, generator=torch.Generator().manual_seed(0))
+    H, Hp = layer_hidden_states(twin, toks), layer_hidden_states(twin, toks[:, perm])
+    np.testing.assert_allclose(Hp, H[:, :, perm.numpy()], atol=1e-5)
+    Hc, Hcp = layer_hidden_states(model, toks), layer_hidden_states(model, toks[:, perm])
+    assert np.abs(Hcp[-1] - Hc[-1][:, perm.numpy()]).max() > 1e-3  # the mask breaks the symmetry
+
+
+def test_noncausal_contrast_is_chance_on_random_input() -> None:
+    model = Transformer(nope_settings("small").model_config(max_len=30), seed=0)
+    df = causal_contrast(model, random_tokens(64, 30, seed=1))
+    layers = [c for c in df.columns if c.startswith("layer")]
+    assert (df.loc["no mask", layers] - 0.5).abs().max() < 0.02
+    assert df.loc["causal mask", "layer 1"] > 0.6
+    assert bool(df.loc["no mask", "equivariant"]) and not bool(df.loc["causal mask", "equivariant"])
+    with pytest.raises(ValueError, match="NoPE"):
+        causal_contrast(Transformer(dataclasses.replace(model.config, position="learned")), random_tokens(2, 4))
+
+
+# ----------------------------------------------------------------------------- settings
+def test_settings_for_both_profiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    small, full = nope_settings("small"), nope_settings("full")
+    assert (full.n_layers, full.d_model, full.n_train, full.n_test) == (6, 384, 20_000, 20_000)
+    assert full.sweep_layers == P2_REPORTED.sweep_layers and full.sweep_widths == P2_REPORTED.sweep_widths
+    assert small.init_means == full.init_means == P2_REPORTED.init_means
+    assert small.init_stds == full.init_stds == P2_REPORTED.init_stds
+    n_full = count_parameters(Transformer(full.model_config(max_len=40)))
+    assert abs(n_full - P2_REPORTED.n_params) / P2_REPORTED.n_params < 0.03
+    assert count_parameters(Transformer(small.model_config(max_len=40))) < n_full / 10
+    cfg = small.model_config(d_model=64)
+    assert cfg.n_heads * small.head_dim == 64 and cfg.d_ff == 128 and cfg.position == "none"
+    assert small.train_config().steps == small.steps and small.train_config(steps=7).steps == 7
+    assert isinstance(small.table(), pd.DataFrame)
+    monkeypatch.setenv("POSGEO_PROFILE", "full")
+    assert nope_settings() == full
+    with pytest.raises(ValueError, match="profile"):
+        nope_settings("huge")
+
+
+def test_p2task_errors() -> None:
+    with pytest.raises(ValueError, match="unknown task"):
+        P2Task("division")
+    with pytest.raises(ValueError, match="n_samples"):
+        P2Task("addition", n_samples=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        P2Task("addition", n_samples=2).sample(0, torch.Generator())
+
+
+# ----------------------------------------------------------------------------- plots
+def test_plots_return_figures() -> None:
+    toks = random_tokens(4, 10, seed=0)
+    prof = similarity_profile(tiny_model(), toks)
+    table = adjacency_table({"x, init": prof, "x, trained": prof})
+    abl = pd.DataFrame(
+        {"mean": [0.0, 0.0, 4.0, 4.0], "std": [0.002, 0.2, 0.002, 0.2], "layer 1": [0.9, 0.5, 0.9, 0.5]}
+    ).set_index(["mean", "std"])
+    probes = pd.DataFrame({"NRMSE (cosine)": [1.0, 0.5], "R (cosine)": [0.0, 0.8],
+                           "NRMSE (variance)": [1.0, 0.9], "R (variance)": [0.0, 0.3]})
+    figs = [
+        plot_similarity_grid({"a": prof}),
+        plot_adjacency_by_layer(table),
+        plot_offset_decay({"a": cosine_by_offset(prof.mean_similarity[1])}, reference=np.linspace(1, 0, 10)),
+        plot_init_ablation(abl),
+        plot_probe_results({"a": probes}),
+    ]
+    assert all(isinstance(f, Figure) for f in figs)

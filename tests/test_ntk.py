@@ -1,0 +1,224 @@
+"""Tests for posgeo._ntk (monotonicity of learned tables, frozen-attention training)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from posgeo import (
+    Transformer,
+    TrainConfig,
+    TransformerConfig,
+    evaluate,
+    monotonicity_violation_rate,
+    train,
+)
+from posgeo._ntk import (
+    NTKSettings,
+    OrderDetectionTask,
+    attention_prefixes,
+    local_violation_rate,
+    monotonicity_table,
+    ntk_marginals,
+    ntk_settings,
+    ntk_task,
+    train_position_table,
+    width_sweep,
+)
+
+
+def _brute_local(P: np.ndarray, w: int) -> float:
+    """Literal loops: anchors i, pairs j, k within offset w, ordered by offset, ties half."""
+    from scipy.spatial.distance import pdist, squareform
+
+    n = P.shape[0]
+    E = squareform(pdist(P))  # the distances monotonicity_violations uses (same ties)
+    viol = ties = comp = 0
+    for i in range(n):
+        near = [j for j in range(n) if j != i and abs(i - j) <= w]
+        for j, k in itertools.permutations(near, 2):
+            if abs(i - j) < abs(i - k):
+                comp += 1
+                if E[i, j] > E[i, k]:
+                    viol += 1
+                elif E[i, j] == E[i, k]:
+                    ties += 1
+    return (viol + 0.5 * ties) / comp
+
+
+# ----------------------------------------------------------------- settings and tasks
+def test_settings_profiles() -> None:
+    small, full = ntk_settings("small"), ntk_settings("full")
+    assert small.profile == "small" and small.device == "cpu"
+    assert full.widths[-1] > small.widths[-1] and full.steps > small.steps and len(full.seeds) > 1
+    with pytest.raises(ValueError, match="unknown profile"):
+        ntk_settings("huge")
+
+
+def test_line_marginals_are_nearly_monotone_in_offset() -> None:
+    from posgeo import hellinger_matrix
+
+    s = ntk_settings("small")
+    D = hellinger_matrix(ntk_marginals(s))
+    # the bumps are truncated at the ends of the line: a few pairs near the ends flip
+    assert 0.0 < monotonicity_violation_rate(distances=D, progress=False) < 0.005
+    # with peaked bumps (no overlap across the line) the order is exact
+    D4 = hellinger_matrix(ntk_marginals(dataclasses.replace(s, concentration=4.0)))
+    assert monotonicity_violation_rate(distances=D4, progress=False) == 0.0
+
+
+def test_attention_prefixes_match_exactly_the_attention_parameters() -> None:
+    cfg = TransformerConfig(vocab_size=5, d_model=8, n_heads=2, n_layers=11, d_ff=8, max_len=4)
+    names = [n for n, _ in Transformer(cfg).named_parameters()]
+    prefixes = attention_prefixes(11)
+    matched = [n for n in names if n.startswith(prefixes)]
+    assert sorted(matched) == sorted(n for n in names if ".attn." in n)
+    assert len(matched) == 11 * 4  # qkv weight/bias and out weight/bias per block
+    # block 1's prefix must not reach block 10
+    assert not any(n.startswith("blocks.10.") for n in names if n.startswith(prefixes[1]))
+    with pytest.raises(ValueError):
+        attention_prefixes(0)
+
+
+def test_order_detection_labels_and_multisets() -> None:
+    n = 6
+    mu = np.eye(n)  # position i always holds token i: the in-order sequence is 0..n-1
+    task = OrderDetectionTask(mu, name="identity")
+    b = task.sample(400, torch.Generator().manual_seed(3))
+    assert task.seq_len == n + 1 and task.vocab_size == n + 1
+    assert bool((b.tokens[:, 0] == n).all())
+    body = b.tokens[:, 1:]
+    in_order = (body == torch.arange(n)).all(dim=1)
+    # every row is a permutation of 0..n-1 (same multiset in both classes)
+    assert bool((body.sort(dim=1).values == torch.arange(n)).all())
+    assert bool(in_order[b.targets == 1].all())
+    # label-0 rows are shuffled: almost never the identity (probability 1/720 each)
+    assert float(in_order[b.targets == 0].float().mean()) < 0.02
+    assert 0.4 < float(b.targets.float().mean()) < 0.6
+    b2 = task.sample(400, torch.Generator().manual_seed(3))
+    assert torch.equal(b.tokens, b2.tokens) and torch.equal(b.targets, b2.targets)
+
+
+def test_order_detection_is_at_chance_without_positions() -> None:
+    mu = ntk_marginals(ntk_settings("small"))
+    task = OrderDetectionTask(mu, name="line")
+    cfg = TransformerConfig(vocab_size=task.vocab_size, d_model=16, n_heads=2, n_layers=1, d_ff=16,
+                            max_len=task.seq_len, position="none", n_classes=2, pooling="first")
+    model = Transformer(cfg, seed=0)
+    with torch.no_grad():
+        model.cls_head.weight.normal_(0, 1.0, generator=torch.Generator().manual_seed(1))
+    acc = evaluate(model, task, n_batches=8, batch_size=256)
+    assert 0.45 < acc < 0.55
+
+
+def test_order_detection_validates_marginals() -> None:
+    with pytest.raises(ValueError, match="rows summing to 1"):
+        OrderDetectionTask(np.full((3, 2), 0.7), name="bad")
+    with pytest.raises(ValueError, match="shape"):
+        OrderDetectionTask(np.ones((1, 2)) / 2, name="bad")
+
+
+# ----------------------------------------------------------------- frozen attention
+@pytest.mark.parametrize("objective", ["mlm", "cls"])
+def test_frozen_attention_training_leaves_attention_bitwise_unchanged(objective: str) -> None:
+    s = dataclasses.replace(ntk_settings("small"), batch_size=8)
+    task = ntk_task(s, objective)  # type: ignore[arg-type]
+    run = train_position_table(s, objective=objective, regime="frozen", d_model=8, steps=6, progress=False, cache=False)
+    assert run.attention_unchanged and run.attention_change == 0.0
+    # independent check against a fresh initialisation, tensor by tensor
+    from posgeo._ntk import _model_config
+
+    cfg = _model_config(s, objective, 8)
+    tc = TrainConfig(steps=6, batch_size=8, lr=s.lr, device="cpu", freeze=attention_prefixes(cfg.n_layers))
+    res = train(cfg, tc, task, progress=False, cache=False)
+    init = Transformer(cfg, seed=0).state_dict()
+    attn = [k for k in init if ".attn." in k]
+    assert attn and all(torch.equal(init[k], res.state_dict[k]) for k in attn)
+    # ... while the position table did move (so the check above is not vacuous)
+    assert not torch.equal(init["pos"], res.state_dict["pos"])
+    assert not np.array_equal(run.table, run.initial_table)
+
+
+def test_full_training_changes_attention() -> None:
+    s = dataclasses.replace(ntk_settings("small"), batch_size=8)
+    run = train_position_table(s, regime="full", d_model=8, steps=6, progress=False, cache=False)
+    assert not run.attention_unchanged and run.attention_change > 0.0
+
+
+def test_cls_table_drops_the_cls_row() -> None:
+    s = dataclasses.replace(ntk_settings("small"), batch_size=8)
+    run = train_position_table(s, objective="cls", d_model=8, steps=2, progress=False, cache=False)
+    assert run.table.shape == (s.n_positions, 8)
+
+
+def test_bad_arguments_raise() -> None:
+    s = ntk_settings("small")
+    with pytest.raises(ValueError, match="objective"):
+        train_position_table(s, objective="lm", progress=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="regime"):
+        train_position_table(s, regime="lazy", progress=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lr_scaling"):
+        width_sweep(s, lr_scaling="sqrt", progress=False)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------- local violation rate
+@settings(max_examples=30, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(4, 9), st.integers(1, 3)),
+              elements=st.floats(-3, 3, allow_nan=False).map(lambda x: round(x, 1))),
+       st.integers(2, 8))
+def test_local_rate_matches_brute_force(P: np.ndarray, w: int) -> None:
+    expected = _brute_local(P, w)
+    assert local_violation_rate(P, max_offset=w) == pytest.approx(expected, abs=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(3, 12), st.integers(1, 4)), elements=st.floats(-5, 5, allow_nan=False)))
+def test_local_rate_with_full_window_is_the_global_rate(P: np.ndarray) -> None:
+    n = P.shape[0]
+    assert local_violation_rate(P, max_offset=n - 1) == monotonicity_violation_rate(P, progress=False)
+
+
+def test_local_rate_sees_a_fold_that_the_global_rate_punishes() -> None:
+    t = np.linspace(0, 1.9 * np.pi, 30)
+    arc = np.c_[np.cos(t), np.sin(t)]  # a curve that comes back towards its start
+    assert local_violation_rate(arc, max_offset=4) == 0.0
+    assert monotonicity_violation_rate(arc, progress=False) > 0.1
+    with pytest.raises(ValueError, match="max_offset"):
+        local_violation_rate(arc, max_offset=0)
+
+
+# ----------------------------------------------------------------- monotonicity table
+def test_monotonicity_table_matches_direct_calls_and_fills_nan() -> None:
+    rng = np.random.default_rng(0)
+    n = 7
+    D1 = np.abs(np.subtract.outer(np.arange(n), np.arange(n))).astype(float)
+    X = rng.normal(size=(n, 3))
+    D2 = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    geoms = {"a": SimpleNamespace(distances=D1, debiased=D2), "b": SimpleNamespace(distances=D2, debiased=D1)}
+    P = rng.normal(size=(n, 4))
+    t = monotonicity_table(geoms, {"a": {"P": P, "Q": X}, "b": {"P": P}}, progress=False)
+    assert t.loc["P", ("a", "offset")] == monotonicity_violation_rate(P, progress=False)
+    assert t.loc["P", ("a", "debiased")] == monotonicity_violation_rate(P, reference=D2, progress=False)
+    assert t.loc["P", ("b", "hellinger")] == monotonicity_violation_rate(P, reference=D2, progress=False)
+    assert t.loc["Q", ("a", "debiased")] == 0.0  # X ordered by its own distances
+    assert np.isnan(t.loc["Q", ("b", "offset")])
+    with pytest.raises(ValueError, match="unknown order"):
+        monotonicity_table(geoms, {}, orders=("rank",), progress=False)
+
+
+@pytest.mark.slow
+def test_frozen_mlm_table_is_far_more_monotone_than_its_initialisation() -> None:
+    s = ntk_settings("small")
+    run = train_position_table(s, objective="mlm", regime="frozen", d_model=16, progress=False, cache=False)
+    init = monotonicity_violation_rate(run.initial_table, progress=False)
+    final = monotonicity_violation_rate(run.table, progress=False)
+    assert init > 0.4 and final < 0.25
+    assert isinstance(s, NTKSettings)
