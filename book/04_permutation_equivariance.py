@@ -43,6 +43,7 @@ if "google.colab" in sys.modules:
     )
 
 # %%
+import copy
 import dataclasses
 
 import numpy as np
@@ -113,10 +114,11 @@ pg.notebook_setup()
 # positional signal gives a relative error of order one.
 #
 # The experiment sizes come from the profile (`POSGEO_PROFILE`, default `small`, see the
-# end of the chapter):
+# end of the chapter); models run on a GPU when there is one (`device="auto"`):
 
 # %%
 settings = pg.equivariance_settings()
+device = pg.resolve_device(settings.device)
 pd.Series({k: v for k, v in dataclasses.asdict(settings).items() if k != "variants"}, name=settings.profile).to_frame()
 
 # %% [markdown]
@@ -139,7 +141,7 @@ CHECKS = {
     "alibi": ("alibi", False),
 }
 encoders = {
-    name: pg.Transformer(settings.verification_config(position, causal=causal), seed=0).double().eval()
+    name: pg.Transformer(settings.verification_config(position, causal=causal), seed=0).double().to(device).eval()
     for name, (position, causal) in CHECKS.items()
 }
 pd.Series({name: pg.count_parameters(model) for name, model in encoders.items()}, name="parameters").to_frame()
@@ -164,11 +166,11 @@ pg.equivariance_table(errors)
 # float64 to show that the float32 error is rounding and nothing else.
 
 # %%
-pretrained = pg.load_pretrained(settings.pretrained)  # None: all-MiniLM-L6-v2
+pretrained = pg.load_pretrained(settings.pretrained)  # None: all-MiniLM-L6-v2 (shared: copy before moving)
 pretrained_models = {
-    "pretrained, positions removed": pg.without_position_embeddings(pretrained),
-    "pretrained, positions removed, float64": pg.without_position_embeddings(pretrained).double(),
-    "pretrained": pretrained,
+    "pretrained, positions removed": pg.without_position_embeddings(pretrained).to(device),
+    "pretrained, positions removed, float64": pg.without_position_embeddings(pretrained).double().to(device),
+    "pretrained": copy.deepcopy(pretrained).to(device),
 }
 X_pretrained = rng.standard_normal((settings.pretrained_batch_size, settings.pretrained_seq_len, pretrained.config.hidden_size))
 errors |= {

@@ -155,11 +155,14 @@ pg.plot_offset_kernels(kernels)
 # RoPE with $h/2$ points and the sinusoids with $d/2$. The normalised kernel is an average
 # of $\cos(\Delta\omega)$ over that distribution, and a coarser sample of the same
 # distribution gives nearly the same average. The two encodings therefore have nearly the
-# same distance profile $\lVert p_i - p_j\rVert^2 = 2\sum_k \bigl(1 - \cos(\Delta\omega_k)\bigr)$,
-# and nearly the same scale-optimal stress against *any* target. This is the reason for
-# the near-equality that chapter 3 found (and that P1 reports: 272 and 279 raw on SST-2).
-# It does not come from the absolute/relative distinction. It comes from the shared
-# frequency distribution.
+# same distance profile $\lVert p_i - p_j\rVert^2 = 2\sum_k \bigl(1 - \cos(\Delta\omega_k)\bigr)$.
+# Scale-optimal stress is the squared sine of the angle between the vector of encoding
+# distances and the vector of target distances. The distance vectors of sinusoidal and
+# per-head RoPE encodings are only about 0.08 radians apart (the arcsine of the square root
+# of the 0.0063 above), so their scale-optimal stresses against *any* target are close.
+# This explains the near-equality that chapter 3 found (and that P1 reports: 272 and 279
+# raw on SST-2). It does not come from the absolute/relative distinction. It comes from the
+# shared frequency distribution.
 #
 # There is a second consequence. Every encoding whose distances depend only on the offset
 # $|i - j|$ (sinusoidal, RoPE, ALiBi) has a Toeplitz distance matrix, so against a target

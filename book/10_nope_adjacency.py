@@ -361,9 +361,10 @@ pg.plot_init_ablation(ablation, columns=["layer 1", "layer 1 (trained)"])
 # $\mu = 4$ and $8$ are about 0.1 higher for $\sigma = 0.02$ and lower for $\sigma = 0.2$.
 #
 # After training our result differs from P2's: a short run brings the $\sigma = 0.2$ model to a
-# clear pattern too (the optimiser changes the balance of embedding and update). The loss of
-# the pattern at $\sigma = 0.2$ is a property of the initialisation here; whether P2 measured it
-# after training, our summary of the paper does not say.
+# clear pattern too, and pulls the $\sigma = 0.002$ model down, so that the three trained
+# models end up close together (the optimiser sets its own balance of embedding and update).
+# The loss of the pattern at $\sigma = 0.2$ is a property of the initialisation here; whether P2
+# measured it after training, our summary of the paper does not say.
 
 # %%
 at_init = ablation["layer 1"].unstack("std")

@@ -14,7 +14,6 @@ from matplotlib.figure import Figure
 
 from posgeo import (
     STATIONARITY_MEASURES,
-    circulant_deviation,
     circulant_distance,
     double_centered_gram,
     equivalent_knob,
@@ -84,11 +83,6 @@ def test_circulant_distance_zero_for_circulant_positive_otherwise() -> None:
     R = rng.normal(size=(n, n))
     assert circulant_distance(R) > 0.5 and circulant_distance(R, kind="toeplitz") > 0.5
     assert circulant_distance(np.zeros((3, 3))) == 0.0
-
-
-def test_circulant_distance_agrees_with_synthetic_circulant_deviation() -> None:
-    D = hellinger_matrix(synthetic_marginals(16, 32, nonstationarity=1.0))
-    assert circulant_distance(D) == pytest.approx(circulant_deviation(D), abs=1e-14)
 
 
 def test_validation_messages_name_the_fix() -> None:

@@ -109,6 +109,16 @@ def test_top_eigenpairs_match_a_full_decomposition(method: str) -> None:
     np.testing.assert_allclose(V, V_full, atol=1e-7)
 
 
+def test_top_eigenpairs_auto_uses_a_partial_solver_on_a_large_centred_gram() -> None:
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1100, 6)) * np.arange(6, 0, -1)
+    B = double_centered_gram(pairwise_distances(X))  # B @ 1 = 0: the constant is in its null space
+    lam, V = top_eigenpairs(B, 5)  # auto: n >= 1024 and k <= n / 16 -> ARPACK
+    lam_ref, V_ref = top_eigenpairs(B, 5, method="full")
+    np.testing.assert_allclose(lam, lam_ref, rtol=1e-10)
+    np.testing.assert_allclose(np.abs(V_ref.T @ V), np.eye(5), atol=1e-8)
+
+
 def test_top_eigenpairs_validation() -> None:
     with pytest.raises(ValueError, match="symmetric"):
         top_eigenpairs(np.triu(np.ones((3, 3))), 1)

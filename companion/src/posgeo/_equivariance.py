@@ -11,8 +11,9 @@ the output in the same way and changes nothing else,
 A transformer encoder without positional signal and without a causal mask is such a map:
 token-wise layers (embeddings, LayerNorm, the feed-forward block) commute with any
 reordering of the rows, and attention :math:`\operatorname{softmax}(QK^\top/\sqrt{d_h})V`
-with :math:`Q, K, V = XW_q, XW_k, XW_v` turns into
-:math:`\pi\,\operatorname{softmax}(QK^\top/\sqrt{d_h})\,\pi^\top \pi V`. Mean pooling then
+with :math:`Q, K, V = XW_q, XW_k, XW_v` becomes, on the input :math:`\pi X`,
+:math:`\pi\,\operatorname{softmax}(QK^\top/\sqrt{d_h})\,\pi^\top \pi V = \pi\,\operatorname{softmax}(QK^\top/\sqrt{d_h}) V`
+(the row-wise softmax commutes with permuting rows and columns alike). Mean pooling then
 makes the sequence-level output permutation-*invariant*: a classifier on top cannot tell a
 sequence from any reordering of it.
 

@@ -40,7 +40,7 @@ from ._geometry import (
     stress,
     stress_optimal_mds,
 )
-from ._model import Transformer, TransformerConfig, count_parameters
+from ._model import Transformer, TransformerConfig
 from ._profiles import current_profile
 from ._progress import progress_bar
 from ._synthetic import sample_synthetic_sequences, synthetic_marginals
@@ -227,8 +227,8 @@ def top_eigenpairs(B: object, k: int, *, method: Method = "auto") -> tuple[np.nd
         the start vector is fixed, so results are deterministic). ``"auto"``: ``"full"``
         for ``n < 1024``, else ``"arpack"`` when ``k <= n / 16`` and ``"subset"`` otherwise.
         ``benchmarks/bench_rank.py`` (one BLAS thread, k = 16): at n = 4096 a full
-        decomposition takes about 10 s of CPU, ``"subset"`` about 5 s and ``"arpack"``
-        1.0-1.4 s, with eigenvalues equal to 1e-15 relative and identical eigenspaces;
+        decomposition takes about 9-10 s of CPU, ``"subset"`` about 5 s and ``"arpack"``
+        about 1 s, with eigenvalues equal to 1e-15 relative and identical eigenspaces;
         below n = 1024 every method takes under 0.2 s.
 
     Returns
@@ -273,7 +273,10 @@ def top_eigenpairs(B: object, k: int, *, method: Method = "auto") -> tuple[np.nd
             raise ValueError(f"method='arpack' needs k < n, got k={k}, n={n}; use method='full'")
         from scipy.sparse.linalg import eigsh
 
-        lam, V = eigsh(A, k=k, which="LA", v0=np.ones(n) / np.sqrt(n), tol=0.0)
+        # a fixed pseudo-random start (not the constant vector: it is in the null space of
+        # every double-centred Gram matrix)
+        v0 = np.random.default_rng(0).standard_normal(n)
+        lam, V = eigsh(A, k=k, which="LA", v0=v0, tol=0.0)
         order = np.argsort(lam)[::-1]
         lam, V = lam[order], V[:, order]
     V = np.array(V, dtype=np.float64, copy=True)

@@ -19,7 +19,6 @@ __all__ = [
     "synthetic_marginals",
     "sample_synthetic_sequences",
     "synthetic_corpus",
-    "circulant_deviation",
 ]
 
 _GEOMETRIES = ("ring", "line")
@@ -322,44 +321,3 @@ def synthetic_corpus(
         options=options,
     )
 
-
-def circulant_deviation(D: np.ndarray) -> float:
-    r"""Relative Frobenius distance of a square matrix to its nearest circulant matrix.
-
-    The nearest circulant (in Frobenius norm) averages ``D`` along each wrapped diagonal
-    :math:`\{(i, (i+k) \bmod n)\}`; the result is :math:`\|D - C\|_F / \|D\|_F` (0 for an
-    all-zero ``D``). It is 0 exactly when ``D`` depends only on :math:`(j - i) \bmod n`,
-    i.e. when the geometry is translation-invariant on a ring.
-
-    Parameters
-    ----------
-    D : numpy.ndarray, shape (n, n)
-        A square matrix (typically a distance matrix).
-
-    Returns
-    -------
-    float
-        In ``[0, 1]``.
-
-    Raises
-    ------
-    ValueError
-        If ``D`` is not square.
-
-    Examples
-    --------
-    >>> circulant_deviation(np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]))
-    0.0
-    >>> round(circulant_deviation(np.array([[0.0, 1.0], [3.0, 0.0]])), 3)
-    0.447
-    """
-    D = np.asarray(D, dtype=np.float64)
-    if D.ndim != 2 or D.shape[0] != D.shape[1]:
-        raise ValueError(f"D must be square, got shape {D.shape}; pass a (n, n) matrix")
-    n = D.shape[0]
-    i = np.arange(n)
-    k = (i[None, :] - i[:, None]) % n
-    diag_mean = np.bincount(k.ravel(), weights=D.ravel(), minlength=n) / n
-    C = diag_mean[k]
-    norm = np.linalg.norm(D)
-    return 0.0 if norm == 0 else float(np.linalg.norm(D - C) / norm)
