@@ -34,9 +34,9 @@ export HF_DATASETS_DISABLE_PROGRESS_BARS := 1
 export TRANSFORMERS_VERBOSITY := error
 export TOKENIZERS_PARALLELISM := false
 export PYTHONHASHSEED := 0
-export OMP_NUM_THREADS := 2
-export MKL_NUM_THREADS := 2
-export OPENBLAS_NUM_THREADS := 2
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
+export OPENBLAS_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # Local corpora: POSGEO_DATA_DIR is passed through as it is (unset: the Hugging Face hub).
 # Cache of expensive results: inside the repository unless set.

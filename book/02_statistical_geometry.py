@@ -208,8 +208,8 @@ summary[["noise_share"]].T
 # can compare plug-in and corrected distances with the truth, for the full sample and for
 # a deliberately small one (300 sequences). The errors are relative Frobenius norms,
 # $\lVert \hat D - D 
-Vert_F / \lVert D 
-Vert_F$.
+# Vert_F / \lVert D 
+# Vert_F$.
 
 # %%
 truth = pg.hellinger_matrix(corpora["synthetic"].true_marginals)

@@ -18,8 +18,9 @@
 #
 # A transformer without positional encodings whose attention is *bidirectional* cannot know
 # where its tokens are: every layer is permutation-equivariant, so permuting the input only
-# permutes the hidden states (Theorem 1 of P1 {cite:p}`cirrincione2026geometry`, and the
-# kernel view of attention of {cite:t}`tsai2019transformer`). A *causal* mask breaks that
+# permutes the hidden states (Theorem 1 of P1 {cite:p}`cirrincione2026geometry`, tested in
+# {doc}`04_permutation_equivariance`; see also the kernel view of attention of
+# {cite:t}`tsai2019transformer`). A *causal* mask breaks that
 # symmetry: token $k$ sees the $k$ tokens before it and itself, never those after it. Causal
 # language models trained without any positional encoding ("NoPE") do learn position-dependent
 # tasks {cite:p}`irie2019language,haviv2022transformer,kazemnejad2023impact`. Where is the
