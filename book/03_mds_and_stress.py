@@ -307,7 +307,8 @@ comparison = pd.DataFrame(
     ],
     columns=["corpus", "encoding", "P1", "ours (d=384 / full rank)", "ours (d=768 / k=3)"],
 )
-comparison.mask(comparison.select_dtypes("number") < 1e-12, 0.0)  # rounding-level values shown as 0
+numeric = comparison.select_dtypes("number")
+comparison.assign(**numeric.mask(numeric < 1e-12, 0.0))  # rounding-level values shown as 0
 
 # %% [markdown]
 # - **Sinusoidal and RoPE.** Same order of magnitude as P1 (hundreds), and the same small
