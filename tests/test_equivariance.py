@@ -276,6 +276,6 @@ def test_thread_setting_is_scoped_and_validated():
     s = dataclasses.replace(equivariance_settings("small"), steps=1, variants=(("none", "none", False),))
     train_order_tasks(s, progress=False, cache=False, num_threads=1)
     assert torch.get_num_threads() == before
-    with pytest.raises(ValueError, match="num_threads must be a positive int or None"):
+    with pytest.raises(ValueError, match="threads must be a positive int or None"):
         train_order_tasks(s, progress=False, cache=False, num_threads=0)
     assert torch.get_num_threads() == before

@@ -27,7 +27,6 @@ errors (:func:`plot_equivariance_errors`). Experiment sizes follow the book's pr
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -38,6 +37,7 @@ import torch
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 
+from ._train import torch_threads as _torch_threads
 from ._model import POSITION_KINDS, Transformer, TransformerConfig
 from ._profiles import current_profile
 from ._progress import progress_bar
@@ -581,20 +581,6 @@ def equivariance_settings(profile: str | None = None) -> EquivarianceSettings:
 # --------------------------------------------------------------------------- training
 
 
-@contextlib.contextmanager
-def _torch_threads(num_threads: int | None) -> Iterator[None]:
-    """Run a block with ``num_threads`` intra-op threads, restoring the previous count."""
-    if num_threads is None:
-        yield
-        return
-    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive int or None (keep torch's setting), got {num_threads!r}")
-    old = torch.get_num_threads()
-    torch.set_num_threads(int(num_threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def train_order_tasks(

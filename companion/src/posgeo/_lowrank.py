@@ -30,6 +30,7 @@ import pandas as pd
 import torch
 from matplotlib.figure import Figure
 
+from ._train import torch_threads as _torch_threads
 from ._analysis import PAPER_P1
 from ._encodings import sinusoidal_encoding
 from ._geometry import (
@@ -784,18 +785,6 @@ def _train_and_score(
     return row
 
 
-@contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """Temporarily set torch's intra-op thread count (restored on exit); None: leave it."""
-    if threads is None:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(int(threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def lowrank_training_sweep(

@@ -31,7 +31,6 @@ saves.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal, Mapping, Sequence
@@ -41,6 +40,7 @@ import pandas as pd
 import torch
 from matplotlib.figure import Figure
 
+from ._train import torch_threads as _torch_threads
 from ._geometry import pairwise_distances, stress
 from ._model import TransformerConfig, Transformer
 from ._monotonicity import _encoding_distances, monotonicity_violations
@@ -327,14 +327,6 @@ def attention_prefixes(n_layers: int) -> tuple[str, ...]:
     return tuple(f"blocks.{layer}.attn." for layer in range(int(n_layers)))
 
 
-@contextlib.contextmanager
-def _torch_threads(k: int) -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(k)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

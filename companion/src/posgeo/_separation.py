@@ -28,7 +28,6 @@ measures how far apart the rows of a position table are and how that changes in 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -44,6 +43,7 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 
+from ._train import torch_threads as _torch_threads
 from ._cache import cached
 from ._corpus import Corpus, Sequences
 from ._model import Transformer, TransformerConfig
@@ -750,20 +750,6 @@ def corpus_mlm_task(
 # --------------------------------------------------------------------------- training from scratch
 
 
-@contextlib.contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """Run the block with ``threads`` intra-op threads (restored afterwards); None: leave as is."""
-    if threads is None:
-        yield
-        return
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ValueError(f"threads must be a positive int or None, got {threads!r}")
-    old = torch.get_num_threads()
-    torch.set_num_threads(int(threads))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def _zero_query_key(model: Transformer) -> list[torch.utils.hooks.RemovableHandle]:

@@ -18,10 +18,11 @@ blind to order (a position-free encoder with mean pooling) cannot beat chance.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -43,6 +44,7 @@ __all__ = [
     "TrainResult",
     "evaluate",
     "resolve_device",
+    "torch_threads",
     "train",
 ]
 
@@ -50,6 +52,44 @@ IGNORE_INDEX = -100
 """Target value of token positions that do not count in the LM/MLM loss and accuracy."""
 
 _KINDS = ("cls", "lm", "mlm")
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run a block with ``threads`` torch intra-op threads, restoring the previous count.
+
+    The book's models are tiny: one thread is faster than two on a 2-core machine and makes
+    runs independent of the machine's thread count. ``None`` leaves torch's setting alone.
+
+    Parameters
+    ----------
+    threads : int or None
+
+    Raises
+    ------
+    ValueError
+        If ``threads`` is not a positive int or None.
+
+    Examples
+    --------
+    >>> before = torch.get_num_threads()
+    >>> with torch_threads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    """
+    if threads is None:
+        yield
+        return
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be a positive int or None (keep torch's setting), got {threads!r}")
+    old = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 # --------------------------------------------------------------------------- batches and tasks
