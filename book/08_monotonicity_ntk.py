@@ -128,8 +128,8 @@ sanity["rate"]
 # MLM on the synthetic corpus itself and a classifier for `FirstMarkerTask` (does marker A
 # come before marker B?), each a one-block transformer with a learned table of 32 rows.
 # The classifier never saw the corpus, so only its offset-ordered rate means something.
-# Training MLMs from scratch on SST-2 and IMDB, with their 30,522-token vocabulary, is
-# beyond this chapter's CPU budget.
+# Tables trained from scratch on SST-2 and IMDB follow in the next section, at the $n$ of
+# chapter 5's text runs.
 #
 # Columns: pairs ordered by offset, by the plug-in Hellinger distances, and by the
 # noise-corrected distances of chapter 2 (`.debiased`).
@@ -187,6 +187,60 @@ assert rates.loc["PMDS full", ("imdb", "offset")] > rates.loc["PMDS full", ("sst
 assert (rates.loc[["MLM from scratch", "classifier from scratch"], ("synthetic", "offset")] < 0.4).all()
 assert rates.loc["MLM from scratch", ("synthetic", "hellinger")] < rates.loc["MLM from scratch", ("synthetic", "offset")]
 rates.loc[["ALiBi 12 heads", "sinusoidal d=384", "PMDS full", "MiniLM learned"], (slice(None), "offset")]
+
+# %% [markdown]
+# ## Tables trained from scratch on SST-2 and IMDB
+#
+# Chapter 5 trains an encoder from scratch on real text for Theorem 4: masked-token
+# prediction on the first 16 tokens of the SST-2 sentences that have at least 16, with the
+# 1,000 most frequent tokens (plus UNK and PAD), two blocks of width 32 and a learned table
+# of 16 rows. `pg.from_scratch_text_tables` returns the tables of that recipe: for SST-2 it
+# is chapter 5's run itself (same settings, same cache key), for IMDB the same recipe on
+# the first 16 tokens of the reviews. The width and the vocabulary cut keep these runs
+# within the CPU budget; the cost is the short window, so the comparison is made at
+# $n = 16$, against geometries of the same 16 positions, beside PMDS, rows 1–16 of the
+# MiniLM table and random vectors of the same width.
+
+# %%
+text_corpora = {name: pg.load_corpus(name, "train") for name in ("sst2", "imdb")}
+separation = pg.separation_settings()
+text_tables = pg.from_scratch_text_tables(text_corpora, separation)
+n_text = separation.text_seq_len
+text_geometries = {name: pg.corpus_geometry(c, n_text, min_count=1000) for name, c in text_corpora.items()}
+text_rates = pg.monotonicity_table(
+    text_geometries,
+    {
+        name: {
+            "MLM from scratch": text_tables[name],
+            "PMDS full": pg.classical_mds(g.distances).coords,
+            "PMDS k=3": pg.classical_mds(g.distances, 3).coords,
+            "MiniLM learned": minilm[1 : n_text + 1],
+            f"random d={separation.d_model}": pg.random_encoding(n_text, separation.d_model, seed=0),
+        }
+        for name, g in text_geometries.items()
+    },
+)
+text_rates
+
+# %% [markdown]
+# After 500 steps the tables trained from scratch are far more monotone than random (about
+# 0.5) and than the pretrained MiniLM table at the same $n$: in offset order they violate
+# about as often as full-rank PMDS, the corpus geometry itself. Against the Hellinger
+# order their rates are higher than in offset order, the reverse of PMDS: these plug-in
+# distances are more than half noise at 16 positions (noise share about 0.6 on both
+# corpora, chapter 2), and a table trained on the same text but on other draws does not
+# reproduce that noise. Against the noise-corrected order the SST-2 table comes back to
+# its offset-ordered rate. So on real text, too, training from scratch produces a table
+# that is mostly, not exactly, monotone, as Conjecture 5 expects for corpora whose
+# distances grow with offset; no rate here is 0.
+
+# %%
+offset_rates = text_rates.xs("offset", axis=1, level=1)
+assert (offset_rates.loc["MLM from scratch"] < 0.25).all()
+assert (offset_rates.loc["MLM from scratch"] < offset_rates.loc["MiniLM learned"]).all()
+assert (offset_rates.loc[f"random d={separation.d_model}"] > 0.45).all()
+assert (text_rates.loc["MLM from scratch"] > 0).all()
+offset_rates
 
 # %% [markdown]
 # ## Beside P1's numbers
@@ -438,6 +492,9 @@ pd.DataFrame({p: vars(pg.ntk_settings(p)) for p in ("small", "full")}).drop(inde
 # - ALiBi is exactly monotone in offset, sinusoids are monotone only at short range, and
 #   full-rank PMDS is exactly as monotone as the corpus geometry it reproduces: a ring
 #   (synthetic) or mostly noise (IMDB) is not monotone in offset.
+# - Tables trained from scratch are well below random on every corpus: on the synthetic
+#   ring and, at $n = 16$ with chapter 5's recipe, on SST-2 and IMDB, where they are about
+#   as monotone in offset as the corpus geometry and more monotone than MiniLM's table.
 # - P1's pretrained value (25.4%) is matched by the MiniLM table at moderate $n$, but the
 #   rate grows with $n$ (39% at $n = 510$); P1's $n$ is not stated.
 # - Freezing attention (the NTK assumption) yields tables that are far more monotone than

@@ -222,3 +222,36 @@ def test_frozen_mlm_table_is_far_more_monotone_than_its_initialisation() -> None
     final = monotonicity_violation_rate(run.table, progress=False)
     assert init > 0.4 and final < 0.25
     assert isinstance(s, NTKSettings)
+
+
+def _tiny_separation_settings():
+    from posgeo import separation_settings
+
+    return dataclasses.replace(
+        separation_settings("small"), d_model=8, n_heads=2, d_ff=16, steps=3, snapshot_every=1,
+        text_seq_len=6, top_k=10,
+    )
+
+
+def test_text_tables_are_the_separation_chapters_runs(tmp_path, monkeypatch) -> None:
+    from posgeo import from_scratch_text_tables, load_corpus, run_separation_experiments, separation_experiments
+
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+    s = _tiny_separation_settings()
+    corpus = load_corpus("synthetic", n_sequences=60)
+    tables = from_scratch_text_tables({"toy": corpus}, s, progress=False)
+    name = f"{corpus.name} MLM"
+    run = run_separation_experiments({name: separation_experiments(s, text=corpus)[name]}, s, progress=False)[name]
+    np.testing.assert_array_equal(tables["toy"], run.model().position_table())
+    assert tables["toy"].shape == (6, 8)
+    # the initial table differs from the trained one: the run really trained the positions
+    assert not np.allclose(run.snapshots[0], tables["toy"])
+
+
+def test_text_tables_reject_bad_inputs() -> None:
+    from posgeo import from_scratch_text_tables, load_corpus
+
+    with pytest.raises(TypeError, match="SeparationSettings"):
+        from_scratch_text_tables({"toy": load_corpus("synthetic", n_sequences=10)}, settings="small", progress=False)
+    with pytest.raises(TypeError, match="load_corpus"):
+        from_scratch_text_tables({"toy": [[1, 2, 3]]}, _tiny_separation_settings(), progress=False)

@@ -55,6 +55,7 @@ __all__ = [
     "OrderDetectionTask",
     "attention_prefixes",
     "from_scratch_tables",
+    "from_scratch_text_tables",
     "local_violation_rate",
     "monotonicity_table",
     "ntk_comparison",
@@ -825,6 +826,70 @@ def from_scratch_tables(
         with _torch_threads(1):
             table = train(cfg, tc, task, progress=progress).model().position_table()
         assert table is not None
+        out[label] = table
+    return out
+
+
+def from_scratch_text_tables(
+    corpora: Mapping[str, Any], settings: Any = None, *, progress: bool = True
+) -> dict[str, np.ndarray]:
+    """Position tables of the positional-separation chapter's text MLM runs, one per corpus.
+
+    Each table comes from the run that chapter 5 makes for its ``<text> MLM`` experiment
+    (:func:`posgeo.separation_experiments` with ``text=corpus``, trained by
+    :func:`posgeo.run_separation_experiments` with plain AdamW, no weight decay): masked-token
+    prediction on the first ``settings.text_seq_len`` tokens of the sentences that have at
+    least that many, with the ``settings.top_k`` most frequent tokens (plus UNK and PAD), an
+    encoder of ``settings.n_layers`` blocks with a learned table of ``text_seq_len`` rows.
+    Same settings, same task, same cache key: for SST-2 this *is* chapter 5's run (read from
+    the cache when chapter 5 ran first); for any other corpus it is the same recipe.
+
+    Parameters
+    ----------
+    corpora : mapping of str to Corpus
+        E.g. ``{"sst2": load_corpus("sst2"), "imdb": load_corpus("imdb")}``.
+    settings : SeparationSettings, optional
+        Default :func:`posgeo.separation_settings` of the current profile.
+    progress : bool, keyword-only
+        Progress bar over corpora.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray, each (settings.text_seq_len, settings.d_model)
+        The trained position tables, keyed like ``corpora``.
+
+    Raises
+    ------
+    TypeError
+        When ``settings`` is not a SeparationSettings or a corpus is not a posgeo Corpus.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from posgeo import load_corpus, separation_settings
+    >>> s = dataclasses.replace(separation_settings("small"), d_model=8, n_heads=2, d_ff=16, steps=2,
+    ...                         snapshot_every=1, text_seq_len=6, top_k=10)
+    >>> toy = load_corpus("synthetic", n_sequences=50)
+    >>> tables = from_scratch_text_tables({"toy": toy}, s, progress=False)
+    >>> tables["toy"].shape
+    (6, 8)
+    """
+    from ._corpus import Corpus
+    from ._separation import SeparationSettings, run_separation_experiments, separation_experiments, separation_settings
+
+    s = separation_settings() if settings is None else settings
+    if not isinstance(s, SeparationSettings):
+        raise TypeError(f"settings must be a SeparationSettings (see separation_settings()), got {type(s).__name__}")
+    out = {}
+    for label in progress_bar(list(corpora), enabled=progress, desc="text MLM runs"):
+        corpus = corpora[label]
+        if not isinstance(corpus, Corpus):
+            raise TypeError(f"corpora[{label!r}] must be a posgeo Corpus (load_corpus(...)), got {type(corpus).__name__}")
+        name = f"{corpus.name} MLM"
+        experiment = separation_experiments(s, text=corpus)[name]
+        run = run_separation_experiments({name: experiment}, s, progress=False)[name]
+        table = run.model().position_table()
+        assert table is not None  # learned tables only
         out[label] = table
     return out
 
