@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -51,7 +50,7 @@ from ._profiles import current_profile
 from ._progress import progress_bar
 from ._tasks import TASKS, TaskSample, TaskVocab, encode_task_batch, make_task_samples, task_length_range
 from ._train import IGNORE_INDEX, Batch, TrainConfig, TrainResult, resolve_device, train
-from ._train import _loss_and_accuracy  # the loss of posgeo.train, reused by the ablation loop
+from ._train import _run  # the loop of posgeo.train, reused by the embedding-init ablation
 from ._cache import cached
 
 __all__ = [
@@ -1173,29 +1172,12 @@ def with_token_embedding_init(model: Transformer, *, mean: float, std: float, se
 def _run_with_embedding_init(
     cfg: TransformerConfig, tc: TrainConfig, task: Any, mean: float, std: float, progress: bool
 ) -> TrainResult:
-    device = resolve_device(tc.device)
-    start = time.perf_counter()
-    fork_devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=fork_devices):
-        torch.manual_seed(tc.seed)
-        model = with_token_embedding_init(Transformer(cfg, seed=tc.seed), mean=mean, std=std, seed=tc.seed).to(device)
-        params = list(model.parameters())
-        opt = torch.optim.AdamW(params, lr=float(tc.lr), weight_decay=float(tc.weight_decay))
-        g = torch.Generator().manual_seed(tc.seed + 1)
-        history: list[dict[str, float]] = []
-        model.train()
-        for step in progress_bar(range(tc.steps), enabled=progress, desc=f"train (mean={mean}, std={std})", leave=False):
-            batch = task.sample(tc.batch_size, g).to(device)
-            loss, acc = _loss_and_accuracy(model, batch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if tc.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(params, float(tc.grad_clip))
-            opt.step()
-            if step % tc.log_every == 0 or step + 1 == tc.steps:
-                history.append({"step": step, "loss": float(loss.detach()), "accuracy": float(acc)})
-    state = {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()}
-    return TrainResult(cfg, tc, task.cache_key(), state, tuple(history), {}, time.perf_counter() - start, str(device))
+    """The loop of :func:`posgeo.train`, started from token embeddings redrawn ``N(mean, std^2)``."""
+    return _run(
+        cfg, tc, task, None, progress,
+        prepare=lambda model: with_token_embedding_init(model, mean=mean, std=std, seed=tc.seed),
+        desc=f"train (mean={mean}, std={std})",
+    )
 
 
 def train_with_embedding_init(
@@ -1210,15 +1192,16 @@ def train_with_embedding_init(
 ) -> TrainResult:
     """Like :func:`posgeo.train`, but starting from token embeddings drawn ``N(mean, std^2)``.
 
-    The same loop as :func:`posgeo.train` (AdamW, fresh seeded batches, the same loss, gradient
-    clipping, dropout under a forked RNG) without evaluation, freezing or snapshots; the model
-    is :func:`with_token_embedding_init` applied to ``Transformer(model_config, seed)``.
+    The loop of :func:`posgeo.train` itself (AdamW, fresh seeded batches, the same loss,
+    gradient clipping, dropout under a forked RNG, evaluation every ``eval_every`` steps),
+    without freezing or snapshots; the model is :func:`with_token_embedding_init` applied to
+    ``Transformer(model_config, seed)``.
 
     Parameters
     ----------
     model_config : TransformerConfig
     train_config : TrainConfig
-        ``freeze`` and ``snapshot_every`` must be unset; ``eval_every`` is ignored.
+        ``freeze`` and ``snapshot_every`` must be unset.
     task : Task
         E.g. a :class:`P2Task`.
     embedding_mean, embedding_std : float, keyword-only

@@ -34,7 +34,7 @@ import hashlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,7 +55,7 @@ from ._train import (
     TrainConfig,
     TrainResult,
     _check_compatible,
-    _loss_and_accuracy,
+    _run,
     resolve_device,
     train,
 )
@@ -769,9 +769,6 @@ def _zero_query_key(model: Transformer) -> list[torch.utils.hooks.RemovableHandl
     return handles
 
 
-_POSITION_PARAMS = ("pos", "pos_a", "pos_b")
-
-
 def _run_custom(
     model_config: TransformerConfig,
     tc: TrainConfig,
@@ -781,62 +778,16 @@ def _run_custom(
     progress: bool,
 ) -> TrainResult:
     """The loop of :func:`posgeo.train`, optionally with uniform attention and a separate decay on positions."""
-    device = resolve_device(tc.device)
-    start = time.perf_counter()
-    fork_devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=fork_devices):
-        torch.manual_seed(tc.seed)
-        model = Transformer(model_config, seed=tc.seed).to(device)
-        handles = _zero_query_key(model) if uniform_attention else []
-        names = [n for n, _ in model.named_parameters()]
-        for prefix in tc.freeze:
-            if not any(n.startswith(prefix) for n in names):
-                raise ValueError(f"freeze prefix {prefix!r} matches no parameter; parameter names are {names}")
-        for n, p in model.named_parameters():
-            if any(n.startswith(prefix) for prefix in tc.freeze):
-                p.requires_grad_(False)
-        params = [p for p in model.parameters() if p.requires_grad]
-        if position_weight_decay is None:
-            groups: list[dict[str, Any]] = [{"params": params, "weight_decay": float(tc.weight_decay)}]
-        else:
-            pos = [p for n, p in model.named_parameters() if p.requires_grad and n in _POSITION_PARAMS]
-            rest = [p for n, p in model.named_parameters() if p.requires_grad and n not in _POSITION_PARAMS]
-            groups = [{"params": rest, "weight_decay": float(tc.weight_decay)},
-                      {"params": pos, "weight_decay": float(position_weight_decay)}]
-        opt = torch.optim.AdamW(groups, lr=float(tc.lr))
-        g = torch.Generator().manual_seed(tc.seed + 1)
-        history: list[dict[str, float]] = []
-        snapshots: dict[int, np.ndarray] = {}
-        if tc.snapshot_every:
-            snapshots[0] = model.position_table()  # type: ignore[assignment]
-        model.train()
-        bar = progress_bar(range(tc.steps), enabled=progress, desc="train (uniform attention)", leave=False)
-        for step in bar:
-            batch = task.sample(tc.batch_size, g).to(device)
-            loss, acc = _loss_and_accuracy(model, batch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if tc.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(params, float(tc.grad_clip))
-            opt.step()
-            done = step + 1
-            if step % tc.log_every == 0 or done == tc.steps:
-                history.append({"step": step, "loss": float(loss.detach()), "accuracy": float(acc)})
-            if tc.eval_every and (done % tc.eval_every == 0 or done == tc.steps):
-                from ._train import evaluate
 
-                acc_eval = evaluate(model, task, n_batches=tc.eval_batches, batch_size=tc.batch_size, seed=tc.seed + 2)
-                model.train()
-                history.append({"step": done, "eval_accuracy": acc_eval})
-            if tc.snapshot_every and (done % tc.snapshot_every == 0 or done == tc.steps):
-                snapshots[done] = model.position_table()  # type: ignore[assignment]
-        bar.close()
-        for h in handles:
-            h.remove()
-    state = {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()}
-    return TrainResult(
-        model_config=model_config, train_config=tc, task_key=task.cache_key(), state_dict=state,
-        history=tuple(history), snapshots=snapshots, wall_time=time.perf_counter() - start, device=str(device),
+    def zero_query_key(model: Transformer) -> Transformer:
+        _zero_query_key(model)  # the gradient hooks stay with the model, which the run discards
+        return model
+
+    return _run(
+        model_config, tc, task, None, progress,
+        prepare=zero_query_key if uniform_attention else None,
+        position_weight_decay=position_weight_decay,
+        desc="train (uniform attention)" if uniform_attention else "train",
     )
 
 
@@ -1440,18 +1391,18 @@ def separation_experiments(
 
     Synthetic marginals are ``synthetic_marginals(seq_len, vocab_size, nonstationarity=...)``.
 
-    ==================================  ====================================================
-    ``synthetic MLM``                   masked tokens, non-stationary synthetic corpus
-    ``ring MLM (shift-invariant)``      same with ``nonstationarity=0``: a translation-invariant
-                                        geometry, but every position still has its own marginal
-    ``first marker``                    does marker A precede B? ([CLS]-style read-out)
-    ``<text> MLM``                      masked tokens on real sentences (with ``text``)
-    ``(a) bag of tokens``               order-insensitive label on the non-stationary corpus
-    ``(b) i.i.d. MLM``                  every position has the same marginal (their average)
-    ``(b) <text> shuffled``             real sentences with their words shuffled (with ``text``)
-    ``(c) first marker, uniform attn``  degenerate attention
-    ``(c) synthetic MLM, uniform attn`` degenerate attention
-    ==================================  ====================================================
+    ====================================  ====================================================
+    ``synthetic MLM``                     masked tokens, non-stationary synthetic corpus
+    ``ring MLM (shift-invariant)``        same with ``nonstationarity=0``: a translation-invariant
+                                          geometry, but every position still has its own marginal
+    ``first marker``                      does marker A precede B? ([CLS]-style read-out)
+    ``<text> MLM``                        masked tokens on real sentences (with ``text``)
+    ``(a) bag of tokens``                 order-insensitive label on the non-stationary corpus
+    ``(b) i.i.d. MLM``                    every position has the same marginal (their average)
+    ``(b) <text> shuffled``               real sentences with their words shuffled (with ``text``)
+    ``(c) first marker, uniform attn``    degenerate attention
+    ``(c) synthetic MLM, uniform attn``   degenerate attention
+    ====================================  ====================================================
 
     Parameters
     ----------

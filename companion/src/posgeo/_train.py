@@ -696,13 +696,28 @@ def evaluate(
     return float(np.mean(accs))
 
 
+# Parameters of the additive position tables (``learned``: pos; ``lowrank``: pos_a, pos_b).
+_POSITION_PARAMS = ("pos", "pos_a", "pos_b")
+
+
 def _run(
     model_config: TransformerConfig,
     train_config: TrainConfig,
     task: Task,
     eval_fn: Callable[[Transformer], dict[str, float]] | None,
     progress: bool,
+    *,
+    prepare: Callable[[Transformer], Transformer] | None = None,
+    position_weight_decay: float | None = None,
+    desc: str = "train",
 ) -> TrainResult:
+    """The training loop of :func:`train` (uncached), shared by the chapter modules' variants.
+
+    ``prepare(model)`` runs right after the seeded initialisation and returns the model to
+    train (e.g. with degenerate attention, or redrawn token embeddings); it must not draw
+    from the global RNG. ``position_weight_decay`` gives the position table its own AdamW
+    decay (``train_config.weight_decay`` then applies to every other parameter).
+    """
     tc = train_config
     device = resolve_device(tc.device)
     start = time.perf_counter()
@@ -710,6 +725,8 @@ def _run(
     with torch.random.fork_rng(devices=fork_devices):  # dropout draws from the global RNG
         torch.manual_seed(tc.seed)
         model = Transformer(model_config, seed=tc.seed).to(device)
+        if prepare is not None:
+            model = prepare(model)
         names = [n for n, _ in model.named_parameters()]
         for prefix in tc.freeze:
             if not any(n.startswith(prefix) for n in names):
@@ -720,7 +737,15 @@ def _run(
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:
             raise ValueError(f"freeze={tc.freeze!r} leaves nothing to train; freeze fewer parameters")
-        opt = torch.optim.AdamW(params, lr=float(tc.lr), weight_decay=float(tc.weight_decay))
+        if position_weight_decay is None:
+            groups: list[dict[str, Any]] = [{"params": params, "weight_decay": float(tc.weight_decay)}]
+        else:
+            trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+            groups = [
+                {"params": [p for n, p in trainable if n not in _POSITION_PARAMS], "weight_decay": float(tc.weight_decay)},
+                {"params": [p for n, p in trainable if n in _POSITION_PARAMS], "weight_decay": float(position_weight_decay)},
+            ]
+        opt = torch.optim.AdamW(groups, lr=float(tc.lr))
         g = torch.Generator().manual_seed(tc.seed + 1)  # batches: a stream apart from the init
         history: list[dict[str, float]] = []
         snapshots: dict[int, np.ndarray] = {}
@@ -739,7 +764,7 @@ def _run(
         if tc.snapshot_every:
             snapshots[0] = model.position_table()  # type: ignore[assignment]
         model.train()
-        bar = progress_bar(range(tc.steps), enabled=progress, desc="train", leave=False)
+        bar = progress_bar(range(tc.steps), enabled=progress, desc=desc, leave=False)
         for step in bar:
             batch = task.sample(tc.batch_size, g).to(device)
             loss, acc = _loss_and_accuracy(model, batch)
