@@ -45,7 +45,7 @@ from ._model import Transformer, TransformerConfig
 from ._profiles import current_profile
 from ._progress import progress_bar
 from ._synthetic import sample_synthetic_sequences, synthetic_marginals
-from ._train import IGNORE_INDEX, MLMTask, TrainConfig, train
+from ._train import _POSITION_PARAMS, IGNORE_INDEX, MLMTask, TrainConfig, train
 
 __all__ = [
     "LowRankSettings",
@@ -77,8 +77,6 @@ PAPER_P1_LOWRANK: dict[str, float] = {
 d = 128, rank r = 3 "reduces stress by 99.8% relative to the sinusoidal encoding with 88%
 fewer parameters than a free n x d table". P1 does not say whether the stress is raw or
 scale-optimal, nor how its sinusoidal encoding is scaled."""
-
-_POSITION_PARAMS = ("pos", "pos_a", "pos_b")
 
 
 # --------------------------------------------------------------------------- parameter counts
