@@ -19,7 +19,7 @@
 # A transformer reads a sentence as a *set* of tokens: attention and the feed-forward
 # layers treat every position alike. Whatever it knows about word order it learns from a
 # **positional signal**: an encoding added to the token embeddings (sinusoidal, learned),
-# a rotation inside attention (RoPE), a bias on the attention scores (ALiBi), or, in a
+# a rotation inside attention ({term}`RoPE`), a bias on the attention scores ({term}`ALiBi`), or, in a
 # causal model with no encoding at all, something the causal mask itself creates.
 #
 # This book is an executable companion to two papers on the geometry of that signal.
@@ -34,7 +34,7 @@
 # {cite:p}`cirrincione2026geometry`:
 #
 # - **Necessity (Theorem 1).** A transformer without a positional signal is
-#   *permutation-equivariant*: permute the input tokens and the outputs are permuted the
+#   {term}`permutation-equivariant <permutation equivariance>`: permute the input tokens and the outputs are permuted the
 #   same way. It cannot solve any task whose answer depends on word order.
 # - **Separation (Theorem 4).** Under generic conditions (the token statistics change
 #   with position, the task is order-sensitive, attention is non-degenerate) every global
@@ -43,25 +43,25 @@
 # - **The optimal encoding (Proposition 6, Algorithm 1).** Let $\mu_i$ be the distribution
 #   of tokens at position $i$ of the corpus. A good encoding $P = (p_1, \dots, p_n)$ places
 #   positions so that their Euclidean distances reproduce the *statistical* distances
-#   between these distributions, measured by the Hellinger distance (the chord distance
+#   between these distributions, measured by the {term}`Hellinger distance` (the chord distance
 #   between the square-root distributions):
 #
 #   $$
 #   d_H(\mu_i, \mu_j) = \sqrt{\tfrac{1}{2} \sum_{v} \left(\sqrt{\mu_i(v)} - \sqrt{\mu_j(v)}\right)^2}.
 #   $$
 #
-#   How well an encoding does this is its **stress**,
+#   How well an encoding does this is its **{term}`stress`**,
 #
 #   $$
 #   \operatorname{stress}(P) = \frac{\sum_{i<j} \left(\lVert p_i - p_j \rVert - d_H(\mu_i, \mu_j)\right)^2}{\sum_{i<j} d_H(\mu_i, \mu_j)^2},
 #   $$
 #
 #   which is $0$ exactly when the encoding is an isometric copy of the corpus geometry.
-#   Classical multidimensional scaling (MDS) on the matrix of Hellinger distances builds
+#   {term}`Classical multidimensional scaling (MDS) <classical MDS>` on the matrix of Hellinger distances builds
 #   the best such encoding, $P_{\mathrm{MDS}}$.
 # - **Why sinusoids work.** When the positional statistics change slowly and smoothly
 #   (a near-stationary corpus), the Gram matrix that MDS diagonalises is close to
-#   circulant, and the eigenvectors of a circulant matrix are sinusoids: the encoding of
+#   {term}`circulant <circulant matrix>`, and the eigenvectors of a circulant matrix are sinusoids: the encoding of
 #   {cite:t}`vaswani2017attention` is then close to optimal.
 # - **Low effective rank (Observation 8).** The optimal encoding has the rank of the
 #   double-centred Gram matrix $B$, which is small for real corpora: $P = A B^\top$ with
@@ -71,7 +71,7 @@
 #
 # **P2, Zuo, Guerzhoy and Guerzhoy (2024)** {cite:p}`zuo2024position`: a *causal*
 # transformer with **no** positional encoding still knows where it is. Hidden states of
-# nearby tokens are more similar than those of distant ones, an *adjacency pattern* that
+# nearby tokens are more similar than those of distant ones, an {term}`adjacency pattern <adjacent pattern>` that
 # appears already at random initialisation and survives training, and from which position
 # can be read off.
 #
@@ -145,6 +145,85 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
     display(api)
 
 # %% [markdown]
+# ## Summary
+#
+# - A transformer sees word order only through a positional signal: an added table
+#   (sinusoidal or learned), a rotation of queries and keys (RoPE), a bias on the scores
+#   (ALiBi), or the causal mask of a decoder. Without one it is permutation-equivariant
+#   ({doc}`04_permutation_equivariance`).
+# - P1 asks a good encoding to reproduce the statistical geometry of positions: the
+#   Hellinger distances between the per-position token distributions of a corpus
+#   ({doc}`02_statistical_geometry`), scored by stress and approximated by classical MDS
+#   ({doc}`03_mds_and_stress`). The following chapters test its claims on separation
+#   ({doc}`05_positional_separation`), sinusoids ({doc}`06_sinusoids_circulant`), low rank
+#   ({doc}`07_low_rank`), monotonicity ({doc}`08_monotonicity_ntk`) and the layers of a
+#   pretrained model ({doc}`09_layers`).
+# - P2 shows that a causal decoder without any encoding still knows where it is: nearby
+#   hidden states are more similar than distant ones ({doc}`10_nope_adjacency`).
+# - Every number in the book is computed by `posgeo`, the stored outputs are re-checked by
+#   the tests, and where our numbers differ from the papers' the chapters say so and why.
+#   The {doc}`glossary` defines the terms, the {doc}`bibliography` lists every cited work.
+#
+# ## Exercises
+#
+# These warm-ups use the two formulas above with `pg.hellinger_matrix`,
+# `pg.classical_mds`, `pg.stress_optimal_mds`, `pg.stress`, `pg.sinusoidal_encoding` and
+# `pg.pairwise_distances` (after `import numpy as np` and `import posgeo as pg`).
+#
+# 1. Three positions have token distributions over a three-token vocabulary,
+#    $\mu_0 = (\tfrac12, \tfrac12, 0)$, $\mu_1 = (0, \tfrac12, \tfrac12)$ and
+#    $\mu_2 = (0, 0, 1)$. Compute their three Hellinger distances by hand, then with
+#    `pg.hellinger_matrix(np.array([[.5, .5, 0], [0, .5, .5], [0, 0, 1]]))`. Which pair is
+#    farthest apart, and why can no pair be farther?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# $\mathrm{BC}(\mu_0, \mu_1) = \sqrt{\tfrac12 \cdot \tfrac12} = \tfrac12$, so
+# $d_H = \sqrt{1 - \tfrac12} = 0.7071$; $\mathrm{BC}(\mu_1, \mu_2) = \sqrt{\tfrac12} = 0.7071$,
+# so $d_H = \sqrt{1 - 0.7071} = 0.5412$; $\mathrm{BC}(\mu_0, \mu_2) = 0$, so $d_H = 1$.
+# `pg.hellinger_matrix` returns the same matrix,
+# `[[0, 0.7071, 1], [0.7071, 0, 0.5412], [1, 0.5412, 0]]` (rounded). Positions 0 and 2 are
+# farthest apart: their supports are disjoint, the Bhattacharyya coefficient is 0, and
+# $d_H = \sqrt{1 - \mathrm{BC}}$ cannot exceed 1 because $\mathrm{BC} \ge 0$.
+# ```
+#
+# 2. Build an encoding with stress 0 for these three positions with
+#    `P = pg.classical_mds(D).coords` ($D$ the matrix of exercise 1) and check it with
+#    `pg.stress(P, D)`. What is the stress of $2P$? Can a one-dimensional encoding reach
+#    stress 0 (try `pg.stress_optimal_mds(D, 1)`)?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# Three points realise any triangle in the plane: `classical_mds` returns two positive
+# eigenvalues (0.5087 and 0.0889; the third is 0 up to rounding) and `pg.stress(P, D)` is 0 up
+# to rounding. If $P$ reproduces $D$ exactly, every distance of $cP$ is $c$ times the target,
+# so $\operatorname{stress}(cP) = \sum (c D_{ij} - D_{ij})^2 / \sum D_{ij}^2 = (c - 1)^2$:
+# `pg.stress(2 * P, D)` is 1. Stress as P1 defines it compares absolute distances, which is
+# why chapter 3 also uses a scale-optimal version (`pg.stress(2 * P, D, scale="optimal")` is
+# 0 up to rounding). On a line three points need the largest distance to equal the sum of
+# the other two, and $0.7071 + 0.5412 = 1.2483 \ne 1$: no one-dimensional encoding is
+# exact. The best line, `pg.stress_optimal_mds(D, 1).stress`, has stress 0.0115; the line of
+# classical MDS, `pg.classical_mds(D, dim=1).stress`, 0.0195.
+# ```
+#
+# 3. An additive table breaks the permutation symmetry only if its rows differ. With
+#    `P = pg.sinusoidal_encoding(512, 768)` (BERT-base's size) and
+#    `D = pg.pairwise_distances(P)`, find the smallest distance between two rows and the
+#    pairs that attain it. Why does every row have the same norm, and why does $D_{ij}$
+#    depend only on $|i - j|$?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# Row $m$ holds the $d/2$ pairs $(\sin m\omega_k, \cos m\omega_k)$, each of unit length, so
+# $\lVert p_m\rVert^2 = d/2$ and every norm is $\sqrt{384} = 19.60$. Expanding,
+# $\lVert p_m - p_n\rVert^2 = \sum_k 2\bigl(1 - \cos((m - n)\omega_k)\bigr)$, a function of
+# the offset alone: `np.allclose(D[1:, 1:], D[:-1, :-1])` is `True`. The smallest
+# off-diagonal distance is 4.523, attained at offset 1 (by all 511 pairs of neighbours, up to
+# rounding), and the
+# largest is 24.10, at offset 510. All rows are distinct, so the sinusoidal table does break
+# the symmetry, with a margin of 4.5 against norms of 19.6.
+# ```
+#
 # ## References
 #
 # ```{bibliography}

@@ -18,22 +18,23 @@
 #
 # The previous chapter turned a corpus into a matrix $D$ of Hellinger distances between
 # positions. P1 {cite:p}`cirrincione2026geometry` asks an encoding $P = (p_0, \dots, p_{n-1})$
-# to reproduce it and scores the attempt by its **stress**,
+# to reproduce it and scores the attempt by its **{term}`stress`**,
 #
 # $$
 # \operatorname{stress}(P) = \frac{\sum_{i<j} \bigl(\lVert p_i - p_j\rVert - D_{ij}\bigr)^2}{\sum_{i<j} D_{ij}^2}.
 # $$
 #
-# Its Algorithm 1 builds the encoding $P_{\mathrm{MDS}}$ by classical multidimensional
-# scaling (Torgerson's MDS): double-centre the squared distances,
+# Its Algorithm 1 builds the encoding $P_{\mathrm{MDS}}$ ({term}`PMDS`) by
+# {term}`classical multidimensional scaling <classical MDS>` (Torgerson's MDS): double-centre the squared distances,
 #
 # $$
 # B = -\tfrac12 J D^{\circ 2} J, \qquad J = I - \tfrac1n \mathbf{1}\mathbf{1}^\top,
 # $$
 #
 # and keep the top $k$ eigenpairs, $P_{\mathrm{MDS}} = V_k \Lambda_k^{1/2}$. This chapter
-# computes $P_{\mathrm{MDS}}$ for the three corpora, its spectrum and effective rank, and
-# the stress of the standard encodings (sinusoidal, RoPE, ALiBi, the learned table of a
+# computes $P_{\mathrm{MDS}}$ for the three corpora, its spectrum and {term}`effective rank`, and
+# the stress of the standard encodings ({term}`sinusoidal <sinusoidal encoding>`, {term}`RoPE`,
+# {term}`ALiBi`, the {term}`learned table <learned absolute table>` of a
 # pretrained BERT-architecture model, random vectors) beside P1's reported values. Four
 # points need more care than P1 gives them: what classical MDS optimises, which distance
 # is Euclidean, how stress depends on scale, and how much of it is sampling noise.
@@ -75,13 +76,13 @@ pd.DataFrame({name: {"positions": g.n_positions, "flagged": int(g.flagged.sum())
 # ## Classical MDS minimises strain, not stress
 #
 # $P_{\mathrm{MDS}}$ is the best rank-$k$ fit of the *Gram matrix*: it minimises the
-# strain $\lVert B - P P^\top\rVert_F$. Stress compares *distances*, and the two optima
+# {term}`strain` $\lVert B - P P^\top\rVert_F$. Stress compares *distances*, and the two optima
 # differ whenever $k$ is below the full dimension. The smallest example: three points at
 # mutual distance 1, embedded on a line. $B = \tfrac12 J$ has a double eigenvalue, so
 # classical MDS picks an arbitrary direction in a tied eigenspace; the stress-optimal line
 # is $(-\tfrac23, 0, \tfrac23)$ with stress $\tfrac19$.
 #
-# `stress_optimal_mds` minimises P1's stress directly by SMACOF (majorisation,
+# `stress_optimal_mds` minimises P1's stress directly by {term}`SMACOF` (majorisation,
 # {cite:p}`deleeuw1977smacof`), started from the classical solution. Each SMACOF step can only lower the stress,
 # so the result is never worse than $P_{\mathrm{MDS}}$.
 
@@ -243,7 +244,7 @@ pd.DataFrame({name: {enc: P.shape[1] for enc, P in encs.items()} for name, encs 
 #
 # a number in $[0, 1]$ that compares the *shape* of the geometry alone. A model can
 # rescale its positional signal freely (the embedding layer, layer norm and the query/key
-# maps all do), so the scale-optimal stress is the fair comparison between encodings; the
+# maps all do), so the {term}`scale-optimal stress` is the fair comparison between encodings; the
 # raw stress answers the narrower question of whether the vectors, as they are, already sit
 # at Hellinger scale.
 #
@@ -400,6 +401,70 @@ noise_effect.loc[["random d=384", "SMACOF k=1", "SMACOF k=3", "ALiBi 12 heads"],
 #   scale effect rather than a rank-1 corpus.
 # - On real corpora the plug-in distances are mostly noise, and stress against them rewards
 #   encodings that mimic noise. Score against corrected distances, and say which you used.
+#
+# ## Exercises
+#
+# 1. **The regular simplex.** $n$ positions whose distributions have pairwise disjoint
+#    supports have $D = \mathbf 1 \mathbf 1^\top - I$ (every Hellinger distance is 1). Compute
+#    $B$ and its spectrum by hand, then check with `pg.classical_mds(1 - np.eye(48))` and
+#    `pg.effective_rank`. What stress do classical MDS and SMACOF (`pg.stress_optimal_mds`)
+#    reach at $k = 1, 2, 3$, and what scale-optimal stress do random vectors
+#    (`pg.random_encoding(48, 384, seed=0)`) reach? Relate the answers to the IMDB columns
+#    above.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# $D^{\circ 2} = D$ and $J\mathbf 1 = 0$, so $B = -\tfrac12 J(\mathbf 1\mathbf 1^\top - I)J = \tfrac12 J$:
+# the eigenvalue $\tfrac12$ with multiplicity $n - 1$ (every vector orthogonal to
+# $\mathbf 1$) and 0 on $\mathbf 1$. For $n = 48$ the spectrum is perfectly flat: 90% of the
+# mass needs 43 of the 47 dimensions, 99% needs 47, and the entropy rank is 47, the extreme
+# form of the flat plug-in spectrum of IMDB. In low dimension classical MDS picks $k$
+# directions of a 47-dimensional tied eigenspace, as in the triangle example: stress about
+# 0.86, 0.74 and 0.67 at $k = 1, 2, 3$ (the exact values depend on which basis of the tied
+# eigenspace the eigensolver returns), against 0.32, 0.16 and 0.096 for SMACOF. Random
+# vectors in 384 dimensions are nearly equidistant and score 0.0011 (scale-optimal). That
+# is why, against the plug-in IMDB distances, which are nearly all equal after the first
+# positions, random vectors (0.0120) beat every structured encoding, and low-dimensional
+# embeddings score badly.
+# ```
+#
+# 2. **ALiBi's slope.** The raw stress of one head's line $p_i = m\,i$ against the SST-2
+#    distances is a quadratic in the slope $m$. Write it down, find the best slope with
+#    `pg.scale_optimal_alpha(np.arange(48.0)[:, None], D_sst2)`, and find the slopes whose raw
+#    stress is exactly P1's 0.563. Is a standard slope (`pg.alibi_slopes(12)`) among them?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# With $\ell_{ij} = |i - j|$,
+# $\operatorname{stress}(m) = a m^2 - 2 b m + 1$, where $a = \sum_{i<j} \ell_{ij}^2 / \sum_{i<j} D_{ij}^2$
+# and $b = \sum_{i<j} \ell_{ij} D_{ij} / \sum_{i<j} D_{ij}^2$; on SST-2, $a = 1157.4$ and
+# $b = 29.52$. The minimum is at $m^* = b/a = 0.0255$ (the value `scale_optimal_alpha`
+# returns) and equals $1 - b^2/a = 0.2473$, the scale-optimal stress of every head in the
+# table above. The stress is 0.563 at the two roots of $a m^2 - 2bm + 0.437 = 0$,
+# $m = 0.0090$ and $m = 0.0420$; every slope in between scores lower. No standard slope is
+# a root: the two that fall between them, 0.0156 and 0.0312, score 0.360 and 0.286 (the
+# per-head table). P1's ALiBi value corresponds to a line with slope about 0.009 or 0.042,
+# which is a statement about scale.
+# ```
+#
+# 3. **Why raw stress doubles.** The raw stress of the sinusoidal encoding roughly doubles
+#    from $d = 384$ to $d = 768$ (ratio 2.05 on SST-2). Write
+#    $\operatorname{stress} = A - 2B + 1$ with $A = \sum e_{ij}^2 / \sum D_{ij}^2$ and
+#    $B = \sum e_{ij} D_{ij} / \sum D_{ij}^2$, $e_{ij} = \lVert p_i - p_j\rVert$, and explain
+#    both the factor 2 and why the ratio is slightly above 2. Compute $A$ and $B$ with
+#    `pg.pairwise_distances(pg.sinusoidal_encoding(48, d))` and `geometries["sst2"].distances`.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# $e_{ij}^2 = 2 \sum_k \bigl(1 - \cos((i - j)\omega_k)\bigr)$ sums $d/2$ terms, and the
+# frequencies $\omega_k = 10000^{-2k/d}$ of $d = 768$ sample the same range twice as
+# densely as those of $d = 384$, so $\sum e_{ij}^2$ nearly doubles: $A = 373.7 \to 744.4$
+# (a factor 1.99). $B$ is linear in the distances and grows by about $\sqrt2$:
+# $18.88 \to 26.64$ (a factor 1.41). The stress goes from $373.7 - 37.8 + 1 = 336.9$ to
+# $744.4 - 53.3 + 1 = 692.1$. Because the subtracted cross term grows only like $\sqrt d$
+# while $A$ grows like $d$, the ratio, 2.05, is slightly above 2. The shape of the encoding
+# plays no part: this is the scale effect of the previous sections.
+# ```
 #
 # ## References
 #

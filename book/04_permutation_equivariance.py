@@ -18,14 +18,14 @@
 #
 # Why does a transformer need a positional encoding at all? The first result of P1
 # {cite:p}`cirrincione2026geometry`, its Theorem 1, answers it: **a transformer without
-# positional signal is permutation-equivariant.** Shuffle the tokens of its input and its
+# positional signal is {term}`permutation-equivariant <permutation equivariance>`.** Shuffle the tokens of its input and its
 # outputs come out shuffled the same way, and otherwise unchanged. Whatever such a model
 # computes about a token, it computes regardless of where the token stands.
 #
 # This chapter states the theorem and sketches its proof, checks it numerically on a
 # small encoder and on a pretrained one, and then trains encoders on tasks whose answer
 # depends on order: without positions they stay at chance, with any positional signal
-# they learn, with one instructive exception. It ends with the causal mask, which breaks
+# they learn, with one instructive exception. It ends with the {term}`causal mask`, which breaks
 # the symmetry with no positions at all.
 
 # %% tags=["hide-input"]
@@ -113,7 +113,7 @@ pg.notebook_setup()
 # (`np.finfo(...).eps`). An exactly equivariant map gives a few of those units; any
 # positional signal gives a relative error of order one.
 #
-# The experiment sizes come from the profile (`POSGEO_PROFILE`, default `small`, see the
+# The experiment sizes come from the {term}`profile` (`POSGEO_PROFILE`, default `small`, see the
 # end of the chapter); models run on a GPU when there is one (`device="auto"`):
 
 # %%
@@ -297,7 +297,7 @@ accuracy.assign(chance_low=chance.low, chance_high=chance.high)
 # model can tell them apart by how much they see. That is enough to learn both tasks
 # above, with no positional encoding at all.
 #
-# Decoder-only models without positional encodings (NoPE) rely on exactly this: the mask
+# Decoder-only models without positional encodings ({term}`NoPE`) rely on exactly this: the mask
 # is a positional signal in disguise {cite:p}`haviv2022transformer,zuo2024position`. A later
 # chapter measures how much position such a model recovers.
 
@@ -351,15 +351,69 @@ accuracy.assign(chance_low=chance.low, chance_high=chance.high)
 #    pooling="first")`). Show that its accuracy cannot exceed $\tfrac12 + \tfrac1n$ for
 #    sequences of length $n$ (hint: what does the output at slot 0 know when the token
 #    there is a marker, and when it is not?), and compare with what training reaches.
+#
+# ```{admonition} Solution
+# :class: dropdown
+# Without positions and mask the encoder is equivariant, so its output at slot 0 is a
+# function of the token at slot 0 and of the multiset of all tokens. When slot 0 holds a
+# filler, swapping A and B gives a sequence with the same token at slot 0, the same
+# multiset, the same probability and the opposite label: the model is right on at most one
+# of the two, so on these sequences its accuracy is at most $\tfrac12$. When slot 0 holds a
+# marker, that marker comes first and the model can always be right. Slot 0 holds a marker
+# with probability $2/n$, so the accuracy is at most
+# $\tfrac2n \cdot 1 + (1 - \tfrac2n)\cdot\tfrac12 = \tfrac12 + \tfrac1n$: 0.5833 for this
+# chapter's $n = 12$. Trained with the chapter's settings
+# (`task = settings.tasks()["first marker"]`, `run = pg.train(cfg, settings.train_config(), task)`
+# with the configuration above) and evaluated like the table
+# (`pg.evaluate(run.model(), task, n_batches=8, batch_size=256, seed=12345)`), the model
+# reaches 0.582: it learns the whole bound, reading a marker at slot 0 and guessing
+# otherwise. That is outside the chance interval (0.4717 to 0.5283), although the model
+# knows nothing about order beyond slot 0: beating chance does not show that a model
+# uses order.
+# ```
 # 2. **ALiBi's symmetries.** Show that for $n \ge 3$ the only permutations $\pi$ with
 #    $\pi B \pi^\top = B$ for $B_{ij} = -|i - j|$ are the identity and the reversal. Check
 #    it with `equivariance_errors(..., permutations=...)` on the posgeo ALiBi encoder.
 #    RoPE's scores also depend only on $i - j$: why is a bidirectional RoPE encoder *not*
 #    reversal-equivariant?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# $\pi B \pi^\top = B$ means $|\pi(i) - \pi(j)| = |i - j|$ for all $i, j$: $\pi$ is an
+# isometry of the points $0, \dots, n-1$ on a line. The only pair at distance $n - 1$ is
+# $\{0, n-1\}$, so $\pi(0)$ is $0$ or $n - 1$. Then $|\pi(i) - \pi(0)| = i$ leaves a single
+# choice for every $i$: $\pi(i) = i$ if $\pi(0) = 0$, and $\pi(i) = n - 1 - i$ if
+# $\pi(0) = n - 1$. These are the identity and the reversal. Numerically, for the
+# ALiBi encoder of this chapter on random inputs of 4 slots, passing all 24 permutations
+# (`permutations=np.array(list(itertools.permutations(range(4))))`), only the identity
+# (relative error 0) and the reversal ($5 \cdot 10^{-16}$) are below $10^{-5}$; every other
+# permutation gives at least 0.04. RoPE's score between slots $i$ and $j$ is
+# $q_i^\top R_{j-i} k_j$: it depends on the *signed* offset. Reversal turns $j - i$ into
+# $i - j$, and $R_{-t} = R_t^\top \ne R_t$, so the scores change; the RoPE encoder's relative
+# error under reversal (`permutations=np.arange(16)[::-1]`) is about 0.6, against
+# $10^{-15}$ for ALiBi.
+# ```
 # 3. **What a causal model still cannot see.** For a one-layer causal encoder without
 #    positions, show that the output at the last slot does not change when the first
 #    $n - 1$ tokens are permuted. Measure it, then repeat with two layers. What does the
 #    answer mean for a classifier with `pooling="last"`?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# In one layer the last slot's query comes from its own token and it attends to the keys
+# and values of all $n$ tokens; softmax attention over a set does not depend on the order
+# of its elements, and the rest of the layer is token-wise. So the last output is a
+# function of the last token and of the multiset of the others. To measure it, build
+# `cfg = dataclasses.replace(settings.verification_config("none", causal=True), n_layers=1)`,
+# `fn = pg.sequence_map(pg.Transformer(cfg, seed=0).double().eval())`, and compare
+# `fn(X[:, perm])[:, -1]` with `fn(X)[:, -1]` for permutations `perm` that keep slot 15 in
+# place: over 50 of them the largest change is $10^{-15}$ ($4 \cdot 10^{-16}$ of the output
+# scale), rounding. With two layers it is about 0.3 of the output scale: the first layer's
+# outputs at the earlier slots depend on their prefixes, which the permutation changes. A
+# one-layer causal classifier with `pooling="last"` is therefore exactly as blind as the
+# first-token classifier of exercise 1 (at most $\tfrac12 + \tfrac1n$ on the first-marker
+# task); only from two layers on can it use the order the mask reveals.
+# ```
 #
 # ## References
 #

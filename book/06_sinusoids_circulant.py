@@ -18,12 +18,12 @@
 #
 # P1 {cite:p}`cirrincione2026geometry` offers a theoretical reason for the sinusoidal
 # encoding of {cite:t}`vaswani2017attention`: for a corpus whose positional statistics
-# vary smoothly (approximately *stationary*), the sinusoids are approximately the optimal
+# vary smoothly (approximately {term}`stationary <stationary corpus>`), the sinusoids are approximately the optimal
 # MDS encoding. The argument has three links:
 #
 # 1. In a stationary corpus the geometry depends only on how far apart two positions
-#    are, so the double-centred Gram matrix $B = -\tfrac12 J D^{\circ 2} J$ of the
-#    Hellinger distances is (nearly) **circulant**: $B_{ij} = c_{(j-i) \bmod n}$.
+#    are, so the {term}`double-centred Gram matrix` $B = -\tfrac12 J D^{\circ 2} J$ of the
+#    Hellinger distances is (nearly) **{term}`circulant <circulant matrix>`**: $B_{ij} = c_{(j-i) \bmod n}$.
 # 2. Every circulant matrix is diagonalised by the discrete Fourier basis
 #    {cite:p}`gray2006toeplitz`. Its eigenvectors are the **Fourier modes**
 #    $\cos(2\pi f i/n)$ and $\sin(2\pi f i/n)$.
@@ -32,7 +32,7 @@
 #
 # This chapter measures each link: on the sinusoidal and RoPE encodings themselves, on the
 # synthetic corpus while a knob makes it less and less stationary, and on SST-2 and IMDB.
-# Real text is not periodic, so a *Toeplitz* matrix ($B_{ij} = t_{j-i}$, no wrap-around)
+# Real text is not periodic, so a {term}`Toeplitz <Toeplitz matrix>` matrix ($B_{ij} = t_{j-i}$, no wrap-around)
 # is the natural notion of stationarity for it. Toeplitz eigenvectors are only
 # approximately sinusoids, so we measure both notions.
 
@@ -79,7 +79,7 @@ pd.DataFrame({name: {"positions": g.n_positions} for name, g in geometries.items
 # kind=...)` is $\lVert B - \Pi(B)\rVert_F / \lVert B\rVert_F$: 0 for a circulant
 # (Toeplitz) matrix, larger the further $B$ is from one.
 #
-# **Fourier alignment.** For each of $B$'s top $k$ eigenvectors, `pg.fourier_alignment`
+# **{term}`Fourier alignment`.** For each of $B$'s top $k$ eigenvectors, `pg.fourier_alignment`
 # finds the frequency that holds the most of its energy, measured in the *plane*
 # $\mathrm{span}\{\cos(2\pi f i/n), \sin(2\pi f i/n)\}$, not on a single cosine. The
 # reason is degeneracy: a real symmetric circulant matrix has equal eigenvalues
@@ -174,7 +174,7 @@ pg.plot_offset_kernels(kernels)
 # $$
 #
 # since the nearest Toeplitz matrix is the orthogonal projection and $D$ and $T$ are
-# symmetric with zero diagonal. This **Toeplitz floor** is the share of the corpus geometry
+# symmetric with zero diagonal. This **{term}`Toeplitz floor`** is the share of the corpus geometry
 # that no translation-invariant encoding can represent:
 
 # %%

@@ -19,7 +19,8 @@
 # A learned position table has $n \times d$ free parameters: 512 × 768 ≈ 393,000 in
 # BERT-base. P1's Observation 8 {cite:p}`cirrincione2026geometry` says most of them are
 # unnecessary. The optimal encoding has rank $r = \operatorname{rank}(B)$, with $B$ the
-# double-centred Gram matrix of the Hellinger distances, so a factorised table
+# double-centred Gram matrix of the Hellinger distances, so a
+# {term}`factorised table <low-rank position table>`
 #
 # $$
 # P = A\,B_r^\top, \qquad A \in \mathbb{R}^{n \times r},\; B_r \in \mathbb{R}^{d \times r},
@@ -82,7 +83,7 @@ pd.DataFrame({label: {"positions": D.shape[0]} for label, D in targets.items()})
 # $\sqrt{\mu_i}/\sqrt2$ (chapter 3), so $B$ is the centred Gram matrix of $n$ points in
 # $\mathbb{R}^V$; with a vocabulary larger than $n$ and generic distributions those
 # points span $n - 1$ dimensions. The *exact* rank is therefore $n - 1$, no saving at all.
-# What can be low is the **effective rank**: the number of eigenvalues needed for 90% or
+# What can be low is the **{term}`effective rank`**: the number of eigenvalues needed for 90% or
 # 99% of the spectral mass, or the entropy rank {cite:p}`roy2007effective`.
 
 # %%

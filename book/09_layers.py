@@ -91,7 +91,7 @@ pd.Series(
 # $\gamma \odot (p_i - \bar p_i \mathbf 1) / \sigma_{t,i}$. Only the division couples
 # position and token, through $\sigma_{t,i}$, which varies little. Replacing it by one
 # constant $\bar\sigma$, the root mean square of $\sigma$ over all (token, position) pairs,
-# gives the **positional input**
+# gives the **{term}`positional input`**
 #
 # $$
 # \Pi_i = \gamma \odot (p_{i+1} - \bar p_{i+1} \mathbf 1)/\bar\sigma ,
@@ -135,7 +135,7 @@ linearisation["median"]
 #
 # so two positions are far apart in $Z^\ell$ when the layer's queries or keys can tell them
 # apart. Biases add the same vector to every row and drop out of all distances. The
-# **projected stress** of layer $\ell$ is $\mathrm{stress}(Z^\ell, D)$ against the corpus
+# **{term}`projected stress`** of layer $\ell$ is $\mathrm{stress}(Z^\ell, D)$ against the corpus
 # distances $D$, raw or scale-optimal (`pg.projected_stress`); for head $h$, the same
 # with the head's $d_h$ columns of each map. As in P1, the *same* $\Pi$ is pushed through
 # every layer's maps: the measurement describes the maps, how each layer's attention would

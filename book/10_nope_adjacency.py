@@ -20,9 +20,9 @@
 # where its tokens are: every layer is permutation-equivariant, so permuting the input only
 # permutes the hidden states (Theorem 1 of P1 {cite:p}`cirrincione2026geometry`, tested in
 # {doc}`04_permutation_equivariance`; see also the kernel view of attention of
-# {cite:t}`tsai2019transformer`). A *causal* mask breaks that
+# {cite:t}`tsai2019transformer`). A {term}`causal mask` breaks that
 # symmetry: token $k$ sees the $k$ tokens before it and itself, never those after it. Causal
-# language models trained without any positional encoding ("NoPE") do learn position-dependent
+# language models trained without any positional encoding ({term}`NoPE`) do learn position-dependent
 # tasks {cite:p}`irie2019language,haviv2022transformer,kazemnejad2023impact`. Where is the
 # position stored?
 #
@@ -36,8 +36,8 @@
 # C_{ij} = \cos\theta(X_i, X_j) = \frac{X_i \cdot X_j}{\lVert X_i\rVert \, \lVert X_j\rVert}.
 # $$
 #
-# The **adjacent pattern** is a matrix whose entries grow towards the diagonal. P2 measures it
-# with the **adjacency probability score**: in row $k$, the fraction of ordered pairs of
+# The **{term}`adjacent pattern`** is a matrix whose entries grow towards the diagonal. P2 measures it
+# with the **{term}`adjacency probability score`**: in row $k$, the fraction of ordered pairs of
 # earlier positions $i < j$ for which the later one is the more similar,
 #
 # $$
