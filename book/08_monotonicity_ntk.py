@@ -72,7 +72,7 @@ pg.notebook_setup()
 # - pairs with $|i - j| = |i - k|$ (one step left and one step right) are not comparable
 #   and are not counted.
 #
-# The rate is $(\text{violations} + \tfrac12\,\text{ties}) / \text{comparable pairs}$
+# The {term}`monotonicity violation rate` is $(\text{violations} + \tfrac12\,\text{ties}) / \text{comparable pairs}$
 # (`ties="half"`, the default; `"violation"` and `"ignore"` are the alternatives). A
 # monotone encoding scores 0, a reversed one 1, and random vectors about 0.5. The
 # **Hellinger-ordered** variant (`reference=D`) orders the pairs by a distance matrix
@@ -295,7 +295,7 @@ by_n.agg(["min", "max"])
 # ## The NTK regime, executed
 #
 # Appendix A of P1 proves monotonicity under two assumptions: the corpus distances are
-# monotone in offset, and training stays in the NTK regime, where the attention matrix is
+# monotone in offset, and training stays in the {term}`NTK regime`, where the attention matrix is
 # (nearly) stationary so that the gradient flow of the position table is linear. Both can
 # be arranged.
 #
