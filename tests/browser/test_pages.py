@@ -204,3 +204,87 @@ def test_built_html_names_no_remote_asset(built_html: Path, docname: str) -> Non
     html = (built_html / f"{docname}.html").read_text(encoding="utf-8")
     found = REMOTE_ASSET.findall(html)
     assert not found, f"{docname}: remote assets in the built HTML: {found[:5]}"
+
+
+# ------------------------------------------------------------------ appendices
+def _docname_ending(suffix: str) -> str:
+    matches = [d for d in toc_docnames() if d.endswith(suffix)]
+    assert matches, f"_toc.yml has no page ending in {suffix!r}"
+    return matches[0]
+
+
+SIGNATURE_JS = """
+(id) => {
+  const dt = document.getElementById(id);
+  if (!dt) return null;
+  const box = dt.getBoundingClientRect();
+  return {text: dt.textContent.replace(/\\s+/g, ' ').trim(), width: box.width, height: box.height,
+          doc: dt.nextElementSibling ? dt.nextElementSibling.textContent.length : 0};
+}
+"""
+
+
+def test_api_reference_renders_every_public_name(browser, server: str, built_html: Path) -> None:
+    """The generated API reference: an entry (anchor, signature, docstring) for each public name."""
+    import posgeo
+
+    docname = _docname_ending("api_reference")
+    html = (built_html / f"{docname}.html").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'id="posgeo\.([A-Za-z_]\w*)"', html))
+    missing = sorted(set(posgeo.__all__) - anchors)
+    assert not missing, f"the built API reference has no entry for {missing}: rebuild with `make html`"
+
+    context, page, log = open_page(browser, server, f"{docname}.html")
+    try:
+        sig = page.evaluate(SIGNATURE_JS, "posgeo.hellinger_matrix")
+        cls = page.evaluate(SIGNATURE_JS, "posgeo.MDSResult")
+        sections = page.locator("article section > h2").all_inner_texts()
+    finally:
+        context.close()
+    assert sig, "posgeo.hellinger_matrix is not on the page"
+    assert re.search(r"posgeo\.hellinger_matrix\(\s*mu\b.*\*\s*,\s*metric\b.*'chord'", sig["text"]), sig["text"]
+    assert sig["width"] > 200 and sig["height"] > 10, sig
+    assert sig["doc"] > 200, "the docstring of posgeo.hellinger_matrix is not rendered under its signature"
+    assert cls and cls["text"].startswith("class posgeo.MDSResult("), cls
+    assert any("MDS" in s for s in sections) and len(sections) >= 10, sections
+    assert not log.js_errors and not log.blocked, (log.js_errors, log.blocked)
+
+
+def test_benchmarks_page_shows_the_tables(browser, server: str) -> None:
+    docname = _docname_ending("benchmarks")
+    context, page, log = open_page(browser, server, f"{docname}.html")
+    try:
+        tables = page.locator("article table").count()
+        rows = page.locator("article table tbody tr").count()
+        text = page.locator("article").inner_text()
+    finally:
+        context.close()
+    assert tables >= 5 and rows >= 20, f"{docname}: {tables} tables, {rows} rows"
+    for needle in ("scikit-learn", "naive", "shared"):
+        assert needle in text, f"{docname} does not mention {needle!r}"
+    assert not log.js_errors and not log.blocked, (log.js_errors, log.blocked)
+
+
+def test_glossary_defines_terms(browser, server: str) -> None:
+    docname = _docname_ending("glossary")
+    context, page, log = open_page(browser, server, f"{docname}.html")
+    try:
+        terms = page.locator("article dl dt").count()
+        headings = page.locator("article section h2, article section h3").count()
+    finally:
+        context.close()
+    assert max(terms, headings) >= 5, f"{docname}: {terms} defined terms, {headings} headings"
+    assert not log.js_errors and not log.blocked, (log.js_errors, log.blocked)
+
+
+def test_bibliography_lists_the_papers(browser, server: str) -> None:
+    docname = _docname_ending("bibliography")
+    context, page, log = open_page(browser, server, f"{docname}.html")
+    try:
+        entries = page.locator("article .citation, article [role='doc-biblioentry']").count()
+        text = page.locator("article").inner_text()
+    finally:
+        context.close()
+    assert entries >= 2, f"{docname}: {entries} bibliography entries"
+    assert "Cirrincione" in text and "Zuo" in text, f"{docname} does not list P1 and P2"
+    assert not log.js_errors and not log.blocked, (log.js_errors, log.blocked)

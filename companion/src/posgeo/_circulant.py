@@ -231,9 +231,7 @@ def toeplitz_floor_report(D: object, *, d: int = 384, n_heads: int = 12) -> pd.S
 
     An encoding whose distances depend only on the offset :math:`|i - j|` (sinusoidal, RoPE,
     ALiBi) has a Toeplitz distance matrix, so its scale-optimal stress against ``D`` is at
-    least :math:`\min_T \lVert D - T
-Vert_F^2 / \lVert D
-Vert_F^2`, the squared
+    least :math:`\min_T \lVert D - T \rVert_F^2 / \lVert D \rVert_F^2`, the squared
     :func:`circulant_distance` of ``D`` with ``kind="toeplitz"`` (the nearest Toeplitz matrix
     is an orthogonal projection; ``D`` and ``T`` are symmetric with zero diagonal, so the
     full-matrix ratio equals the ratio over pairs ``i < j``).

@@ -116,7 +116,7 @@ def plot_distance_heatmaps(
 
 
 def plot_offset_profiles(geometries: Sequence[Any], *, max_offset: int | None = 64, debiased: bool = True) -> Figure:
-    """Distance versus offset |i - j|, one panel per corpus, with the noise floor.
+    """Distance versus offset ``|i - j|``, one panel per corpus, with the noise floor.
 
     Each panel shows the mean plug-in distance at every offset (band: min to max over pairs),
     the noise-corrected mean (``g.debiased``), and the noise floor: the mean over pairs of

@@ -10,6 +10,7 @@ PROFILE_ENV_VAR = "POSGEO_PROFILE"
 """Environment variable selecting the profile of every chapter (default ``small``)."""
 
 PROFILES = ("small", "full")
+"""The profile names: ``small`` (2-core CPU, what the book and CI run) and ``full`` (paper scale)."""
 
 
 def current_profile(profile: str | None = None) -> str:
