@@ -100,7 +100,9 @@ html: setup
 	@echo "[$$($(NOW))] building the HTML (no execution)"
 	jupyter-book build . $(JB_FLAGS)
 	test -f _build/html/_static/mathjax/tex-mml-chtml.js
-	@# --- example audit report (_build/html/audit/sst2-minilm/report.html): added here ---
+	@echo "[$$($(NOW))] example audit report: posgeo audit sst2 (all-MiniLM-L6-v2, 48 positions)"
+	posgeo audit sst2 --positions 48 --out _build/html/audit/sst2-minilm --no-progress > /dev/null
+	test -f _build/html/audit/sst2-minilm/report.html
 	@echo "[$$($(NOW))] book: $(CURDIR)/_build/html/index.html"
 
 book: execute

@@ -160,9 +160,13 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
 #   pretrained model ({doc}`09_layers`).
 # - P2 shows that a causal decoder without any encoding still knows where it is: nearby
 #   hidden states are more similar than distant ones ({doc}`10_nope_adjacency`).
+# - `posgeo audit` asks the book's question of any corpus and model you bring, and writes
+#   a self-contained report ({doc}`11_audit`).
 # - Every number in the book is computed by `posgeo`, the stored outputs are re-checked by
 #   the tests, and where our numbers differ from the papers' the chapters say so and why.
-#   The {doc}`glossary` defines the terms, the {doc}`bibliography` lists every cited work.
+#   The {doc}`glossary` defines the terms, the {doc}`bibliography` lists every cited work,
+#   the {doc}`api_reference` documents every `posgeo` function and the {doc}`benchmarks`
+#   page reports how fast they are against the obvious baselines.
 #
 # ## Exercises
 #

@@ -19,6 +19,7 @@ from . import _analysis, _cache, _corpus, _encodings, _geometry, _marginals, _sy
 from . import _pretrained, _model, _train, _monotonicity, _adjacency, _tasks
 from . import _profiles, _equivariance, _separation
 from . import _circulant, _lowrank, _ntk, _layers, _nope
+from . import _audit
 from ._analysis import *  # noqa: F401,F403
 from ._cache import *  # noqa: F401,F403
 from ._corpus import *  # noqa: F401,F403
@@ -41,6 +42,7 @@ from ._lowrank import *  # noqa: F401,F403
 from ._ntk import *  # noqa: F401,F403
 from ._layers import *  # noqa: F401,F403
 from ._nope import *  # noqa: F401,F403
+from ._audit import *  # noqa: F401,F403
 
 try:
     __version__ = _version("posgeo")
@@ -70,4 +72,5 @@ __all__ = sorted(
     | set(_ntk.__all__)
     | set(_layers.__all__)
     | set(_nope.__all__)
+    | set(_audit.__all__)
 ) + ["__version__"]

@@ -1,0 +1,194 @@
+"""The ``posgeo`` command line: ``posgeo audit DATASET [options]`` (also ``python -m posgeo``).
+
+``posgeo audit`` runs :func:`posgeo.audit` and writes ``report.html`` (self-contained: it
+loads nothing from anywhere) and ``report.json`` (the same numbers) into ``--out``. Input
+problems (a missing file or column, an empty split, a model that cannot be loaded offline,
+sequences shorter than ``--positions``) are reported in one line on stderr, with exit
+status 2 and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import textwrap
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["build_parser", "main"]
+
+_EXIT_USAGE = 2
+
+_DESCRIPTION = "The geometry of positional encodings: tools of the companion package of the book."
+
+_AUDIT_DESCRIPTION = textwrap.dedent(
+    """\
+    Audit how well a model's positions fit the positional geometry of a corpus.
+
+    Measures the corpus geometry of positions 0..N-1 (chord Hellinger distances between the
+    token distributions of the positions, plug-in and noise-corrected, and their effective
+    rank), the best fit any encoding can reach (PMDS and stress-optimal SMACOF), and the fit
+    of the model's own positions: raw and scale-optimal stress, separation, monotonicity
+    violation rate, and per-layer projected stress (BERT-architecture encoders). Writes
+    report.html (self-contained) and report.json (the same numbers) into --out.
+
+    DATASET is one of:
+      a .parquet file          the text column is --column, else 'text' or 'sentence'
+      any other file           UTF-8 text, one sequence per line (blank lines skipped)
+      sst2, imdb               the book's corpora: local copy in --data-dir or $POSGEO_DATA_DIR,
+                               else the Hugging Face hub
+      a hub dataset id         e.g. stanfordnlp/sst2 (needs the network)
+
+    The model (--model) is a local folder (config.json, weights, tokenizer), a hub id (the
+    network or the local Hugging Face cache), or by default the bundled all-MiniLM-L6-v2.
+    Learned absolute tables are used as they are; RoPE and ALiBi models get the vector
+    constructions of the book's MDS chapter (only their config and tokenizer are loaded).
+
+    A second run on the same inputs reads the result from the cache ($POSGEO_CACHE_DIR,
+    default ~/.cache/posgeo). Progress bars go to stderr (--no-progress or TQDM_DISABLE=1
+    silences them).
+    """
+)
+
+_AUDIT_EPILOG = textwrap.dedent(
+    """\
+    examples:
+      posgeo audit sst2 --positions 48 --out audit-sst2
+      posgeo audit reviews.parquet --column body --model ./my-bert --positions 128
+      posgeo audit sentences.txt --positions 16 --max-sequences 5000
+
+    exit status: 0 on success, 2 for a usage or input error (one line on stderr).
+    """
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``posgeo`` command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["audit", "sst2", "--positions", "16"])
+    >>> args.command, args.dataset, args.positions, args.model
+    ('audit', 'sst2', 16, None)
+    """
+    parser = argparse.ArgumentParser(
+        prog="posgeo",
+        description=_DESCRIPTION,
+        epilog="Run `posgeo audit --help` for the audit's options.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"posgeo {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    p = sub.add_parser(
+        "audit",
+        help="audit a model's positions against a corpus's positional geometry (HTML + JSON report)",
+        description=_AUDIT_DESCRIPTION,
+        epilog=_AUDIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("dataset", metavar="DATASET", help="a .parquet or text file, sst2/imdb, or a hub dataset id")
+    p.add_argument("--split", default="train", help="split of sst2/imdb or a hub dataset (default: train)")
+    p.add_argument("--column", metavar="NAME", help="text column of a parquet or hub dataset (default: text or sentence)")
+    p.add_argument("--model", metavar="ID_OR_PATH",
+                   help="local model folder or hub id (default: the bundled all-MiniLM-L6-v2)")
+    p.add_argument("--positions", type=int, default=48, metavar="N",
+                   help="audit positions 0..N-1 (default: 48; at least 10 sequences must reach N tokens)")
+    p.add_argument("--max-sequences", type=int, metavar="M", help="audit a random subset of M sequences")
+    p.add_argument("--seed", type=int, default=0, help="seed of the subset, noise estimate and random baseline (default: 0)")
+    p.add_argument("--data-dir", metavar="DIR", help="local data directory for sst2/imdb (default: $POSGEO_DATA_DIR)")
+    p.add_argument("--out", metavar="DIR",
+                   help="output directory for report.html and report.json (default: posgeo-audit-DATASET-MODEL)")
+    p.add_argument("--no-cache", action="store_true", help="recompute everything and store nothing in the cache")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return parser
+
+
+def _slug(text: str) -> str:
+    name = Path(text.rstrip("/\\")).name or text
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "x"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _run_audit(args: argparse.Namespace) -> int:
+    from . import audit
+    from ._corpus import CorpusUnavailableError
+
+    if args.no_progress:  # also the bars of transformers (loading weights); this process is ours
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    out = args.out or f"posgeo-audit-{_slug(args.dataset)}-{_slug(args.model) if args.model else 'all-MiniLM-L6-v2'}"
+    try:
+        report = audit(
+            args.dataset,
+            model=args.model,
+            split=args.split,
+            column=args.column,
+            n_positions=args.positions,
+            max_sequences=args.max_sequences,
+            data_dir=args.data_dir,
+            seed=args.seed,
+            progress=not args.no_progress,
+            cache=not args.no_cache,
+        )
+        html_path, json_path = report.write(out)
+    except (ValueError, TypeError, OSError, CorpusUnavailableError) as exc:
+        print(f"posgeo audit: error: {_one_line(exc)}", file=sys.stderr)
+        return _EXIT_USAGE
+    import pandas as pd
+
+    with pd.option_context("display.precision", 4, "display.width", 120, "display.max_colwidth", 60):
+        table = report.summary().to_string(na_rep="")
+    print(f"audited {report.model['label']} ({report.model['positional_kind']}) on {report.dataset['description']}")
+    print(table)
+    for key, text in report.notes.items():
+        print(f"note ({key}): {text}")
+    print(f"report: {html_path}")
+    print(f"json:   {json_path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``posgeo`` command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 for a usage or input error (reported on stderr in
+        one line).
+
+    Examples
+    --------
+    >>> main(["audit", "no-such-file.txt", "--no-progress"])
+    2
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (argparse printed it)
+        return int(exc.code) if isinstance(exc.code, int) else (0 if exc.code is None else _EXIT_USAGE)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return _EXIT_USAGE
+    if args.command == "audit":
+        return _run_audit(args)
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
+    return _EXIT_USAGE  # pragma: no cover
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,618 @@
+"""Tests for posgeo._audit (the audit of a model's positions) and the ``posgeo`` command line.
+
+The command line is driven end to end in-process through ``posgeo.__main__.main`` on a
+small text file and on SST-2 with all-MiniLM-L6-v2, and the numbers of its JSON are checked
+against the library's functions recomputed independently. SST-2 needs
+``$POSGEO_DATA_DIR`` (CI sets it; locally ``POSGEO_DATA_DIR=/work/shared/data``). RoPE, ALiBi,
+RoBERTa-style, GPT-2-style and position-free models are tiny randomly initialised
+transformers saved to a temporary folder with the bundled tokenizer: nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from matplotlib.figure import Figure
+
+import posgeo
+from posgeo import (
+    AuditError,
+    AuditReport,
+    alibi_encoding,
+    audit,
+    audit_settings,
+    classical_mds,
+    default_model_path,
+    default_tokenizer,
+    effective_rank,
+    hellinger_matrix,
+    layer_stress_table,
+    learned_position_table,
+    load_corpus,
+    load_pretrained,
+    monotonicity_violation_rate,
+    plot_audit_heatmap,
+    plot_audit_layers,
+    plot_audit_maps,
+    plot_audit_offsets,
+    plot_audit_stress,
+    positional_marginals,
+    random_encoding,
+    rope_encoding,
+    separation_stats,
+    stress,
+    stress_optimal_mds,
+    tokenize,
+)
+from posgeo import _audit
+from posgeo.__main__ import build_parser, main
+
+DATA_DIR = os.environ.get("POSGEO_DATA_DIR")
+needs_sst2 = pytest.mark.skipif(
+    not DATA_DIR or not (Path(DATA_DIR) / "sst2" / "train.parquet").is_file(),
+    reason="set POSGEO_DATA_DIR to the data directory (e.g. /work/shared/data) to run the SST-2 audit",
+)
+
+
+# --------------------------------------------------------------------------- fixtures
+def corpus_lines(m: int = 160, seed: int = 0) -> list[str]:
+    """Sentences whose word classes depend on the position: a corpus with positional geometry."""
+    rng = np.random.default_rng(seed)
+    subjects = ["the cat", "a dog", "my friend", "the teacher", "our neighbour", "a child"]
+    verbs = ["saw", "liked", "found", "followed", "heard", "painted"]
+    objects = ["a bird", "the river", "an old film", "the red car", "some music", "a letter"]
+    tails = ["in the park", "at noon", "yesterday", "with joy", "after lunch", "near the station", "again"]
+    return [
+        f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)} {rng.choice(tails)} {rng.choice(tails)}"
+        for _ in range(m)
+    ]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own result cache: tests neither pollute nor read the user cache."""
+    path = tmp_path / "cache"
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "sentences.txt"
+    lines = corpus_lines()
+    # blank lines are skipped
+    path.write_text("\n".join(lines[:80]) + "\n\n  \n" + "\n".join(lines[80:]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def text_report(text_file: Path, tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POSGEO_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        return audit(text_file, n_positions=8, progress=False)
+
+
+def text_geometry(path: Path, n: int) -> np.ndarray:
+    """Plug-in Hellinger matrix of a text file, recomputed from scratch."""
+    lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    seqs = tokenize(lines, progress=False)
+    return hellinger_matrix(positional_marginals(seqs, n, seqs.vocab_size))
+
+
+@pytest.fixture(scope="module")
+def tokenizer_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled bert-base-uncased tokenizer, saved on its own."""
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("tokenizer")
+    AutoTokenizer.from_pretrained(str(default_model_path()), local_files_only=True).save_pretrained(folder)
+    return folder
+
+
+def model_folder(root: Path, name: str, config, tokenizer_dir: Path, *, weights: bool) -> Path:
+    """A tiny model folder: config (and random weights), plus the tokenizer files."""
+    import shutil
+
+    import torch
+    from transformers import AutoModel
+
+    folder = root / name
+    folder.mkdir()
+    if weights:
+        torch.manual_seed(0)
+        AutoModel.from_config(config).save_pretrained(folder)
+    else:
+        config.save_pretrained(folder)
+    for f in tokenizer_dir.iterdir():
+        shutil.copy(f, folder / f.name)
+    return folder
+
+
+# --------------------------------------------------------------------------- end to end
+def test_cli_on_a_text_file_matches_the_library(text_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "report"
+    n = 8
+    rc = main(["audit", str(text_file), "--positions", str(n), "--out", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert f"report: {out / 'report.html'}" in captured.out
+    assert "learned-absolute" in captured.out
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert data["schema"] == "posgeo-audit/1" and data["posgeo_version"] == posgeo.__version__
+    assert data["dataset"]["sequences"] == 160 and data["dataset"]["source"] == "text"
+
+    D = text_geometry(text_file, n)
+    np.testing.assert_allclose(np.array(data["corpus"]["hellinger"]), D, atol=1e-12)
+    plug = data["stress"]["plug-in"]
+    assert plug["PMDS full"]["raw"] < 1e-20
+    for k in (1, 2, 3):
+        assert plug[f"PMDS k={k}"]["raw"] == pytest.approx(stress(classical_mds(D, k).coords, D), rel=1e-9)
+        assert plug[f"SMACOF k={k}"]["raw"] == pytest.approx(stress_optimal_mds(D, k).stress, rel=1e-9)
+        assert plug[f"SMACOF k={k}"]["raw"] <= plug[f"PMDS k={k}"]["raw"] + 1e-12
+    lam = classical_mds(D).eigenvalues
+    assert data["corpus"]["effective_rank"]["plug-in"]["rank_90"] == effective_rank(lam, energy=0.9).rank_at_energy
+    assert data["corpus"]["effective_rank"]["plug-in"]["entropy_rank"] == pytest.approx(effective_rank(lam).entropy_rank)
+
+    # MiniLM: our position i is row i + 1 of the table ([CLS] takes row 0)
+    assert data["model"]["position_offset"] == 1 and data["model"]["special_tokens_prepended"] == 1
+    rows = learned_position_table()[1 : n + 1]
+    assert plug["model"]["raw"] == pytest.approx(stress(rows, D), rel=1e-9)
+    assert plug["model"]["optimal"] == pytest.approx(stress(rows, D, scale="optimal"), rel=1e-9)
+    assert data["monotonicity"]["offset"]["model"] == pytest.approx(monotonicity_violation_rate(rows, progress=False))
+    assert data["monotonicity"]["hellinger"]["model"] == pytest.approx(
+        monotonicity_violation_rate(rows, reference=D, progress=False)
+    )
+    assert data["monotonicity"]["offset"]["corpus"] == pytest.approx(monotonicity_violation_rate(distances=D, progress=False))
+    R = random_encoding(n, 384, seed=0)
+    assert plug["random"]["optimal"] == pytest.approx(stress(R, D, scale="optimal"), rel=1e-9)
+    assert data["separation"]["min_dist"] == pytest.approx(separation_stats(rows).min_dist)
+    layers = layer_stress_table(load_pretrained(), D, offset=1)
+    got = pd.DataFrame.from_dict(data["layers"]["plug-in"], orient="index").astype(float)
+    np.testing.assert_allclose(got[["raw", "optimal"]].to_numpy(), layers[["raw", "optimal"]].to_numpy(), rtol=1e-9)
+    assert (out / "report.html").stat().st_size > 10_000
+
+
+@needs_sst2
+def test_cli_on_sst2_with_minilm_matches_the_library(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "sst2"
+    n, m = 16, 2000
+    rc = main(["audit", "sst2", "--positions", str(n), "--max-sequences", str(m), "--out", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert data["command"] == f"posgeo audit sst2 --split train --positions {n} --max-sequences {m}"
+    assert data["dataset"]["sequences"] == m and data["dataset"]["text_column"] == "sentence"
+
+    corpus = load_corpus("sst2", "train", max_sequences=m, seed=0, cache=False, progress=False)
+    D = hellinger_matrix(positional_marginals(corpus, n, corpus.vocab_size))
+    np.testing.assert_allclose(np.array(data["corpus"]["hellinger"]), D, atol=1e-12)
+    assert data["corpus"]["reach_last"] == int((corpus.sequences.lengths >= n).sum())
+    plug = data["stress"]["plug-in"]
+    rows = learned_position_table()[1 : n + 1]
+    assert plug["model"]["raw"] == pytest.approx(stress(rows, D), rel=1e-9)
+    assert plug["model"]["optimal"] == pytest.approx(stress(rows, D, scale="optimal"), rel=1e-9)
+    assert plug["PMDS k=2"]["raw"] == pytest.approx(stress(classical_mds(D, 2).coords, D), rel=1e-9)
+    assert data["monotonicity"]["offset"]["model"] == pytest.approx(monotonicity_violation_rate(rows, progress=False))
+    assert data["paper"]["monotonicity/pretrained"] == posgeo.PAPER_P1["monotonicity/pretrained"]
+    assert data["paper"]["stress/sst2/rope"] == posgeo.PAPER_P1["stress/sst2/rope"]  # SST-2 only
+    assert data["layers"] is not None and len(data["layers"]["plug-in"]) == 7  # input + 6 layers
+
+
+def test_json_is_plain_and_complete(text_report: AuditReport) -> None:
+    data = text_report.to_dict()
+    text = json.dumps(data, allow_nan=False)  # no NaN, no numpy types
+    assert json.loads(text) == data
+    assert set(data) == {"schema", "posgeo_version", "command", "parameters", "dataset", "model", "corpus",
+                         "stress", "separation", "monotonicity", "layers", "paper", "notes"}
+    assert data["monotonicity"]["hellinger"] == {"model": pytest.approx(text_report.monotonicity.loc["model", "hellinger"]),
+                                                 "random": pytest.approx(text_report.monotonicity.loc["random", "hellinger"])}
+    assert "stress/sst2/rope" not in data["paper"]  # P1's encoder stresses are SST-2 numbers
+    assert len(data["corpus"]["reach_per_position"]) == 8
+    assert text_report.to_json() == text_report.to_json() and text_report.to_json().endswith("}\n")
+
+
+def test_summary_has_every_headline_and_the_paper_values(text_report: AuditReport) -> None:
+    s = text_report.summary()
+    assert list(s.columns) == ["value", "P1"] and s.index.names == ["section", "quantity"]
+    assert s.loc[("best fit", "PMDS full rank, raw stress"), "value"] == 0.0  # rounding level shown as 0
+    assert s.loc[("model", "monotonicity violation rate (offset)"), "P1"] == posgeo.PAPER_P1["monotonicity/pretrained"]
+    assert s.loc[("model", "scale-optimal stress"), "value"] == pytest.approx(
+        text_report.stress["plug-in"].loc["model", "optimal"]
+    )
+    assert s.loc[("layers", "peak layer, raw projected stress"), "P1"] == 3
+    assert s["value"].dtype == float
+
+
+def test_html_is_self_contained(text_report: AuditReport) -> None:
+    page = text_report.to_html()
+    assert page.startswith("<!DOCTYPE html>")
+    assert "http://" not in page and "https://" not in page  # no URL of any kind, not even a namespace
+    for tag in ("<script", "<img", "<link", "<iframe", "@import"):
+        assert tag not in page
+    assert not re.search(r'(?:src|href)="(?!#|data:)', page), "only in-page references and data: URIs"
+    assert page.count("<svg") >= 6 and page.count("<svg") == page.count("</svg>")
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids)), "ids must be unique across the inline SVGs"
+    refs = set(re.findall(r'href="#([^"]+)"', page)) | set(re.findall(r"url\(#([^)]+)\)", page))
+    assert refs <= set(ids), f"dangling references: {sorted(refs - set(ids))[:5]}"
+    for needle in (posgeo.__version__, text_report.command.replace("'", "&#x27;"), "How to read this", "0.254"):
+        assert needle in page
+
+
+def test_rerun_gives_identical_bytes(text_file: Path, tmp_path: Path) -> None:
+    first = main(["audit", str(text_file), "--positions", "8", "--out", str(tmp_path / "a"), "--no-progress"])
+    second = main(["audit", str(text_file), "--positions", "8", "--out", str(tmp_path / "b"), "--no-progress", "--no-cache"])
+    assert first == second == 0
+    for name in ("report.html", "report.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_second_run_reads_the_cache(text_file: Path, monkeypatch: pytest.MonkeyPatch, private_cache: Path) -> None:
+    first = audit(text_file, n_positions=6, progress=False)
+    assert any(p.name.startswith("audit-report-") for p in private_cache.iterdir())
+
+    def boom(*args, **kwargs):
+        raise AssertionError("recomputed although the inputs are unchanged")
+
+    monkeypatch.setattr(_audit, "_compute", boom)
+    again = audit(text_file, n_positions=6, progress=False)
+    assert again.to_json() == first.to_json()
+    with pytest.raises(AssertionError, match="recomputed"):
+        audit(text_file, n_positions=6, progress=False, cache=False)
+    with pytest.raises(AssertionError, match="recomputed"):  # another option is another key
+        audit(text_file, n_positions=7, progress=False)
+
+
+def test_a_changed_file_is_a_new_key(tmp_path: Path) -> None:
+    path = tmp_path / "lines.txt"
+    path.write_text("\n".join(corpus_lines(60, seed=1)), encoding="utf-8")
+    a = audit(path, n_positions=5, progress=False)
+    path.write_text("\n".join(corpus_lines(70, seed=2)), encoding="utf-8")
+    b = audit(path, n_positions=5, progress=False)
+    assert (a.dataset["sequences"], b.dataset["sequences"]) == (60, 70)
+
+
+@pytest.mark.slow
+def test_progress_bars_follow_the_flag_and_tqdm_disable(text_file: Path, tmp_path: Path) -> None:
+    # tqdm reads TQDM_DISABLE when it is imported, so each setting runs in a fresh process
+    env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE"} | {"POSGEO_CACHE_DIR": str(tmp_path / "c")}
+    cmd = [sys.executable, "-m", "posgeo", "audit", str(text_file), "--positions", "5", "--no-cache", "--out", str(tmp_path / "o")]
+
+    def stderr(extra: list[str], **more: str) -> str:
+        proc = subprocess.run(cmd + extra, capture_output=True, text=True, env=env | more, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    assert "posgeo audit" in stderr([]) and "tokenising" in stderr([])
+    quiet = stderr(["--no-progress"])
+    assert "posgeo audit" not in quiet and "it/s" not in quiet, quiet
+    assert "posgeo audit" not in stderr([], TQDM_DISABLE="1")
+
+
+# --------------------------------------------------------------------------- datasets
+def test_parquet_text_column_is_found_or_named(tmp_path: Path) -> None:
+    lines = corpus_lines(60)
+    path = tmp_path / "d.parquet"
+    pd.DataFrame({"idx": range(60), "sentence": lines, "label": 1}).to_parquet(path)
+    r = audit(path, n_positions=6, progress=False)
+    assert r.dataset["text_column"] == "sentence" and r.dataset["source"] == "parquet"
+    pd.DataFrame({"body": lines, "label": 1}).to_parquet(path)
+    r = audit(path, column="body", n_positions=6, progress=False)
+    assert r.dataset["text_column"] == "body" and r.command.endswith("--column body --positions 6")
+
+
+def test_missing_column_names_the_available_ones(tmp_path: Path) -> None:
+    path = tmp_path / "d.parquet"
+    pd.DataFrame({"body": corpus_lines(20), "label": 1}).to_parquet(path)
+    with pytest.raises(AuditError, match=r"no column 'text'.*\['body', 'label'\].*--column"):
+        audit(path, column="text", n_positions=6, progress=False)
+    with pytest.raises(AuditError, match=r"cannot tell which column.*\['body', 'label'\].*--column NAME"):
+        audit(path, n_positions=6, progress=False)
+    with pytest.raises(AuditError, match=r"'label' .* holds int values, not text"):
+        audit(path, column="label", n_positions=6, progress=False)
+    pd.DataFrame({"text": ["a b c"], "sentence": ["d e f"]}).to_parquet(path)
+    with pytest.raises(AuditError, match="cannot tell which column"):
+        audit(path, n_positions=6, progress=False)
+
+
+def test_empty_inputs_are_reported(tmp_path: Path) -> None:
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n   \n\n", encoding="utf-8")
+    with pytest.raises(AuditError, match="is empty"):
+        audit(blank, progress=False)
+    empty = tmp_path / "empty.parquet"
+    pd.DataFrame({"text": pd.Series([], dtype=str)}).to_parquet(empty)
+    with pytest.raises(AuditError, match="is empty"):
+        audit(empty, progress=False)
+
+
+def test_short_sequences_name_the_largest_n_that_works(tmp_path: Path) -> None:
+    path = tmp_path / "short.txt"
+    lines = corpus_lines(40)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    lengths = tokenize(lines, progress=False).lengths
+    best = int(np.sort(lengths)[::-1][9])  # the 10th longest
+    with pytest.raises(AuditError, match=rf"reach position 47 .* is {best}: pass --positions {best}") as info:
+        audit(path, n_positions=48, progress=False)
+    assert "--positions" in str(info.value)
+    assert audit(path, n_positions=best, progress=False).corpus["reach_last"] >= 10
+    with pytest.raises(AuditError, match="--positions"):
+        audit(path, n_positions=best + 1, progress=False)
+    few = tmp_path / "few.txt"
+    few.write_text("\n".join(lines[:5]), encoding="utf-8")
+    with pytest.raises(AuditError, match="only 5 sequences"):
+        audit(few, n_positions=4, progress=False)
+
+
+def test_bad_dataset_specs(tmp_path: Path, text_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(AuditError, match="no such file"):
+        audit(tmp_path / "missing.txt", progress=False)
+    with pytest.raises(AuditError, match="no such file"):
+        audit("data/missing.parquet", progress=False)
+    with pytest.raises(AuditError, match="is a directory"):
+        audit(tmp_path, progress=False)
+    with pytest.raises(AuditError, match="does not apply to the text file"):
+        audit(text_file, column="text", progress=False)
+    with pytest.raises(TypeError, match="dataset must be a str or a path"):
+        audit(3, progress=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown split"):
+        audit("sst2", split="dev", progress=False)
+    with pytest.raises(AuditError, match="has the text column 'sentence'"):
+        audit("sst2", column="body", progress=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(AuditError, match=r"hub is unreachable.*to_parquet.*text file"):
+        audit("someone/some-dataset", progress=False)
+
+
+def test_bad_options(text_file: Path) -> None:
+    for n in (2, 0, 4.0, True):
+        with pytest.raises(AuditError, match="--positions"):
+            audit(text_file, n_positions=n, progress=False)  # type: ignore[arg-type]
+    with pytest.raises(AuditError, match="--max-sequences"):
+        audit(text_file, max_sequences=0, progress=False)
+    with pytest.raises(AuditError, match="mds_dims"):
+        audit(text_file, n_positions=5, mds_dims=(6,), progress=False)
+
+
+def test_max_sequences_subsets_with_the_seed(text_file: Path) -> None:
+    a = audit(text_file, n_positions=5, max_sequences=50, progress=False)
+    b = audit(text_file, n_positions=5, max_sequences=50, seed=1, progress=False)
+    assert a.dataset["sequences"] == b.dataset["sequences"] == 50
+    assert not np.allclose(a.hellinger, b.hellinger)
+
+
+# --------------------------------------------------------------------------- models
+def test_model_not_loadable_offline_names_the_fix(text_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(AuditError, match=r"hub is unreachable.*pass --model with a local folder.*download"):
+        audit(text_file, model="someone/no-such-model", n_positions=5, progress=False)
+    with pytest.raises(AuditError, match="does not exist; pass --model with an existing local folder"):
+        audit(text_file, model="./no/such/folder", n_positions=5, progress=False)
+
+
+def test_model_folder_without_config(text_file: Path, tmp_path: Path) -> None:
+    (tmp_path / "empty-model").mkdir()
+    with pytest.raises(AuditError, match="has no config.json"):
+        audit(text_file, model=tmp_path / "empty-model", n_positions=5, progress=False)
+
+
+def test_more_positions_than_the_table_holds(tmp_path: Path) -> None:
+    path = tmp_path / "long.txt"
+    words = " ".join(["word"] * 520)
+    path.write_text("\n".join(f"{w} {words}" for w in ("alpha", "beta", "gamma") * 4), encoding="utf-8")
+    with pytest.raises(AuditError, match=r"512 rows .* row 1, so at most 511 positions fit; pass --positions 511"):
+        audit(path, n_positions=515, progress=False)
+
+
+def test_rope_model_uses_the_mds_chapter_vectors(text_file: Path, tokenizer_files: Path, tmp_path: Path) -> None:
+    from transformers import GPTNeoXConfig, LlamaConfig
+
+    n = 6
+    llama = LlamaConfig(vocab_size=64, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                        num_hidden_layers=1, intermediate_size=64)
+    folder = model_folder(tmp_path, "llama", llama, tokenizer_files, weights=False)
+    r = audit(text_file, model=folder, n_positions=n, progress=False)
+    assert r.model["positional_kind"] == "rotary" and r.model["model_type"] == "llama"
+    np.testing.assert_allclose(r.encoding, rope_encoding(n, 32, head_dim=8))
+    D = text_geometry(text_file, n)
+    assert r.stress["plug-in"].loc["model", "raw"] == pytest.approx(stress(rope_encoding(n, 32, head_dim=8), D))
+    assert r.layers is None and "learned absolute" in r.notes["layers"]
+    neox = GPTNeoXConfig(vocab_size=64, hidden_size=32, num_attention_heads=2, num_hidden_layers=1, intermediate_size=64,
+                         rope_parameters={"rope_type": "default", "rope_theta": 500.0, "partial_rotary_factor": 0.25})
+    folder = model_folder(tmp_path, "neox", neox, tokenizer_files, weights=False)
+    r = audit(text_file, model=folder, n_positions=n, progress=False)
+    assert r.model["dimension"] == 2 * 4  # 2 heads x (16 x 0.25) rotated dimensions
+    np.testing.assert_allclose(r.encoding, rope_encoding(n, 8, head_dim=4, base=500.0))
+
+
+def test_alibi_model_uses_the_slopes(text_file: Path, tokenizer_files: Path, tmp_path: Path) -> None:
+    from transformers import BloomConfig
+
+    folder = model_folder(tmp_path, "bloom", BloomConfig(vocab_size=64, hidden_size=24, n_head=6, n_layer=1),
+                          tokenizer_files, weights=False)
+    r = audit(text_file, model=folder, n_positions=6, progress=False)
+    assert r.model["positional_kind"] == "alibi"
+    np.testing.assert_allclose(r.encoding, alibi_encoding(6, 6))
+    assert r.stress["plug-in"].loc["model", "optimal"] == pytest.approx(
+        stress(alibi_encoding(6, 6), r.hellinger, scale="optimal")
+    )
+
+
+def test_model_without_positions_is_reported_as_such(text_file: Path, tokenizer_files: Path, tmp_path: Path, capsys) -> None:
+    from transformers import BertConfig
+
+    folder = model_folder(tmp_path, "nope", BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1,
+                                                       num_attention_heads=2, intermediate_size=32,
+                                                       position_embedding_type="none"),
+                          tokenizer_files, weights=False)
+    out = tmp_path / "out"
+    rc = main(["audit", str(text_file), "--model", str(folder), "--positions", "6", "--out", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert "note (model): no positional signal" in captured.out
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert data["model"]["positional_kind"] == "none"
+    assert data["stress"]["plug-in"]["model"] is None and data["separation"] is None and data["layers"] is None
+    assert data["monotonicity"]["offset"]["model"] is None
+    assert "no positional signal" in data["notes"]["model"]
+    assert data["stress"]["plug-in"]["PMDS k=1"]["raw"] > 0  # the corpus part is still there
+    assert "no positional signal" in (out / "report.html").read_text(encoding="utf-8")
+
+
+def test_roberta_positions_start_after_the_padding_index(text_file: Path, tokenizer_files: Path, tmp_path: Path) -> None:
+    from transformers import RobertaConfig
+
+    cfg = RobertaConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=40, pad_token_id=1)
+    folder = model_folder(tmp_path, "roberta", cfg, tokenizer_files, weights=True)
+    n = 6
+    r = audit(text_file, model=folder, n_positions=n, progress=False)
+    # [CLS] before the text (1) + RoBERTa's position ids starting at padding_idx + 1 (2)
+    assert (r.model["special_tokens_prepended"], r.model["position_id_shift"], r.model["position_offset"]) == (1, 2, 3)
+    table = learned_position_table(load_pretrained(folder))
+    np.testing.assert_array_equal(r.encoding, table[3 : 3 + n])
+    assert r.layers is not None and list(r.layers["plug-in"].index) == [0, 1, 2]
+    np.testing.assert_allclose(r.layers["plug-in"]["raw"], layer_stress_table(load_pretrained(folder), r.hellinger, offset=3)["raw"])
+    with pytest.raises(AuditError, match="at most 37 positions fit; pass --positions 37"):
+        audit(text_file, model=folder, n_positions=38, progress=False, min_reach=2)
+
+
+def test_gpt2_style_model_without_prefix_and_without_layers(text_file: Path, tokenizer_files: Path, tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+    from transformers import GPT2Config, PreTrainedTokenizerFast
+
+    backend = Tokenizer.from_file(str(tokenizer_files / "tokenizer.json"))
+    backend.post_processor = None  # no [CLS]/[SEP]: a tokenizer that prepends nothing, like GPT-2's
+    folder = tmp_path / "gpt2"
+    import torch
+    from transformers import AutoModel
+
+    torch.manual_seed(0)
+    AutoModel.from_config(GPT2Config(vocab_size=64, n_embd=16, n_layer=1, n_head=2, n_positions=32)).save_pretrained(folder)
+    PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]").save_pretrained(folder)
+    r = audit(text_file, model=folder, n_positions=6, progress=False)
+    assert (r.model["positional_kind"], r.model["position_offset"]) == ("learned-absolute", 0)
+    np.testing.assert_array_equal(r.encoding, learned_position_table(load_pretrained(folder))[:6])
+    assert r.layers is None and "BERT-architecture" in r.notes["layers"]
+
+
+def test_position_shift_and_prefix_helpers() -> None:
+    assert _audit._position_shift(SimpleNamespace(padding_idx=None)) == 0
+    assert _audit._position_shift(SimpleNamespace(padding_idx=1)) == 2  # RoBERTa
+    assert _audit._position_shift(SimpleNamespace(padding_idx=None, offset=2)) == 2  # OPT
+    assert _audit._special_prefix(default_tokenizer()) == 1
+    cfg = SimpleNamespace(rope_parameters={"full_attention": {"rope_theta": 1e6, "rope_type": "default"}})
+    assert _audit._rope_parameters(cfg) == (1e6, 1.0, "default")
+    cfg = SimpleNamespace(rope_parameters={"rope_theta": 5e5, "rope_type": "llama3", "partial_rotary_factor": 0.5})
+    assert _audit._rope_parameters(cfg) == (5e5, 0.5, "llama3")
+
+
+@settings(max_examples=200, deadline=None)
+@given(lengths=st.lists(st.integers(0, 60), min_size=1, max_size=80), n=st.integers(3, 70), min_reach=st.integers(2, 12))
+def test_too_short_suggests_the_largest_workable_n(lengths: list[int], n: int, min_reach: int) -> None:
+    arr = np.array(lengths)
+    err = _audit._too_short(arr, n, min_reach, "it")
+    assert isinstance(err, AuditError)
+    found = re.search(r"pass --positions (\d+)", str(err))
+    if len(lengths) < min_reach or np.sort(arr)[::-1][min_reach - 1] < 3:
+        assert found is None  # nothing works: the message says what is missing instead
+        return
+    best = int(found.group(1))
+    assert (arr >= best).sum() >= min_reach and (arr >= best + 1).sum() < min_reach
+
+
+@given(st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True),
+              st.text(max_size=5), st.builds(np.float64, st.floats()), st.builds(np.int64, st.integers(-99, 99))),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=10,
+))
+def test_plain_values_are_strict_json(value) -> None:
+    text = json.dumps(_audit._plain(value), allow_nan=False)
+    assert isinstance(json.loads(text), (type(None), bool, int, float, str, list, dict))
+
+
+# --------------------------------------------------------------------------- charts, settings
+def test_plot_functions_return_figures(text_report: AuditReport) -> None:
+    for plot in (plot_audit_heatmap, plot_audit_offsets, plot_audit_maps, plot_audit_stress, plot_audit_layers):
+        fig = plot(text_report)
+        assert isinstance(fig, Figure) and fig.axes
+    assert len(plot_audit_maps(text_report).axes) == 3  # corpus, model, colour bar
+
+
+def test_plot_layers_without_layers_raises(text_report: AuditReport) -> None:
+    import dataclasses
+
+    bare = dataclasses.replace(text_report, layers=None, notes={"layers": "none here"})
+    with pytest.raises(ValueError, match="none here"):
+        plot_audit_layers(bare)
+
+
+def test_audit_settings_profiles() -> None:
+    small, full = audit_settings("small"), audit_settings("full")
+    assert (small.dataset, small.n_positions, small.model) == ("sst2", 48, None)
+    assert full.model == "bert-base-uncased"
+    with pytest.raises(ValueError):
+        audit_settings("huge")
+
+
+def test_write_refuses_a_file_as_out(text_report: AuditReport, tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    with pytest.raises(AuditError, match="is a file"):
+        text_report.write(target)
+    html, js = text_report.write(tmp_path / "new" / "dir")
+    assert html.name == "report.html" and js.name == "report.json" and js.read_text().startswith("{")
+
+
+# --------------------------------------------------------------------------- command line
+def test_cli_errors_are_one_line_with_status_2(tmp_path: Path, capsys) -> None:
+    assert main(["audit", str(tmp_path / "missing.txt"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("posgeo audit: error: no such file") and err.count("\n") == 1 and "Traceback" not in err
+    path = tmp_path / "d.parquet"
+    pd.DataFrame({"body": ["a b c"] * 20}).to_parquet(path)
+    assert main(["audit", str(path), "--no-progress"]) == 2
+    assert "pass --column NAME" in capsys.readouterr().err
+    assert main(["audit", str(path), "--positions", "x"]) == 2  # argparse usage error
+    assert "invalid int value" in capsys.readouterr().err
+    assert main([]) == 2
+    assert "audit" in capsys.readouterr().err
+
+
+def test_cli_help(capsys) -> None:
+    assert main(["--help"]) == 0
+    assert "audit" in capsys.readouterr().out
+    assert main(["audit", "--help"]) == 0
+    text = capsys.readouterr().out
+    for option in ("DATASET", "--split", "--column", "--model", "--positions", "--max-sequences", "--data-dir",
+                   "--out", "--no-cache", "--no-progress", "POSGEO_CACHE_DIR"):
+        assert option in text
+    args = build_parser().parse_args(["audit", "x.txt", "--no-cache", "--max-sequences", "9"])
+    assert (args.no_cache, args.max_sequences, args.split) == (True, 9, "train")
+
+
+def test_python_dash_m_posgeo(tmp_path: Path) -> None:
+    env = {**os.environ, "POSGEO_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "posgeo", "audit", "--help"], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert proc.returncode == 0 and "DATASET" in proc.stdout and "--positions" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "posgeo", "audit", str(tmp_path / "missing.txt"), "--no-progress"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("posgeo audit: error: no such file") and proc.stderr.count("\n") == 1
+    script = Path(sys.executable).with_name("posgeo")
+    if script.is_file():  # the console script of `pip install -e companion`
+        proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env, timeout=120, check=False)
+        assert proc.returncode == 0 and "audit" in proc.stdout
