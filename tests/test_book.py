@@ -14,7 +14,7 @@ import jupytext
 import nbformat
 import pytest
 import yaml
-from sphinx_external_toc.parsing import parse_toc_yaml
+from booktoc import toc_docnames
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -23,20 +23,6 @@ SCRIPTS = sorted(BOOK.glob("*.py"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 
 
-def toc_docnames() -> list[str]:
-    """Docnames of the TOC in reading order (root first, then depth-first)."""
-    site_map = parse_toc_yaml(ROOT / "_toc.yml")
-    order: list[str] = []
-
-    def walk(docname: str) -> None:
-        order.append(docname)
-        for subtree in site_map[docname].subtrees:
-            for item in subtree.items:
-                if isinstance(item, str):  # a docname (URLs and globs are not used here)
-                    walk(item)
-
-    walk(site_map.root.docname)
-    return order
 
 
 def rel(path: Path) -> str:

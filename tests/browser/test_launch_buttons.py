@@ -15,24 +15,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sphinx_external_toc.parsing import parse_toc_yaml
+from booktoc import toc_docnames
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def toc_docnames() -> list[str]:
-    site_map = parse_toc_yaml(ROOT / "_toc.yml")
-    order: list[str] = []
-
-    def walk(docname: str) -> None:
-        order.append(docname)
-        for subtree in site_map[docname].subtrees:
-            for item in subtree.items:
-                if isinstance(item, str):
-                    walk(item)
-
-    walk(site_map.root.docname)
-    return order
 
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))

@@ -13,25 +13,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from sphinx_external_toc.parsing import parse_toc_yaml
+from booktoc import toc_docnames
 
 ROOT = Path(__file__).resolve().parents[2]
 REMOVED_OUTPUT_TAGS = {"remove-output", "remove-cell"}
 
 
-def toc_docnames() -> list[str]:
-    site_map = parse_toc_yaml(ROOT / "_toc.yml")
-    order: list[str] = []
-
-    def walk(docname: str) -> None:
-        order.append(docname)
-        for subtree in site_map[docname].subtrees:
-            for item in subtree.items:
-                if isinstance(item, str):
-                    walk(item)
-
-    walk(site_map.root.docname)
-    return order
 
 
 def expected_images(docname: str) -> int:
