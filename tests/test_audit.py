@@ -449,9 +449,47 @@ def test_alibi_model_uses_the_slopes(text_file: Path, tokenizer_files: Path, tmp
     )
 
 
-def test_model_without_positions_is_reported_as_such(text_file: Path, tokenizer_files: Path, tmp_path: Path, capsys) -> None:
+def test_the_input_probe_tells_added_tables_from_attention_side_encodings() -> None:
+    from transformers import BertConfig, LlamaConfig
+
+    from posgeo._pretrained import _input_carries_position
+
+    bert = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    llama = LlamaConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        num_key_value_heads=2, intermediate_size=32)
+    assert _input_carries_position(bert)  # a learned table is added to the token embeddings
+    assert not _input_carries_position(llama)  # RoPE rotates inside attention: identical input rows
+
+
+def test_a_config_that_disowns_an_added_table_is_checked_against_the_code(
+    text_file: Path, tokenizer_files: Path, tmp_path: Path
+) -> None:
+    """BERT's position_embedding_type="none" is honoured by some transformers versions only."""
     from transformers import BertConfig
 
+    from posgeo._pretrained import _input_carries_position
+
+    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, position_embedding_type="none")
+    folder = model_folder(tmp_path, "bert-none", config, tokenizer_files, weights=True)
+    report = audit(str(text_file), model=str(folder), n_positions=6, progress=False, cache=False)
+    if _input_carries_position(config):  # e.g. transformers 5: the table is added anyway
+        assert report.model["positional_kind"] == "learned-absolute"
+        assert "adds its learned position table anyway" in report.notes["declared"]
+        assert report.separation is not None
+    else:
+        assert report.model["positional_kind"] == "none" and report.separation is None
+
+
+def test_model_without_positions_is_reported_as_such(
+    text_file: Path, tokenizer_files: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import BertConfig
+
+    # A transformers version that honours position_embedding_type="none" (e.g. 4.x)
+    import posgeo._pretrained
+
+    monkeypatch.setattr(posgeo._pretrained, "_input_carries_position", lambda model: False)
     folder = model_folder(tmp_path, "nope", BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1,
                                                        num_attention_heads=2, intermediate_size=32,
                                                        position_embedding_type="none"),

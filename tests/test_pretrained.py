@@ -99,7 +99,6 @@ def test_encoder_with_positions_is_not_equivariant(minilm):
         ("GPTNeoXConfig", {}, "rotary"),
         ("BloomConfig", {}, "alibi"),
         ("MptConfig", {}, "alibi"),
-        ("BertConfig", {"position_embedding_type": "none"}, "none"),
     ],
 )
 def test_model_positional_kind_from_configs(config_name, kwargs, expected):
@@ -109,6 +108,31 @@ def test_model_positional_kind_from_configs(config_name, kwargs, expected):
     kind = model_positional_kind(config)
     assert kind in POSITIONAL_KINDS
     assert kind == expected
+
+
+@pytest.mark.parametrize(("adds_table", "expected"), [(False, "none"), (True, "learned-absolute")])
+def test_a_declared_none_is_checked_against_the_installed_code(monkeypatch, adds_table, expected):
+    """transformers 4 honours BERT's position_embedding_type="none"; transformers 5 adds the table anyway."""
+    import transformers
+
+    import posgeo._pretrained
+
+    monkeypatch.setattr(posgeo._pretrained, "_input_carries_position", lambda model: adds_table)
+    assert model_positional_kind(transformers.BertConfig(position_embedding_type="none")) == expected
+
+
+def test_the_real_answer_for_a_declared_none_matches_the_embeddings():
+    import torch
+    import transformers
+
+    config = transformers.BertConfig(vocab_size=32, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=16, position_embedding_type="none")
+    torch.manual_seed(0)
+    model = transformers.BertModel(config).eval()
+    with torch.no_grad():
+        rows = model.embeddings(input_ids=torch.full((1, 4), 5))[0]
+    differ = not torch.allclose(rows, rows[:1].expand_as(rows))
+    assert model_positional_kind(model) == ("learned-absolute" if differ else "none")
 
 
 def test_model_positional_kind_rejects_non_models():

@@ -6,7 +6,6 @@ import dataclasses
 import os
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
@@ -19,7 +18,6 @@ from posgeo._separation import (
     BagOfTokensTask,
     FinetuneResult,
     MarginalSampler,
-    SeparationExperiment,
     SeparationSettings,
     corpus_mlm_task,
     finetune_position_table,

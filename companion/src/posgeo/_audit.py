@@ -627,6 +627,7 @@ class _LoadedModel:
     tokenizer: Any
     module: Any | None
     kind: str
+    declared_kind: str | None = None  # the config's claim, when the installed code contradicts it
 
 
 def _offline_fix(ref: _ModelRef) -> str:
@@ -664,6 +665,9 @@ def _load_model(ref: _ModelRef) -> _LoadedModel:
             + _offline_fix(ref)
         ) from exc
     kind = model_positional_kind(config)
+    declared = None
+    if kind == "learned-absolute" and str(getattr(config, "position_embedding_type", "")).lower() in {"none", "nope"}:
+        declared = "none"  # the installed transformers adds a table that the config disowns
     module = None
     if kind == "learned-absolute":
         try:
@@ -676,7 +680,7 @@ def _load_model(ref: _ModelRef) -> _LoadedModel:
                 f"cannot load the weights of {ref.spec or ref.identifier!r} {where} ({type(exc).__name__}: {exc}); "
                 + _offline_fix(ref)
             ) from exc
-    return _LoadedModel(config=config, tokenizer=tokenizer, module=module, kind=kind)
+    return _LoadedModel(config=config, tokenizer=tokenizer, module=module, kind=kind, declared_kind=declared)
 
 
 def _special_prefix(tokenizer: Any) -> int | None:
@@ -756,6 +760,13 @@ def _model_vectors(
         "table_rows": None,
     }
     kind = loaded.kind
+    if loaded.declared_kind is not None:
+        notes["declared"] = (
+            f"the model's config declares no position encoding (position_embedding_type "
+            f"{getattr(config, 'position_embedding_type', None)!r}), but the installed transformers adds its "
+            "learned position table anyway (the same token gets different input vectors at different positions), "
+            "so the audit uses that table"
+        )
     prefix = _special_prefix(loaded.tokenizer)
     info["special_tokens_prepended"] = prefix
     if kind == "learned-absolute":
@@ -818,7 +829,8 @@ def _model_vectors(
     if kind == "none":
         notes["model"] = (
             "no positional signal: the model's config declares no position encoding (position_embedding_type "
-            f"{getattr(config, 'position_embedding_type', None)!r}); its positions are indistinguishable at the input "
+            f"{getattr(config, 'position_embedding_type', None)!r}) and the installed code agrees (one token gets the "
+            "same input vector at every position); its positions are indistinguishable at the input "
             "(chapter 4), so the model-dependent numbers are empty"
         )
     else:

@@ -27,9 +27,8 @@ errors (:func:`plot_equivariance_errors`). Experiment sizes follow the book's pr
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -38,7 +37,7 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 
 from ._train import torch_threads as _torch_threads
-from ._model import POSITION_KINDS, Transformer, TransformerConfig
+from ._model import POSITION_KINDS, TransformerConfig
 from ._profiles import current_profile
 from ._progress import progress_bar
 from ._train import FirstMarkerTask, SortedTask, TrainConfig, TrainResult, evaluate, train

@@ -226,6 +226,41 @@ def _find_position_embedding(model: Any) -> Any | None:
     return None
 
 
+def _input_carries_position(model: Any) -> bool:
+    """Whether one token gets different input vectors at different positions in this model.
+
+    The check asks the installed code instead of the configuration: the model (or, for a
+    config, a randomly initialised one, seeded, without touching the global RNG) embeds eight
+    copies of one ordinary token in eval mode, and the first hidden state (the input of the
+    first layer) is compared across positions. A table added to the token embeddings makes
+    the rows differ; RoPE and ALiBi act inside attention and leave them identical, as does
+    the absence of any positional signal.
+    """
+    import torch
+    from transformers import AutoModel
+
+    config = getattr(model, "config", model)
+    if isinstance(model, torch.nn.Module):
+        net = model
+    else:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            net = AutoModel.from_config(config)
+    was_training = net.training
+    net.eval()
+    specials = {getattr(config, k, None) for k in ("pad_token_id", "bos_token_id", "eos_token_id")}
+    vocab = int(getattr(config, "vocab_size", 2) or 2)
+    token = next(t for t in range(vocab) if t not in specials)
+    device = next(net.parameters()).device
+    ids = torch.full((1, 8), token, dtype=torch.long, device=device)
+    try:
+        with torch.no_grad():
+            h = net(input_ids=ids, output_hidden_states=True).hidden_states[0][0]
+    finally:
+        net.train(was_training)
+    return not torch.allclose(h, h[:1].expand_as(h), rtol=0.0, atol=1e-6)
+
+
 def model_positional_kind(model: Any) -> str:
     """Classify how a transformers model encodes position, from its config.
 
@@ -240,7 +275,9 @@ def model_positional_kind(model: Any) -> str:
         One of :data:`POSITIONAL_KINDS`: ``"learned-absolute"`` (a learned table added to the
         token embeddings: BERT, RoBERTa, GPT-2, ...), ``"rotary"`` (RoPE: ``rope_theta``,
         ``rope_parameters``, ``rotary_dim`` or a RoPE family), ``"alibi"`` (BLOOM, MPT, or an
-        ``alibi`` flag), ``"none"`` (``position_embedding_type="none"``) or ``"unknown"``
+        ``alibi`` flag), ``"none"`` (``position_embedding_type="none"``, confirmed by
+        ``_input_carries_position``: some ``transformers`` versions ignore that setting
+        and add the table anyway, and then the answer is ``"learned-absolute"``) or ``"unknown"``
         (anything else, including BERT's relative-key variants and DistilBERT with frozen
         sinusoidal positions).
 
@@ -288,7 +325,9 @@ def model_positional_kind(model: Any) -> str:
         return "rotary"
 
     if pet in {"none", "nope"}:
-        return "none"
+        # Ask the installed code, not the config: transformers 4 honours BERT's "none",
+        # transformers 5 ignores it and adds the learned table anyway.
+        return "learned-absolute" if _input_carries_position(model) else "none"
     if pet is not None and pet != "absolute":
         return "unknown"  # relative_key, relative_key_query, ...
     if model_type == "distilbert" and bool(getattr(config, "sinusoidal_pos_embds", False)):
