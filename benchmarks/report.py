@@ -51,8 +51,8 @@ RECORDED_ENV = (
     "PYTHONHASHSEED",
 )
 SHARED_NOTE = (
-    "shared machine: other jobs (builds, tests, notebook runs) were running on the same cores "
-    "during the run"
+    "a machine that other jobs may share: compare the load averages with the number of CPUs "
+    "(pass --note to say what else was running)"
 )
 
 
@@ -515,9 +515,9 @@ def render(records: dict[str, dict[str, Any]]) -> str:
         "stress-optimal MDS) and the full eigendecomposition (effective rank). Every table below is "
         "rendered from the JSON that the scripts wrote (`benchmarks/results/`), with the machine, the "
         "date and the exact command of each run.",
-        ":::{note}\nThese numbers come from a **shared** machine: other jobs ran on the same cores "
-        "during the runs (the load averages are given with each run), so wall-clock times are noisy "
-        "and ratios of a few tens of percent should not be over-read. Process CPU time is much less "
+        ":::{note}\nThese numbers come from a 2-core machine that other jobs may share (the load "
+        "averages and a note on what else was running are given with each run), so wall-clock times "
+        "are noisy and ratios of a few tens of percent should not be over-read. Process CPU time is much less "
         "affected: the readings use it wherever a script records it (all but the marginals "
         "benchmark, which times wall-clock only). Rerun them on your own machine with `make benchmarks "
         "POSGEO_DATA_DIR=/path/to/data`.\n:::",
