@@ -27,6 +27,7 @@ errors (:func:`plot_equivariance_errors`). Experiment sizes follow the book's pr
 
 from __future__ import annotations
 
+import dataclasses  # noqa: F401  (used by the doctests)
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -37,7 +38,7 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 
 from ._train import torch_threads as _torch_threads
-from ._model import POSITION_KINDS, TransformerConfig
+from ._model import POSITION_KINDS, Transformer, TransformerConfig  # noqa: F401  (Transformer: doctests)
 from ._profiles import current_profile
 from ._progress import progress_bar
 from ._train import FirstMarkerTask, SortedTask, TrainConfig, TrainResult, evaluate, train
