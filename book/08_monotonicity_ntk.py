@@ -136,9 +136,8 @@ sanity["rate"]
 
 # %%
 N_POSITIONS = {"synthetic": 32, "sst2": 48, "imdb": 510}
-geometries = {
-    name: pg.corpus_geometry(pg.load_corpus(name, "train"), n, min_count=1000) for name, n in N_POSITIONS.items()
-}
+corpora = {name: pg.load_corpus(name, "train") for name in N_POSITIONS}
+geometries = {name: pg.corpus_geometry(corpora[name], n, min_count=1000) for name, n in N_POSITIONS.items()}
 settings = pg.ntk_settings()
 minilm = pg.learned_position_table()
 scratch = pg.from_scratch_tables(settings)
@@ -202,7 +201,7 @@ rates.loc[["ALiBi 12 heads", "sinusoidal d=384", "PMDS full", "MiniLM learned"],
 # MiniLM table and random vectors of the same width.
 
 # %%
-text_corpora = {name: pg.load_corpus(name, "train") for name in ("sst2", "imdb")}
+text_corpora = {name: corpora[name] for name in ("sst2", "imdb")}
 separation = pg.separation_settings()
 text_tables = pg.from_scratch_text_tables(text_corpora, separation)
 n_text = separation.text_seq_len
@@ -240,6 +239,7 @@ assert (offset_rates.loc["MLM from scratch"] < 0.25).all()
 assert (offset_rates.loc["MLM from scratch"] < offset_rates.loc["MiniLM learned"]).all()
 assert (offset_rates.loc[f"random d={separation.d_model}"] > 0.45).all()
 assert (text_rates.loc["MLM from scratch"] > 0).all()
+assert all(pg.noise_share(g) > 0.5 for g in text_geometries.values())  # "more than half noise"
 offset_rates
 
 # %% [markdown]

@@ -49,8 +49,8 @@ from ._model import Transformer, TransformerConfig
 from ._profiles import current_profile
 from ._progress import progress_bar
 from ._tasks import TASKS, TaskSample, TaskVocab, encode_task_batch, make_task_samples, task_length_range
-from ._train import IGNORE_INDEX, Batch, TrainConfig, TrainResult, resolve_device, train
-from ._train import _run  # the loop of posgeo.train, reused by the embedding-init ablation
+from ._train import IGNORE_INDEX, Batch, TrainConfig, TrainResult, train
+from ._train import _check_run, _run, _run_key  # posgeo.train's checks, loop and cache key
 from ._cache import cached
 
 __all__ = [
@@ -1169,17 +1169,6 @@ def with_token_embedding_init(model: Transformer, *, mean: float, std: float, se
     return twin
 
 
-def _run_with_embedding_init(
-    cfg: TransformerConfig, tc: TrainConfig, task: Any, mean: float, std: float, progress: bool
-) -> TrainResult:
-    """The loop of :func:`posgeo.train`, started from token embeddings redrawn ``N(mean, std^2)``."""
-    return _run(
-        cfg, tc, task, None, progress,
-        prepare=lambda model: with_token_embedding_init(model, mean=mean, std=std, seed=tc.seed),
-        desc=f"train (mean={mean}, std={std})",
-    )
-
-
 def train_with_embedding_init(
     model_config: TransformerConfig,
     train_config: TrainConfig,
@@ -1229,26 +1218,20 @@ def train_with_embedding_init(
     >>> round(float(res.state_dict["tok.weight"].mean()), 1)
     4.0
     """
-    if not isinstance(model_config, TransformerConfig):
-        raise TypeError(f"model_config must be a TransformerConfig, got {type(model_config).__name__}")
-    if not isinstance(train_config, TrainConfig):
-        raise TypeError(f"train_config must be a TrainConfig, got {type(train_config).__name__}")
+    _check_run(model_config, train_config, task)
     if train_config.freeze or train_config.snapshot_every:
         raise ValueError("train_with_embedding_init supports neither freeze nor snapshot_every; use posgeo.train")
-    if getattr(task, "kind", None) == "lm" and not model_config.causal:
-        raise ValueError("a causal LM task needs causal=True (a bidirectional model would see the next token)")
     if not (isinstance(embedding_std, (int, float)) and embedding_std > 0):
         raise ValueError(f"embedding_std must be > 0, got {embedding_std!r}")
-    key = {
-        "model": model_config.to_dict(),
-        "train": train_config.to_dict(),
-        "device_type": resolve_device(train_config.device).type,
-        "task": task.cache_key(),
-        "embedding_init": [float(embedding_mean), float(embedding_std)],
-    }
+    mean, std = float(embedding_mean), float(embedding_std)
+    key = _run_key(model_config, train_config, task, embedding_init=[mean, std])
     return cached(
         "train-embinit", key,
-        lambda: _run_with_embedding_init(model_config, train_config, task, float(embedding_mean), float(embedding_std), progress),
+        lambda: _run(
+            model_config, train_config, task, None, progress,
+            prepare=lambda model: with_token_embedding_init(model, mean=mean, std=std, seed=train_config.seed),
+            desc=f"train (mean={mean}, std={std})",
+        ),
         enabled=cache,
     )
 

@@ -54,8 +54,9 @@ from ._train import (
     MLMTask,
     TrainConfig,
     TrainResult,
-    _check_compatible,
+    _check_run,
     _run,
+    _run_key,
     resolve_device,
     train,
 )
@@ -769,26 +770,10 @@ def _zero_query_key(model: Transformer) -> list[torch.utils.hooks.RemovableHandl
     return handles
 
 
-def _run_custom(
-    model_config: TransformerConfig,
-    tc: TrainConfig,
-    task: Any,
-    uniform_attention: bool,
-    position_weight_decay: float | None,
-    progress: bool,
-) -> TrainResult:
-    """The loop of :func:`posgeo.train`, optionally with uniform attention and a separate decay on positions."""
-
-    def zero_query_key(model: Transformer) -> Transformer:
-        _zero_query_key(model)  # the gradient hooks stay with the model, which the run discards
-        return model
-
-    return _run(
-        model_config, tc, task, None, progress,
-        prepare=zero_query_key if uniform_attention else None,
-        position_weight_decay=position_weight_decay,
-        desc="train (uniform attention)" if uniform_attention else "train",
-    )
+def _uniform_attention(model: Transformer) -> Transformer:
+    """``prepare`` hook of the degenerate-attention runs: query and key projections held at zero."""
+    _zero_query_key(model)  # the gradient hooks stay with the model, which the run discards
+    return model
 
 
 def train_separation(
@@ -856,10 +841,7 @@ def train_separation(
     >>> sorted(res.snapshots), float(res.state_dict["blocks.0.attn.qkv.weight"][:16].abs().max())
     ([0, 1, 2, 3], 0.0)
     """
-    if not isinstance(model_config, TransformerConfig):
-        raise TypeError(f"model_config must be a TransformerConfig, got {type(model_config).__name__}")
-    if not isinstance(train_config, TrainConfig):
-        raise TypeError(f"train_config must be a TrainConfig, got {type(train_config).__name__}")
+    _check_run(model_config, train_config, task)
     if not isinstance(uniform_attention, bool):
         raise TypeError(f"uniform_attention must be a bool, got {uniform_attention!r}")
     if position_weight_decay is not None:
@@ -875,25 +857,16 @@ def train_separation(
     with _torch_threads(threads):
         if not uniform_attention and position_weight_decay is None:
             return train(model_config, train_config, task, progress=progress, cache=cache)
-        _check_compatible(model_config, task)
-        if train_config.snapshot_every and model_config.position not in ("learned", "lowrank", "sinusoidal"):
-            raise ValueError(
-                f"snapshot_every stores the additive position table, but position={model_config.position!r} has none; "
-                "use learned/lowrank/sinusoidal or snapshot_every=0"
-            )
         pwd = None if position_weight_decay is None else float(position_weight_decay)
-        key = {
-            "model": model_config.to_dict(),
-            "train": train_config.to_dict(),
-            "device_type": resolve_device(train_config.device).type,
-            "task": task.cache_key(),
-            "uniform_attention": uniform_attention,
-            "position_weight_decay": pwd,
-        }
+        key = _run_key(model_config, train_config, task, uniform_attention=uniform_attention, position_weight_decay=pwd)
         return cached(
             "train-separation",
             key,
-            lambda: _run_custom(model_config, train_config, task, uniform_attention, pwd, progress),
+            lambda: _run(
+                model_config, train_config, task, None, progress,
+                prepare=_uniform_attention if uniform_attention else None, position_weight_decay=pwd,
+                desc="train (uniform attention)" if uniform_attention else "train",
+            ),
             enabled=cache,
         )
 

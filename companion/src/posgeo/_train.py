@@ -853,6 +853,18 @@ def train(
     >>> len(res.history), res.final("loss") < res.history[0]["loss"]
     (4, True)
     """
+    _check_run(model_config, train_config, task)
+    if eval_fn is not None and not callable(eval_fn):
+        raise TypeError("eval_fn must be callable: eval_fn(model) -> dict of float")
+    key = _run_key(
+        model_config, train_config, task,
+        eval_fn=None if eval_fn is None else f"{getattr(eval_fn, '__module__', '')}.{getattr(eval_fn, '__qualname__', repr(eval_fn))}",
+    )
+    return cached("train", key, lambda: _run(model_config, train_config, task, eval_fn, progress), enabled=cache)
+
+
+def _check_run(model_config: TransformerConfig, train_config: TrainConfig, task: Task) -> None:
+    """The checks of :func:`train` before a run (shared with the chapter modules' variants)."""
     if not isinstance(model_config, TransformerConfig):
         raise TypeError(f"model_config must be a TransformerConfig, got {type(model_config).__name__}")
     if not isinstance(train_config, TrainConfig):
@@ -863,13 +875,14 @@ def train(
             f"snapshot_every stores the additive position table, but position={model_config.position!r} has none; "
             "use learned/lowrank/sinusoidal or snapshot_every=0"
         )
-    if eval_fn is not None and not callable(eval_fn):
-        raise TypeError("eval_fn must be callable: eval_fn(model) -> dict of float")
-    key = {
+
+
+def _run_key(model_config: TransformerConfig, train_config: TrainConfig, task: Task, **options: Any) -> dict[str, Any]:
+    """Cache key of a run: both configs, the device type, the task, and the variant's own ``options``."""
+    return {
         "model": model_config.to_dict(),
         "train": train_config.to_dict(),
         "device_type": resolve_device(train_config.device).type,
         "task": task.cache_key(),
-        "eval_fn": None if eval_fn is None else f"{getattr(eval_fn, '__module__', '')}.{getattr(eval_fn, '__qualname__', repr(eval_fn))}",
+        **options,
     }
-    return cached("train", key, lambda: _run(model_config, train_config, task, eval_fn, progress), enabled=cache)
