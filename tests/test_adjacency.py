@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from posgeo._adjacency import adjacency_row_scores, adjacency_score, cosine_similarity_matrix
+from posgeo import adjacency_row_scores, adjacency_score, cosine_similarity_matrix
 
 
 def _brute_row_scores(C: np.ndarray, ties: str, include_diagonal: bool) -> list[float]:
@@ -157,7 +157,7 @@ def test_fast_equals_naive_equals_brute_force(
 
 
 def test_fast_equals_naive_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import posgeo._adjacency as mod
+    import posgeo._metrics as mod
 
     monkeypatch.setattr(mod, "_CHUNK_ELEMENTS", 64)
     C = np.random.default_rng(4).integers(0, 5, size=(3, 17, 17)).astype(float)

@@ -8,29 +8,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from posgeo.experiments.papers import PAPER_P1
 from posgeo import (
-    PAPER_P1,
     Corpus,
     CorpusGeometry,
     Sequences,
     corpus_geometry,
-    corpus_summary,
     distance_by_offset,
-    geometry_summary,
     hellinger_matrix,
     hellinger_noise_floor,
     load_corpus,
     matched_hellinger_matrix,
-    model_encodings,
     noise_share,
     pairwise_distances,
     positional_marginals,
     sample_synthetic_sequences,
-    standard_encodings,
     stress,
-    stress_comparison,
     stress_table,
 )
+from posgeo.experiments.statistics import corpus_summary, geometry_summary
+from posgeo.experiments.stress import model_encodings, standard_encodings, stress_comparison
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path, monkeypatch):

@@ -26,12 +26,19 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 import posgeo
-from posgeo import (
+from posgeo.audit import (
     AuditError,
     AuditReport,
-    alibi_encoding,
     audit,
     audit_settings,
+    plot_audit_heatmap,
+    plot_audit_layers,
+    plot_audit_maps,
+    plot_audit_offsets,
+    plot_audit_stress,
+)
+from posgeo import (
+    alibi_encoding,
     classical_mds,
     default_model_path,
     default_tokenizer,
@@ -42,11 +49,6 @@ from posgeo import (
     load_corpus,
     load_pretrained,
     monotonicity_violation_rate,
-    plot_audit_heatmap,
-    plot_audit_layers,
-    plot_audit_maps,
-    plot_audit_offsets,
-    plot_audit_stress,
     positional_marginals,
     random_encoding,
     rope_encoding,
@@ -55,7 +57,7 @@ from posgeo import (
     stress_optimal_mds,
     tokenize,
 )
-from posgeo import _audit
+from posgeo.audit import _core as _audit
 from posgeo.__main__ import build_parser, main
 
 DATA_DIR = os.environ.get("POSGEO_DATA_DIR")

@@ -12,26 +12,28 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from matplotlib.figure import Figure
 
-from posgeo import (
+from posgeo.experiments.circulant import (
     STATIONARITY_MEASURES,
     circulant_distance,
-    double_centered_gram,
     equivalent_knob,
     fourier_alignment,
     frequency_energy,
-    hellinger_matrix,
     nearest_circulant,
     nearest_toeplitz,
     plot_fourier_modes,
     plot_offset_kernels,
     plot_stationarity_sweep,
-    rope_encoding,
-    sinusoidal_encoding,
     stationarity_measures,
     stationarity_sweep,
-    synthetic_marginals,
     toeplitz_floor_report,
     toeplitz_profile,
+)
+from posgeo import (
+    double_centered_gram,
+    hellinger_matrix,
+    rope_encoding,
+    sinusoidal_encoding,
+    synthetic_marginals,
 )
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 from scipy.stats import binom
 
-from posgeo._equivariance import (
+from posgeo.experiments.equivariance import (
     ChanceInterval,
     EquivarianceResult,
     EquivarianceSettings,
@@ -25,7 +25,7 @@ from posgeo._equivariance import (
     sequence_map,
     train_order_tasks,
 )
-from posgeo._model import Transformer
+from posgeo import Transformer
 
 RNG = np.random.default_rng(0)
 W1 = RNG.standard_normal((3, 7))

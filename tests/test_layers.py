@@ -12,16 +12,18 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from posgeo import Sequences, pairwise_distances, stress
-from posgeo._layers import (
+from posgeo.experiments.layers import (
     head_stress_table,
     hidden_stress_table,
-    layer_stress_table,
     layers_settings,
+    random_map_stress,
+)
+from posgeo import (
+    layer_stress_table,
     positional_hidden_states,
     positional_input,
     projected_stress,
     query_key_maps,
-    random_map_stress,
 )
 
 
@@ -146,7 +148,7 @@ def test_positional_input_is_the_embedding_layers_positional_part(tiny_bert: tor
 def test_positional_input_error_vanishes_when_sigma_is_constant(tiny_bert: torch.nn.Module) -> None:
     import copy
 
-    from posgeo._layers import positional_input_error
+    from posgeo.experiments.layers import positional_input_error
 
     loose = positional_input_error(tiny_bert, 8, [5, 6, 7])
     assert loose["median"] > 1e-2  # random tiny embeddings: sigma varies with the position

@@ -11,31 +11,32 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from posgeo import (
-    PAPER_P1,
-    PAPER_P1_LOWRANK,
+from posgeo.experiments.papers import PAPER_P1, PAPER_P1_LOWRANK
+from posgeo.experiments.lowrank import (
     LowRankSettings,
-    Transformer,
-    TransformerConfig,
-    classical_mds,
-    count_parameters,
-    double_centered_gram,
     effective_rank_table,
     gram_spectra,
-    hellinger_matrix,
     lowrank_claim_table,
     lowrank_parameter_count,
     lowrank_settings,
     lowrank_training_sweep,
     mlm_marginal_metrics,
-    pairwise_distances,
     plot_accuracy_vs_parameters,
     plot_rank_stress_curves,
     positional_parameter_count,
     rank_r_stress_curve,
+    synthetic_mlm_task,
+)
+from posgeo import (
+    Transformer,
+    TransformerConfig,
+    classical_mds,
+    count_parameters,
+    double_centered_gram,
+    hellinger_matrix,
+    pairwise_distances,
     stress,
     synthetic_marginals,
-    synthetic_mlm_task,
     top_eigenpairs,
 )
 

@@ -10,15 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posgeo._encodings import alibi_slopes, sinusoidal_encoding
-from posgeo._model import (
-    POSITION_KINDS,
-    Transformer,
-    TransformerConfig,
-    TransformerOutput,
-    _rotate,
-    count_parameters,
-)
+from posgeo import alibi_slopes, sinusoidal_encoding
+from posgeo import POSITION_KINDS, Transformer, TransformerConfig, TransformerOutput, count_parameters
+from posgeo._model import _rotate
 
 N = 7  # sequence length used by the property tests
 

@@ -10,14 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from posgeo._monotonicity import (
-    MonotonicityResult,
-    _dense_ranks,
-    _strict_inversions,
-    monotonicity_violation_rate,
-    monotonicity_violations,
-    offset_reference,
-)
+from posgeo import MonotonicityResult, monotonicity_violation_rate, monotonicity_violations, offset_reference
+from posgeo._metrics import _dense_ranks, _strict_inversions
 
 
 def _brute_force(E: np.ndarray, R: np.ndarray) -> tuple[int, int, int]:
@@ -188,7 +182,7 @@ def test_fast_equals_naive_on_encodings_with_repeated_points(
 
 
 def test_fast_equals_naive_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import posgeo._monotonicity as mod
+    import posgeo._metrics as mod
 
     monkeypatch.setattr(mod, "_CHUNK_ELEMENTS", 40)  # several anchors per chunk, many chunks
     E = np.random.default_rng(3).integers(0, 6, size=(21, 21)).astype(float)

@@ -14,18 +14,16 @@ from matplotlib.figure import Figure
 
 from posgeo import (
     IGNORE_INDEX,
-    TASKS,
-    TaskVocab,
     Transformer,
     TrainConfig,
     adjacency_score,
-    answer_is_correct,
     cosine_similarity_matrix,
     count_parameters,
     train,
 )
-from posgeo._nope import (
-    P2_REPORTED,
+from posgeo.experiments.tasks import TASKS, TaskVocab, answer_is_correct
+from posgeo.experiments.papers import P2_REPORTED
+from posgeo.experiments.nope import (
     SCORE_OPTIONS,
     P2Task,
     _max_encoded_length,

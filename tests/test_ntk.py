@@ -13,15 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from posgeo import (
-    Transformer,
-    TrainConfig,
-    TransformerConfig,
-    evaluate,
-    monotonicity_violation_rate,
-    train,
-)
-from posgeo._ntk import (
+from posgeo import Transformer, TrainConfig, TransformerConfig, evaluate, monotonicity_violation_rate, train
+from posgeo.experiments.ntk import (
     NTKSettings,
     OrderDetectionTask,
     attention_prefixes,
@@ -134,7 +127,7 @@ def test_frozen_attention_training_leaves_attention_bitwise_unchanged(objective:
     run = train_position_table(s, objective=objective, regime="frozen", d_model=8, steps=6, progress=False, cache=False)
     assert run.attention_unchanged and run.attention_change == 0.0
     # independent check against a fresh initialisation, tensor by tensor
-    from posgeo._ntk import _model_config
+    from posgeo.experiments.ntk import _model_config
 
     cfg = _model_config(s, objective, 8)
     tc = TrainConfig(steps=6, batch_size=8, lr=s.lr, device="cpu", freeze=attention_prefixes(cfg.n_layers))
@@ -225,7 +218,7 @@ def test_frozen_mlm_table_is_far_more_monotone_than_its_initialisation() -> None
 
 
 def _tiny_separation_settings():
-    from posgeo import separation_settings
+    from posgeo.experiments.separation import separation_settings
 
     return dataclasses.replace(
         separation_settings("small"), d_model=8, n_heads=2, d_ff=16, steps=3, snapshot_every=1,
@@ -234,7 +227,9 @@ def _tiny_separation_settings():
 
 
 def test_text_tables_are_the_separation_chapters_runs(tmp_path, monkeypatch) -> None:
-    from posgeo import from_scratch_text_tables, load_corpus, run_separation_experiments, separation_experiments
+    from posgeo.experiments.ntk import from_scratch_text_tables
+    from posgeo import load_corpus
+    from posgeo.experiments.separation import run_separation_experiments, separation_experiments
 
     monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
     s = _tiny_separation_settings()
@@ -249,7 +244,8 @@ def test_text_tables_are_the_separation_chapters_runs(tmp_path, monkeypatch) -> 
 
 
 def test_text_tables_reject_bad_inputs() -> None:
-    from posgeo import from_scratch_text_tables, load_corpus
+    from posgeo.experiments.ntk import from_scratch_text_tables
+    from posgeo import load_corpus
 
     with pytest.raises(TypeError, match="SeparationSettings"):
         from_scratch_text_tables({"toy": load_corpus("synthetic", n_sequences=10)}, settings="small", progress=False)

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import posgeo  # noqa: E402
-from posgeo import (  # noqa: E402
+from posgeo import (
     classical_mds,
     corpus_geometry,
     distance_by_offset,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from posgeo import _pretrained
-from posgeo._pretrained import (
+from posgeo import (
     MINILM,
     POSITIONAL_KINDS,
     default_model_path,

@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 import posgeo._progress as progress_mod
-from posgeo._progress import progress_bar
+from posgeo import progress_bar
 
 MODULE = progress_mod.__file__
 

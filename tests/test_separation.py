@@ -12,12 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
-from posgeo._corpus import Corpus, Sequences
-from posgeo._model import TransformerConfig
-from posgeo._separation import (
+from posgeo import Corpus, Sequences
+from posgeo import TransformerConfig
+from posgeo.experiments.separation import (
     BagOfTokensTask,
     FinetuneResult,
-    MarginalSampler,
     SeparationSettings,
     corpus_mlm_task,
     finetune_position_table,
@@ -29,13 +28,13 @@ from posgeo._separation import (
     run_separation_experiments,
     separation_experiments,
     separation_settings,
-    separation_stats,
     separation_table,
     separation_trajectory,
     train_separation,
 )
-from posgeo._synthetic import synthetic_marginals
-from posgeo._train import FirstMarkerTask, TrainConfig, train
+from posgeo import MarginalSampler, separation_stats
+from posgeo import synthetic_marginals
+from posgeo import FirstMarkerTask, TrainConfig, train
 
 
 @pytest.fixture(autouse=True)

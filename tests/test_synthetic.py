@@ -16,7 +16,7 @@ from posgeo import (
     synthetic_corpus,
     synthetic_marginals,
 )
-from posgeo import circulant_distance as circulant_deviation
+from posgeo.experiments.circulant import circulant_distance as circulant_deviation
 
 
 def chord(mu: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posgeo._tasks import (
+from posgeo.experiments.tasks import (
     TASKS,
     TaskSample,
     TaskVocab,

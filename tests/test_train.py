@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posgeo._model import Transformer, TransformerConfig
-from posgeo._train import (
+from posgeo import Transformer, TransformerConfig
+from posgeo import (
     IGNORE_INDEX,
     Batch,
     FirstMarkerTask,

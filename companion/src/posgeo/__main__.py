@@ -16,7 +16,8 @@ import textwrap
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ['build_parser', 'main']
+
 
 _EXIT_USAGE = 2
 
@@ -119,7 +120,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _run_audit(args: argparse.Namespace) -> int:
-    from . import audit
+    from posgeo.audit._core import audit
     from ._corpus import CorpusUnavailableError
 
     if args.no_progress:  # also the bars of transformers (loading weights); this process is ours

@@ -7,9 +7,12 @@ import json
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
+import numpy as np
+from typing import Any
 
-__all__ = ["CACHE_ENV_VAR", "cache_dir", "cache_key", "cached"]
+__all__ = ['CACHE_ENV_VAR', 'cache_dir', 'cache_key', 'cached', 'array_digest']
+
 
 CACHE_ENV_VAR = "POSGEO_CACHE_DIR"
 """Environment variable naming the cache directory (default ``~/.cache/posgeo``)."""
@@ -139,3 +142,15 @@ def cached(
         pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
     tmp.replace(path)
     return result
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def array_digest(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]

@@ -16,25 +16,17 @@ act inside attention, so turning them into vectors is a modelling choice; the ch
 from __future__ import annotations
 
 import math
-
 import numpy as np
+from .validation import check_int
 
 __all__ = [
-    "alibi_encoding",
-    "alibi_slopes",
-    "random_encoding",
-    "rope_encoding",
-    "rope_frequencies",
-    "sinusoidal_encoding",
+    'sinusoidal_encoding',
+    'rope_frequencies',
+    'rope_encoding',
+    'alibi_slopes',
+    'alibi_encoding',
+    'random_encoding',
 ]
-
-
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
 
 
 def sinusoidal_encoding(n: int, d: int, *, base: float = 10000.0) -> np.ndarray:
@@ -62,8 +54,8 @@ def sinusoidal_encoding(n: int, d: int, *, base: float = 10000.0) -> np.ndarray:
     >>> P[:, 0].round(4).tolist(), P[:, 1].round(4).tolist()
     ([0.0, 0.8415, 0.9093, 0.1411], [1.0, 0.5403, -0.4161, -0.99])
     """
-    n = _positive_int(n, "n")
-    d = _positive_int(d, "d")
+    n = check_int(n, "n")
+    d = check_int(d, "d")
     if d % 2:
         raise ValueError(f"d must be even for sin/cos pairs, got {d}; use d={d + 1} and drop a column if needed")
     if base <= 1:
@@ -101,8 +93,8 @@ def rope_frequencies(d: int, *, head_dim: int | None = None, base: float = 10000
     >>> rope_frequencies(8, head_dim=4).round(3).tolist()
     [1.0, 0.01, 1.0, 0.01]
     """
-    d = _positive_int(d, "d")
-    hd = d if head_dim is None else _positive_int(head_dim, "head_dim")
+    d = check_int(d, "d")
+    hd = d if head_dim is None else check_int(head_dim, "head_dim")
     if d % 2 or hd % 2:
         raise ValueError(f"d and head_dim must be even (rotation planes), got d={d}, head_dim={hd}")
     if d % hd:
@@ -141,7 +133,7 @@ def rope_encoding(n: int, d: int, *, head_dim: int | None = None, base: float = 
     >>> bool(np.allclose(G1, G2))
     True
     """
-    n = _positive_int(n, "n")
+    n = check_int(n, "n")
     theta = rope_frequencies(d, head_dim=head_dim, base=base)
     angles = np.arange(n, dtype=np.float64)[:, None] * theta[None, :]
     P = np.empty((n, 2 * theta.size))
@@ -174,7 +166,7 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
     >>> alibi_slopes(6).round(4).tolist()
     [0.25, 0.0625, 0.0156, 0.0039, 0.5, 0.125]
     """
-    h = _positive_int(num_heads, "num_heads")
+    h = check_int(num_heads, "num_heads")
 
     def power_of_two(k: int) -> list[float]:
         start = 2.0 ** (-(2.0 ** -(math.log2(k) - 3)))
@@ -210,7 +202,7 @@ def alibi_encoding(n: int, num_heads: int) -> np.ndarray:
     >>> alibi_encoding(3, 2).tolist()
     [[0.0, 0.0], [0.0625, 0.00390625], [0.125, 0.0078125]]
     """
-    n = _positive_int(n, "n")
+    n = check_int(n, "n")
     return np.arange(n, dtype=np.float64)[:, None] * alibi_slopes(num_heads)[None, :]
 
 
@@ -235,8 +227,8 @@ def random_encoding(n: int, d: int, *, seed: int, std: float = math.sqrt(0.5)) -
     >>> random_encoding(2, 3, seed=0).shape
     (2, 3)
     """
-    n = _positive_int(n, "n")
-    d = _positive_int(d, "d")
+    n = check_int(n, "n")
+    d = check_int(d, "d")
     if not std > 0:
         raise ValueError(f"std must be > 0, got {std}")
     return np.random.default_rng(seed).normal(scale=std, size=(n, d))

@@ -3,24 +3,112 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
+import numpy as np
+import pandas as pd
 from typing import Literal
 
-import numpy as np
-
 __all__ = [
-    "MDSResult",
-    "SpectrumSummary",
-    "as_distribution_matrix",
-    "check_distance_matrix",
-    "classical_mds",
-    "double_centered_gram",
-    "effective_rank",
-    "hellinger_matrix",
-    "pairwise_distances",
-    "scale_optimal_alpha",
-    "stress",
-    "stress_optimal_mds",
+    'distance_by_offset',
+    'stress_table',
+    'as_distribution_matrix',
+    'check_distance_matrix',
+    'hellinger_matrix',
+    'pairwise_distances',
+    'scale_optimal_alpha',
+    'stress',
+    'MDSResult',
+    'double_centered_gram',
+    'classical_mds',
+    'stress_optimal_mds',
+    'SpectrumSummary',
+    'effective_rank',
 ]
+
+
+def distance_by_offset(D: object, *, max_offset: int | None = None) -> pd.DataFrame:
+    """Mean, min and max of ``D[i, i+k]`` for every offset k (the Toeplitz profile).
+
+    Parameters
+    ----------
+    D : array_like, shape (n, n)
+    max_offset : int, optional
+        Largest offset reported (default n-1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``offset``, ``mean``, ``min``, ``max``, ``pairs``.
+
+    Examples
+    --------
+    >>> distance_by_offset([[0, 1, 2], [1, 0, 1], [2, 1, 0]])["mean"].tolist()
+    [1.0, 2.0]
+    """
+    Dm = check_distance_matrix(D)
+    n = Dm.shape[0]
+    kmax = n - 1 if max_offset is None else min(int(max_offset), n - 1)
+    rows = []
+    for k in range(1, kmax + 1):
+        diag = np.diagonal(Dm, offset=k)
+        rows.append({"offset": k, "mean": diag.mean(), "min": diag.min(), "max": diag.max(), "pairs": diag.size})
+    return pd.DataFrame(rows, columns=["offset", "mean", "min", "max", "pairs"])
+
+
+def stress_table(
+    D: object,
+    encodings: Mapping[str, object],
+    *,
+    mds_dims: tuple[int, ...] = (),
+    smacof_max_iter: int = 300,
+) -> pd.DataFrame:
+    """Raw and scale-optimal stress of several encodings against one distance matrix.
+
+    Parameters
+    ----------
+    D : array_like, shape (n, n)
+        Target distances.
+    encodings : mapping of str to array (n, k)
+        Encodings to score.
+    mds_dims : tuple of int
+        Also score classical MDS (``PMDS k=…``, plus ``PMDS full``) and SMACOF (``SMACOF k=…``)
+        at these dimensions.
+    smacof_max_iter : int
+        Iteration cap for SMACOF.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: encoding; columns ``dim``, ``raw``, ``optimal``, ``alpha`` (the scale-optimal factor).
+
+    Examples
+    --------
+    >>> D = [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
+    >>> stress_table(D, {"line": np.arange(3.0)[:, None]})[["raw", "optimal"]].round(3).to_dict("records")
+    [{'raw': 0.0, 'optimal': 0.0}]
+    """
+    Dm = check_distance_matrix(D)
+    rows: dict[str, dict[str, float]] = {}
+    if mds_dims:
+        full = classical_mds(Dm)
+        rows["PMDS full"] = {"dim": full.dim, "raw": full.stress, "optimal": stress(full.coords, Dm, scale="optimal"), "alpha": scale_optimal_alpha(full.coords, Dm)}
+    for k in mds_dims:
+        cm = classical_mds(Dm, k)
+        sm = stress_optimal_mds(Dm, k, max_iter=smacof_max_iter)
+        rows[f"PMDS k={k}"] = {"dim": k, "raw": cm.stress, "optimal": stress(cm.coords, Dm, scale="optimal"), "alpha": scale_optimal_alpha(cm.coords, Dm)}
+        rows[f"SMACOF k={k}"] = {"dim": k, "raw": sm.stress, "optimal": stress(sm.coords, Dm, scale="optimal"), "alpha": scale_optimal_alpha(sm.coords, Dm)}
+    for name, P in encodings.items():
+        P = np.asarray(P, dtype=np.float64)
+        rows[name] = {
+            "dim": P.shape[1] if P.ndim == 2 else 1,
+            "raw": stress(P, Dm),
+            "optimal": stress(P, Dm, scale="optimal"),
+            "alpha": scale_optimal_alpha(P, Dm),
+        }
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=["dim", "raw", "optimal", "alpha"])
+    df["dim"] = df["dim"].astype(int)
+    df.index.name = "encoding"
+    return df
 
 Metric = Literal["chord", "fisher-rao"]
 

@@ -24,20 +24,20 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
-
 import numpy as np
 import torch
 from torch import nn
-
 from ._encodings import alibi_slopes, rope_frequencies, sinusoidal_encoding
+from .validation import check_int
 
 __all__ = [
-    "POSITION_KINDS",
-    "Transformer",
-    "TransformerConfig",
-    "TransformerOutput",
-    "count_parameters",
+    'POSITION_KINDS',
+    'TransformerConfig',
+    'TransformerOutput',
+    'Transformer',
+    'count_parameters',
 ]
+
 
 POSITION_KINDS = ("none", "sinusoidal", "learned", "lowrank", "rope", "alibi")
 """Valid values of :attr:`TransformerConfig.position`."""
@@ -45,13 +45,6 @@ POSITION_KINDS = ("none", "sinusoidal", "learned", "lowrank", "rope", "alibi")
 _ADDITIVE = ("sinusoidal", "learned", "lowrank")
 _NORMS = ("pre", "post")
 _POOLINGS = ("mean", "first", "last")
-
-
-def _check_size(value: Any, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value}; pass a value >= 1")
 
 
 @dataclass(frozen=True)
@@ -138,7 +131,7 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
-            _check_size(getattr(self, name), name)
+            check_int(getattr(self, name), name)
         if self.position not in POSITION_KINDS:
             raise ValueError(
                 f"unknown position {self.position!r}; choose one of {', '.join(map(repr, POSITION_KINDS))}"
@@ -160,7 +153,7 @@ class TransformerConfig:
         if self.position == "lowrank":
             if self.rank is None:
                 raise ValueError("position='lowrank' needs rank=r (P = A @ B.T with A (max_len, r), B (d_model, r))")
-            _check_size(self.rank, "rank")
+            check_int(self.rank, "rank")
             if self.rank > min(self.max_len, self.d_model):
                 raise ValueError(
                     f"rank={self.rank} exceeds min(max_len, d_model) = {min(self.max_len, self.d_model)}; "
@@ -173,7 +166,7 @@ class TransformerConfig:
         if not 0.0 <= float(self.dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.n_classes is not None:
-            _check_size(self.n_classes, "n_classes")
+            check_int(self.n_classes, "n_classes")
         if self.pooling not in _POOLINGS:
             raise ValueError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(map(repr, _POOLINGS))}")
         if not float(self.init_std) > 0:

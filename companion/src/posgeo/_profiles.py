@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["PROFILE_ENV_VAR", "PROFILES", "current_profile"]
+__all__ = ['PROFILE_ENV_VAR', 'PROFILES', 'current_profile']
+
 
 PROFILE_ENV_VAR = "POSGEO_PROFILE"
 """Environment variable selecting the profile of every chapter (default ``small``)."""

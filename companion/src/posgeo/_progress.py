@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from typing import Any, Iterable
-
 from tqdm import tqdm
 
-__all__: list[str] = []
+__all__ = ['progress_bar']
+
+
 
 
 def progress_bar(iterable: Iterable[Any], *, enabled: bool = True, **kwargs: Any) -> tqdm:

@@ -9,26 +9,85 @@ ring (a circulant Hellinger matrix) and monotone in ``|i - j|`` on the line; the
 
 from __future__ import annotations
 
-from typing import Any
-
+from dataclasses import dataclass
 import numpy as np
-
-from ._corpus import Corpus, Sequences
+from numpy.typing import ArrayLike, NDArray
+from ._sequences import Corpus, Sequences
+from ._train import train
+from typing import Any
+from .validation import check_int
+from ._cache import array_digest
 
 __all__ = [
-    "synthetic_marginals",
-    "sample_synthetic_sequences",
-    "synthetic_corpus",
+    'MarginalSampler',
+    'synthetic_marginals',
+    'sample_synthetic_sequences',
+    'synthetic_corpus',
 ]
+
+
+def _check_marginals(marginals: ArrayLike) -> NDArray[np.float64]:
+    mu = np.asarray(marginals, dtype=np.float64)
+    if mu.ndim != 2 or mu.shape[0] < 2 or mu.shape[1] < 2:
+        raise ValueError(
+            f"marginals must have shape (n_positions, vocab_size) with both >= 2, got {mu.shape}; "
+            "pass e.g. posgeo.synthetic_marginals(n, V)"
+        )
+    if not np.all(np.isfinite(mu)) or np.any(mu < 0) or not np.allclose(mu.sum(axis=1), 1.0, atol=1e-8):
+        raise ValueError("marginals must be finite and non-negative with rows summing to 1; normalise each row")
+    return mu
+
+
+@dataclass(frozen=True, eq=False)
+class MarginalSampler:
+    """Sequences whose token at position ``i`` is drawn independently from ``marginals[i]``.
+
+    A callable ``sampler(batch_size, seed) -> int array (batch_size, n)`` as
+    :class:`~posgeo.MLMTask` expects, wrapping :func:`~posgeo.sample_synthetic_sequences`.
+
+    Parameters
+    ----------
+    marginals : array-like, shape (n, V)
+        Per-position token distributions (rows summing to 1).
+
+    Raises
+    ------
+    ValueError
+        For marginals of the wrong shape or that are not distributions.
+
+    Examples
+    --------
+    >>> s = MarginalSampler([[1.0, 0.0], [0.0, 1.0]])
+    >>> s(3, 0).tolist(), s.name
+    ([[0, 1], [0, 1], [0, 1]], 'marginals-2x2-...')
+    """
+
+    marginals: NDArray[np.float64]
+
+    def __post_init__(self) -> None:
+        mu = _check_marginals(self.marginals).copy()
+        mu.setflags(write=False)
+        object.__setattr__(self, "marginals", mu)
+
+    @property
+    def name(self) -> str:
+        """``"marginals-<n>x<V>-<hash>"``: identifies the distribution in cache keys."""
+        n, V = self.marginals.shape
+        return f"marginals-{n}x{V}-{array_digest(self.marginals)}"
+
+    @property
+    def identical(self) -> bool:
+        """Whether every position has the same distribution (the sequences are exchangeable)."""
+        return bool(np.allclose(self.marginals, self.marginals[0], rtol=0.0, atol=1e-12))
+
+    def __call__(self, batch_size: int, seed: int) -> NDArray[np.int64]:
+        pass
+
+        seqs = sample_synthetic_sequences(self.marginals, batch_size, seed=seed)
+        return seqs.tokens.reshape(batch_size, -1).astype(np.int64)
 
 _GEOMETRIES = ("ring", "line")
 _LOG_FLOOR = -600.0  # log-probability floor relative to a row's mode: keeps every entry > 0
-
-
-def _check_pos_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -117,8 +176,8 @@ def synthetic_marginals(
     >>> int(mu[0].argmax()), int(mu[2].argmax())  # the bump moves 16/8 = 2 tokens per position
     (0, 4)
     """
-    n = _check_pos_int("n_positions", n_positions)
-    V = _check_pos_int("vocab_size", vocab_size, 2)
+    n = check_int(n_positions, "n_positions")
+    V = check_int(vocab_size, "vocab_size", minimum=2)
     if geometry not in _GEOMETRIES:
         raise ValueError(f"unknown geometry {geometry!r}; valid geometries are {list(_GEOMETRIES)}")
     gamma = float(nonstationarity)
@@ -205,7 +264,7 @@ def sample_synthetic_sequences(
         raise ValueError(f"marginals must have shape (n_positions, vocab_size), got {mu.shape}; pass a 2-d array")
     if not np.all(np.isfinite(mu)) or np.any(mu < 0) or not np.allclose(mu.sum(axis=1), 1.0, atol=1e-8):
         raise ValueError("marginals must be finite, non-negative, with rows summing to 1; normalise each row")
-    m = _check_pos_int("n_sequences", n_sequences)
+    m = check_int(n_sequences, "n_sequences")
     n, V = mu.shape
     rng = np.random.default_rng(seed)
     cdf = np.cumsum(mu, axis=1)
@@ -320,4 +379,3 @@ def synthetic_corpus(
         true_marginals=mu,
         options=options,
     )
-

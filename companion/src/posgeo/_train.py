@@ -22,31 +22,32 @@ import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, runtime_checkable
-
+from typing import Any, Callable, Iterator, Mapping, Protocol, runtime_checkable
 import numpy as np
 import torch
 import torch.nn.functional as F
 from ._progress import progress_bar
-
 from ._cache import cached
 from ._model import Transformer, TransformerConfig
+from .validation import check_float, check_int
 
 __all__ = [
-    "Batch",
-    "FirstMarkerTask",
-    "IGNORE_INDEX",
-    "LMTask",
-    "MLMTask",
-    "SortedTask",
-    "Task",
-    "TrainConfig",
-    "TrainResult",
-    "evaluate",
-    "resolve_device",
-    "torch_threads",
-    "train",
+    'IGNORE_INDEX',
+    'torch_threads',
+    'Batch',
+    'Task',
+    'SortedTask',
+    'FirstMarkerTask',
+    'MLMTask',
+    'LMTask',
+    'resolve_device',
+    'TrainConfig',
+    'TrainResult',
+    'evaluate',
+    'POSITION_PARAMETERS',
+    'train',
 ]
+
 
 IGNORE_INDEX = -100
 """Target value of token positions that do not count in the LM/MLM loss and accuracy."""
@@ -166,14 +167,6 @@ class Task(Protocol):
         ...
 
 
-def _check_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def _is_sorted(tokens: torch.Tensor) -> torch.Tensor:
     return (tokens[:, 1:] >= tokens[:, :-1]).all(dim=1)
 
@@ -210,12 +203,12 @@ class SortedTask:
     order_sensitive: bool = field(default=True, init=False)
 
     def __post_init__(self) -> None:
-        _check_int(self.vocab_size, "vocab_size", 2)
-        _check_int(self.seq_len, "seq_len", 2)
+        check_int(self.vocab_size, "vocab_size", minimum=2)
+        check_int(self.seq_len, "seq_len", minimum=2)
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
         """Draw ``batch_size`` labelled sequences (see the class docstring)."""
-        B = _check_int(batch_size, "batch_size")
+        B = check_int(batch_size, "batch_size")
         labels = torch.randint(0, 2, (B,), generator=generator)
         tokens = torch.randint(0, self.vocab_size, (B, self.seq_len), generator=generator)
         tokens = torch.where(labels[:, None] == 1, tokens.sort(dim=1).values, tokens)
@@ -265,8 +258,8 @@ class FirstMarkerTask:
     order_sensitive: bool = field(default=True, init=False)
 
     def __post_init__(self) -> None:
-        _check_int(self.seq_len, "seq_len", 2)
-        _check_int(self.n_filler, "n_filler", 1)
+        check_int(self.seq_len, "seq_len", minimum=2)
+        check_int(self.n_filler, "n_filler", minimum=1)
 
     @property
     def vocab_size(self) -> int:
@@ -285,7 +278,7 @@ class FirstMarkerTask:
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
         """Draw ``batch_size`` labelled sequences (see the class docstring)."""
-        B = _check_int(batch_size, "batch_size")
+        B = check_int(batch_size, "batch_size")
         tokens = torch.randint(0, self.n_filler, (B, self.seq_len), generator=generator)
         pos = torch.rand(B, self.seq_len, generator=generator).argsort(dim=1)[:, :2]  # two distinct slots
         rows = torch.arange(B)
@@ -360,8 +353,8 @@ class MLMTask:
     def __post_init__(self) -> None:
         if not callable(self.sampler):
             raise TypeError("sampler must be callable: sampler(batch_size, seed) -> int array (batch_size, seq_len)")
-        _check_int(self.n_tokens, "n_tokens")
-        _check_int(self.seq_len, "seq_len")
+        check_int(self.n_tokens, "n_tokens")
+        check_int(self.seq_len, "seq_len")
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("name must be a non-empty string identifying the sampler (used in cache keys)")
         if not 0.0 < float(self.mask_prob) <= 1.0:
@@ -379,7 +372,7 @@ class MLMTask:
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
         """Draw sequences from the sampler and mask them."""
-        B = _check_int(batch_size, "batch_size")
+        B = check_int(batch_size, "batch_size")
         original = _draw(self.sampler, B, generator, self.n_tokens, self.seq_len)
         masked = torch.rand(B, self.seq_len, generator=generator) < float(self.mask_prob)
         forced = torch.randint(0, self.seq_len, (B,), generator=generator)
@@ -434,8 +427,8 @@ class LMTask:
     def __post_init__(self) -> None:
         if not callable(self.sampler):
             raise TypeError("sampler must be callable: sampler(batch_size, seed) -> int array (batch_size, seq_len)")
-        _check_int(self.n_tokens, "n_tokens")
-        _check_int(self.seq_len, "seq_len", 2)
+        check_int(self.n_tokens, "n_tokens")
+        check_int(self.seq_len, "seq_len", minimum=2)
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("name must be a non-empty string identifying the sampler (used in cache keys)")
 
@@ -446,7 +439,7 @@ class LMTask:
 
     def sample(self, batch_size: int, generator: torch.Generator) -> Batch:
         """Draw sequences and their shifted targets."""
-        B = _check_int(batch_size, "batch_size")
+        B = check_int(batch_size, "batch_size")
         tokens = _draw(self.sampler, B, generator, self.n_tokens, self.seq_len)
         targets = torch.full_like(tokens, IGNORE_INDEX)
         targets[:, :-1] = tokens[:, 1:]
@@ -528,13 +521,13 @@ class TrainConfig:
     snapshot_every: int = 0
 
     def __post_init__(self) -> None:
-        _check_int(self.steps, "steps")
-        _check_int(self.batch_size, "batch_size")
-        _check_int(self.log_every, "log_every")
-        _check_int(self.eval_every, "eval_every", 0)
-        _check_int(self.eval_batches, "eval_batches")
-        _check_int(self.snapshot_every, "snapshot_every", 0)
-        _check_int(self.seed, "seed", 0)
+        check_int(self.steps, "steps")
+        check_int(self.batch_size, "batch_size")
+        check_int(self.log_every, "log_every")
+        check_int(self.eval_every, "eval_every", minimum=0)
+        check_int(self.eval_batches, "eval_batches")
+        check_int(self.snapshot_every, "snapshot_every", minimum=0)
+        check_int(self.seed, "seed", minimum=0)
         if not float(self.lr) > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if float(self.weight_decay) < 0:
@@ -679,8 +672,8 @@ def evaluate(
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a posgeo Transformer, got {type(model).__name__}")
     _check_compatible(model.config, task)
-    n_batches = _check_int(n_batches, "n_batches")
-    batch_size = _check_int(batch_size, "batch_size")
+    n_batches = check_int(n_batches, "n_batches")
+    batch_size = check_int(batch_size, "batch_size")
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(int(seed))
     was_training = model.training
@@ -697,7 +690,7 @@ def evaluate(
 
 
 # Parameters of the additive position tables (``learned``: pos; ``lowrank``: pos_a, pos_b).
-_POSITION_PARAMS = ("pos", "pos_a", "pos_b")
+POSITION_PARAMETERS = ("pos", "pos_a", "pos_b")
 
 
 def _run(
@@ -711,7 +704,7 @@ def _run(
     position_weight_decay: float | None = None,
     desc: str = "train",
 ) -> TrainResult:
-    """The training loop of :func:`train` (uncached), shared by the chapter modules' variants.
+    """The training loop of :func:`train` (uncached): the library's one loop.
 
     ``prepare(model)`` runs right after the seeded initialisation and returns the model to
     train (e.g. with degenerate attention, or redrawn token embeddings); it must not draw
@@ -742,8 +735,8 @@ def _run(
         else:
             trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
             groups = [
-                {"params": [p for n, p in trainable if n not in _POSITION_PARAMS], "weight_decay": float(tc.weight_decay)},
-                {"params": [p for n, p in trainable if n in _POSITION_PARAMS], "weight_decay": float(position_weight_decay)},
+                {"params": [p for n, p in trainable if n not in POSITION_PARAMETERS], "weight_decay": float(tc.weight_decay)},
+                {"params": [p for n, p in trainable if n in POSITION_PARAMETERS], "weight_decay": float(position_weight_decay)},
             ]
         opt = torch.optim.AdamW(groups, lr=float(tc.lr))
         g = torch.Generator().manual_seed(tc.seed + 1)  # batches: a stream apart from the init
@@ -802,6 +795,11 @@ def train(
     task: Task,
     *,
     eval_fn: Callable[[Transformer], dict[str, float]] | None = None,
+    prepare: Callable[[Transformer], Transformer] | None = None,
+    position_weight_decay: float | None = None,
+    cache_namespace: str = "train",
+    cache_options: Mapping[str, Any] | None = None,
+    desc: str = "train",
     progress: bool = True,
     cache: bool = True,
 ) -> TrainResult:
@@ -825,11 +823,28 @@ def train(
         ``eval_every`` steps; its values are recorded as ``eval_<name>``. Default: task
         accuracy on fresh batches (``eval_accuracy``). It must be deterministic; only its
         qualified name enters the cache key.
+    prepare : callable, keyword-only, optional
+        Extension point: ``prepare(model) -> model`` runs right after the seeded
+        initialisation and returns the model to train (e.g. with degenerate attention, or
+        redrawn token embeddings). It must not draw from the global RNG. With ``cache=True``
+        describe it in ``cache_options`` (the cache cannot see inside a function).
+    position_weight_decay : float, keyword-only, optional
+        Extension point (parameter groups): the additive position table
+        (:data:`POSITION_PARAMETERS`) gets its own AdamW weight decay; ``weight_decay`` of
+        ``train_config`` applies to every other parameter. Needs ``position`` learned or lowrank.
+    cache_namespace : str, keyword-only, default "train"
+        File-name prefix of the cached result: variants built on this loop keep their own.
+    cache_options : mapping, keyword-only, optional
+        JSON-serialisable description of everything else that changes the result (what
+        ``prepare`` does); it enters the cache key.
+    desc : str, keyword-only, default "train"
+        Label of the progress bar.
     progress : bool, keyword-only, default True
         Show a tqdm progress bar.
     cache : bool, keyword-only, default True
         Read/write the result through :func:`posgeo.cached` (``POSGEO_CACHE_DIR``), keyed on
-        both configs, the resolved device type, the task's ``cache_key()`` and ``eval_fn``.
+        both configs, the resolved device type, the task's ``cache_key()``, ``eval_fn``,
+        ``position_weight_decay`` and ``cache_options``.
 
     Returns
     -------
@@ -856,15 +871,43 @@ def train(
     _check_run(model_config, train_config, task)
     if eval_fn is not None and not callable(eval_fn):
         raise TypeError("eval_fn must be callable: eval_fn(model) -> dict of float")
+    if prepare is not None and not callable(prepare):
+        raise TypeError("prepare must be callable: prepare(model) -> model")
+    if position_weight_decay is not None:
+        position_weight_decay = check_float(position_weight_decay, "position_weight_decay", minimum=0.0)
+        if model_config.position not in ("learned", "lowrank"):
+            raise ValueError(
+                f"position_weight_decay needs a trainable position table, got position={model_config.position!r}; "
+                "use position='learned' or 'lowrank'"
+            )
+    if cache_options is not None and not isinstance(cache_options, Mapping):
+        raise TypeError(f"cache_options must be a mapping, got {type(cache_options).__name__}")
+    if prepare is not None and cache and not cache_options:
+        raise ValueError(
+            "prepare= changes the result but the cache cannot see inside a function: describe it in "
+            "cache_options= (e.g. {'uniform_attention': True}) or pass cache=False"
+        )
+    options = dict(cache_options or {})
+    if position_weight_decay is not None:
+        options["position_weight_decay"] = position_weight_decay
     key = _run_key(
         model_config, train_config, task,
         eval_fn=None if eval_fn is None else f"{getattr(eval_fn, '__module__', '')}.{getattr(eval_fn, '__qualname__', repr(eval_fn))}",
+        **options,
     )
-    return cached("train", key, lambda: _run(model_config, train_config, task, eval_fn, progress), enabled=cache)
+    return cached(
+        cache_namespace,
+        key,
+        lambda: _run(
+            model_config, train_config, task, eval_fn, progress,
+            prepare=prepare, position_weight_decay=position_weight_decay, desc=desc,
+        ),
+        enabled=cache,
+    )
 
 
 def _check_run(model_config: TransformerConfig, train_config: TrainConfig, task: Task) -> None:
-    """The checks of :func:`train` before a run (shared with the chapter modules' variants)."""
+    """The checks of :func:`train` before a run."""
     if not isinstance(model_config, TransformerConfig):
         raise TypeError(f"model_config must be a TransformerConfig, got {type(model_config).__name__}")
     if not isinstance(train_config, TrainConfig):

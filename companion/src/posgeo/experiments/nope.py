@@ -37,123 +37,67 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
-
 import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
 from torch import nn
-
-from ._adjacency import adjacency_score, cosine_similarity_matrix
-from ._model import Transformer, TransformerConfig
-from ._profiles import current_profile
-from ._progress import progress_bar
-from ._tasks import TASKS, TaskSample, TaskVocab, encode_task_batch, make_task_samples, task_length_range
-from ._train import IGNORE_INDEX, Batch, TrainConfig, TrainResult, train
-from ._train import _check_run, _run, _run_key  # posgeo.train's checks, loop and cache key
-from ._cache import cached
+from posgeo import adjacency_score, cosine_similarity_matrix
+from posgeo import Transformer, TransformerConfig
+from posgeo import current_profile
+from posgeo import progress_bar
+from .tasks import TASKS, TaskSample, TaskVocab, encode_task_batch, make_task_samples, task_length_range
+from posgeo import IGNORE_INDEX, Batch, TrainConfig, TrainResult, train
+from .papers import P2_MAX_LEN, P2_REPORTED
 
 __all__ = [
-    "accuracy_table",
-    "adjacency_by_layer",
-    "adjacency_table",
-    "analysis_tokens",
-    "answer_accuracy",
-    "AnswerAccuracy",
-    "attention_uniformity",
-    "averaging_table",
-    "causal_contrast",
-    "cosine_by_offset",
-    "cumulative_mean_states",
-    "depth_width_sweep",
-    "embedding_null_scores",
-    "embedding_null_table",
-    "expected_cumulative_cosine",
-    "first_attention_output",
-    "greedy_answers",
-    "init_ablation",
-    "layer_hidden_states",
-    "nope_settings",
-    "NopeSettings",
-    "P2_REPORTED",
-    "P2Reported",
-    "P2Task",
-    "plot_adjacency_by_layer",
-    "plot_init_ablation",
-    "plot_offset_decay",
-    "plot_probe_results",
-    "plot_similarity_grid",
-    "probe_by_layer",
-    "probe_features",
-    "ProbeResult",
-    "random_tokens",
-    "SCORE_OPTIONS",
-    "similarity_profile",
-    "SimilarityProfile",
-    "task_examples",
-    "train_nope_model",
-    "train_position_probe",
-    "train_with_embedding_init",
-    "with_token_embedding_init",
-    "without_causal_mask",
+    'SCORE_OPTIONS',
+    'NopeSettings',
+    'nope_settings',
+    'P2Task',
+    'task_examples',
+    'train_nope_model',
+    'AnswerAccuracy',
+    'answer_accuracy',
+    'greedy_answers',
+    'analysis_tokens',
+    'random_tokens',
+    'layer_hidden_states',
+    'adjacency_by_layer',
+    'SimilarityProfile',
+    'similarity_profile',
+    'without_causal_mask',
+    'cumulative_mean_states',
+    'expected_cumulative_cosine',
+    'cosine_by_offset',
+    'attention_uniformity',
+    'with_token_embedding_init',
+    'train_with_embedding_init',
+    'ProbeResult',
+    'probe_features',
+    'train_position_probe',
+    'probe_by_layer',
+    'accuracy_table',
+    'adjacency_table',
+    'first_attention_output',
+    'averaging_table',
+    'embedding_null_scores',
+    'embedding_null_table',
+    'init_ablation',
+    'depth_width_sweep',
+    'causal_contrast',
+    'plot_similarity_grid',
+    'plot_offset_decay',
+    'plot_adjacency_by_layer',
+    'plot_init_ablation',
+    'plot_probe_results',
 ]
+
 
 SCORE_OPTIONS: dict[str, Any] = {"include_diagonal": False, "ties": "half"}
 """Options of :func:`posgeo.adjacency_score` used throughout (see the module docstring)."""
 
 # P2's maximum prompt lengths (characters, "=" included), as in posgeo._tasks
-_P2_MAX_LEN = {"addition": 9, "reversal": 22, "indexing": 20, "sorting": 18}
-
-
-# ============================================================================ reported values
-
-
-@dataclass(frozen=True)
-class P2Reported:
-    """Numbers and settings reported in P2 (Zuo et al. 2024), for side-by-side tables.
-
-    Attributes
-    ----------
-    embedding_score : float
-        Adjacency score at the token-embedding layer: "approximately 0.5" (chance).
-    layer1_score_range : tuple of float
-        Range of the adjacency score after the first causal attention layer: 0.8 to 1.0.
-    n_layers, d_model, n_params : int
-        The base model: a 6-layer NanoGPT with 10.6M parameters (the width 384 is implied by
-        ``12 * d_model**2 * n_layers = 10.6M``).
-    sweep_layers, sweep_widths : tuple of int
-        Depths (6, 12, 24) and widths (192, 384, 768) of P2's hyper-parameter study.
-    init_means, init_stds : tuple of float
-        Initialisation grid: means {0, 4, 8}, standard deviations {0.002, 0.02, 0.2}; default
-        N(0, 0.02).
-    stable_max_std, vanished_std : float
-        The pattern is reported stable for sigma <= 0.02 and gone at sigma = 0.2 (a large mean
-        has a minor effect).
-    n_train, n_test, n_seeds : int
-        20,000 training and 20,000 test samples per task, 5 random seeds.
-    max_prompt_len : dict of str to int
-        Maximum input lengths of the four tasks.
-    """
-
-    embedding_score: float = 0.5
-    layer1_score_range: tuple[float, float] = (0.8, 1.0)
-    n_layers: int = 6
-    d_model: int = 384
-    n_params: int = 10_600_000
-    sweep_layers: tuple[int, ...] = (6, 12, 24)
-    sweep_widths: tuple[int, ...] = (192, 384, 768)
-    init_means: tuple[float, ...] = (0.0, 4.0, 8.0)
-    init_stds: tuple[float, ...] = (0.002, 0.02, 0.2)
-    stable_max_std: float = 0.02
-    vanished_std: float = 0.2
-    n_train: int = 20_000
-    n_test: int = 20_000
-    n_seeds: int = 5
-    max_prompt_len: Mapping[str, int] = field(default_factory=lambda: dict(_P2_MAX_LEN))
-
-
-P2_REPORTED = P2Reported()
-"""The values reported in P2 (see :class:`P2Reported`)."""
 
 
 # ============================================================================ settings
@@ -419,7 +363,7 @@ class P2Task:
         _check_task_name(self.task)
         if isinstance(self.n_samples, bool) or not isinstance(self.n_samples, (int, np.integer)) or self.n_samples < 1:
             raise ValueError(f"n_samples must be a positive int, got {self.n_samples!r}; pass e.g. n_samples=20000")
-        max_len = _P2_MAX_LEN[self.task] if self.max_len is None else int(self.max_len)
+        max_len = P2_MAX_LEN[self.task] if self.max_len is None else int(self.max_len)
         samples = make_task_samples(self.task, int(self.n_samples), max_len=max_len, min_len=self.min_len, seed=self.seed)
         hi = task_length_range(self.task)[1]
         seq_len = _max_encoded_length(self.task, max_len if hi is None else min(max_len, hi))
@@ -508,7 +452,7 @@ def task_examples(n_per_task: int = 2, *, seed: int = 0) -> pd.DataFrame:
         for s in make_task_samples(t, int(n_per_task), seed=seed):
             rows.append({
                 "task": t, "prompt": s.prompt, "answer": s.answer, "prompt_len": len(s.prompt),
-                "tokens": len(s.prompt) + len(s.answer) + 1, "P2 max prompt_len": _P2_MAX_LEN[t],
+                "tokens": len(s.prompt) + len(s.answer) + 1, "P2 max prompt_len": P2_MAX_LEN[t],
             })
     return pd.DataFrame(rows)
 
@@ -746,7 +690,7 @@ def analysis_tokens(task: str, n_sequences: int, *, seed: int = 0, prompt_len: i
     (3, 39)
     """
     _check_task_name(task)
-    length = _P2_MAX_LEN[task] if prompt_len is None else int(prompt_len)
+    length = P2_MAX_LEN[task] if prompt_len is None else int(prompt_len)
     samples = make_task_samples(task, n_sequences, min_len=length, max_len=length, seed=seed)
     tokens, _ = encode_task_batch(samples, TaskVocab())
     n = min(len(s.prompt) + len(s.answer) + 1 for s in samples)
@@ -1218,21 +1162,16 @@ def train_with_embedding_init(
     >>> round(float(res.state_dict["tok.weight"].mean()), 1)
     4.0
     """
-    _check_run(model_config, train_config, task)
     if train_config.freeze or train_config.snapshot_every:
         raise ValueError("train_with_embedding_init supports neither freeze nor snapshot_every; use posgeo.train")
     if not (isinstance(embedding_std, (int, float)) and embedding_std > 0):
         raise ValueError(f"embedding_std must be > 0, got {embedding_std!r}")
     mean, std = float(embedding_mean), float(embedding_std)
-    key = _run_key(model_config, train_config, task, embedding_init=[mean, std])
-    return cached(
-        "train-embinit", key,
-        lambda: _run(
-            model_config, train_config, task, None, progress,
-            prepare=lambda model: with_token_embedding_init(model, mean=mean, std=std, seed=train_config.seed),
-            desc=f"train (mean={mean}, std={std})",
-        ),
-        enabled=cache,
+    return train(
+        model_config, train_config, task,
+        prepare=lambda model: with_token_embedding_init(model, mean=mean, std=std, seed=train_config.seed),
+        cache_namespace="train-embinit", cache_options={"embedding_init": [mean, std]},
+        desc=f"train (mean={mean}, std={std})", progress=progress, cache=cache,
     )
 
 

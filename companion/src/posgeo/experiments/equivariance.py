@@ -30,32 +30,31 @@ from __future__ import annotations
 import dataclasses  # noqa: F401  (used by the doctests)
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
-
 import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
-
-from ._train import torch_threads as _torch_threads
-from ._model import POSITION_KINDS, Transformer, TransformerConfig  # noqa: F401  (Transformer: doctests)
-from ._profiles import current_profile
-from ._progress import progress_bar
-from ._train import FirstMarkerTask, SortedTask, TrainConfig, TrainResult, evaluate, train
+from posgeo import torch_threads as _torch_threads
+from posgeo import POSITION_KINDS, Transformer, TransformerConfig
+from posgeo import current_profile
+from posgeo import progress_bar
+from posgeo import FirstMarkerTask, SortedTask, TrainConfig, TrainResult, evaluate, train
 
 __all__ = [
-    "ChanceInterval",
-    "EquivarianceResult",
-    "EquivarianceSettings",
-    "chance_interval",
-    "equivariance_errors",
-    "equivariance_settings",
-    "equivariance_table",
-    "order_task_table",
-    "plot_equivariance_errors",
-    "sequence_map",
-    "train_order_tasks",
+    'EquivarianceResult',
+    'equivariance_errors',
+    'sequence_map',
+    'ChanceInterval',
+    'chance_interval',
+    'EquivarianceSettings',
+    'equivariance_settings',
+    'train_order_tasks',
+    'order_task_table',
+    'equivariance_table',
+    'plot_equivariance_errors',
 ]
+
 
 SequenceMap = Callable[[Any], Any]
 """``model_fn(X)``: inputs ``(B, n, d)`` to per-token outputs ``(B, n, d')`` (numpy or torch)."""
@@ -579,8 +578,6 @@ def equivariance_settings(profile: str | None = None) -> EquivarianceSettings:
 
 
 # --------------------------------------------------------------------------- training
-
-
 
 
 def train_order_tasks(

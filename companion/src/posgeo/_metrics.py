@@ -1,58 +1,283 @@
-"""Monotonicity violation rate of a positional encoding (P1, Conjecture 5).
-
-P1 conjectures that a learned encoder is *monotone*: positions that are closer (in sequence
-offset, or in the Hellinger distance of their token marginals) get encoding vectors that are
-closer in Euclidean distance. This module measures how often that fails.
-
-Definition
-----------
-Let ``E`` be an ``(n, n)`` matrix of encoding distances, ``E[i, j] = ||p_i - p_j||`` for an
-encoding ``P`` of shape ``(n, d)``, and ``R`` a *reference* dissimilarity, by default the
-sequence offset ``R[i, j] = |i - j|`` (or a distance matrix ``D`` passed as ``reference=``,
-e.g. the Hellinger matrix of the positional marginals). Row ``i`` of both matrices is read
-for anchor ``i``; matrices need not be symmetric.
-
-For every anchor ``i`` and every *unordered* pair ``{j, k}`` with ``j != i``, ``k != i``,
-``j != k``, the pair is **comparable** when ``R[i, j] != R[i, k]``; label it so that
-``R[i, j] < R[i, k]`` (``j`` is strictly closer to the anchor than ``k``). A comparable pair is
-
-* a **violation** when ``E[i, j] > E[i, k]`` (the closer position is farther in the encoding),
-* a **tie** when ``E[i, j] == E[i, k]`` (exact floating-point equality),
-* concordant otherwise.
-
-Pairs with ``R[i, j] == R[i, k]`` (e.g. ``j = i - t`` and ``k = i + t`` under the offset
-reference) are not comparable and are never counted. The rate is::
-
-    ties="half"      : (violations + ties / 2) / comparable      (default)
-    ties="violation" : (violations + ties)     / comparable
-    ties="ignore"    : violations / (comparable - ties)           (tied pairs dropped)
-
-so a monotone encoding scores 0, a reversed one 1 and a random encoding about 0.5.
-``nan`` is returned when the denominator is 0.
-
-Two implementations give identical counts: ``method="naive"`` evaluates the definition
-literally (``O(n^3)``, an ``(n-1, n-1)`` comparison table per anchor) and ``method="fast"``
-(``O(n^2 log n)``) counts, per anchor, the strict inversions of ``E``'s row against the order
-of ``R``'s row with a bottom-up merge sort vectorised over anchors (numpy only), ties in both
-orders handled exactly. On 2 CPU cores at ``n = 4096`` it takes about 5 s against about 100 s
-for the naive method (``benchmarks/bench_orderstats.py``).
-"""
+"""Metrics of position tables and hidden states: separation (Theorem 4), monotonicity in
+offset (P1 section 7) and the adjacency score of causal models (P2)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
-
+from typing import Literal
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 from ._progress import progress_bar
+from numpy.typing import ArrayLike, NDArray
+import math
+from dataclasses import dataclass
+from typing import Any
+from .validation import check_table
 
 __all__ = [
-    "MonotonicityResult",
-    "monotonicity_violation_rate",
-    "monotonicity_violations",
-    "offset_reference",
+    'cosine_similarity_matrix',
+    'adjacency_row_scores',
+    'adjacency_score',
+    'MonotonicityResult',
+    'offset_reference',
+    'encoding_distances',
+    'monotonicity_violations',
+    'monotonicity_violation_rate',
+    'SeparationStats',
+    'separation_stats',
 ]
+
+
+_TIES = ("strict", "half")
+_METHODS = ("fast", "naive")
+_CHUNK_ELEMENTS = 1 << 22
+
+
+def cosine_similarity_matrix(X: Any) -> Any:
+    """Return the cosine self-similarity matrix ``C[i, j] = cos(X_i, X_j)``.
+
+    Parameters
+    ----------
+    X : numpy.ndarray or torch.Tensor of shape (n, d) or (B, n, d)
+        Hidden states, one vector per position (optionally batched).
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor of shape (n, n) or (B, n, n)
+        Same array library as the input (numpy results are float64; torch keeps the input's
+        floating dtype and device). Values are clipped to ``[-1, 1]`` and the diagonal is
+        set to exactly 1, so rounding never makes ``C[k, k]`` differ from its true value.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not 2-D or 3-D, holds NaN/inf, or has a zero vector (its cosine is
+        undefined; drop that position or add a small offset).
+    TypeError
+        If ``X`` is not numeric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cosine_similarity_matrix(np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])).round(3).tolist()
+    [[1.0, 0.707, 0.0], [0.707, 1.0, 0.707], [0.0, 0.707, 1.0]]
+    """
+    is_torch = hasattr(X, "detach") and hasattr(X, "norm")
+    if is_torch:
+        import torch
+
+        T = X.detach()
+        if not torch.is_floating_point(T):
+            T = T.to(torch.get_default_dtype())
+        shape = tuple(T.shape)
+        finite = bool(torch.isfinite(T).all())
+        norms_t = T.norm(dim=-1)
+        zero = (norms_t == 0).cpu().numpy() if T.ndim in (2, 3) else None
+    else:
+        A = _as_numpy(X, "X")
+        shape = A.shape
+        finite = bool(np.all(np.isfinite(A)))
+        norms_a = np.linalg.norm(A, axis=-1) if A.ndim in (2, 3) else None
+        zero = (norms_a == 0) if norms_a is not None else None
+    if len(shape) not in (2, 3):
+        raise ValueError(
+            f"X must have shape (n, d) or (B, n, d), got shape {shape}; pass hidden states "
+            "with one vector per position"
+        )
+    if not finite:
+        raise ValueError("X contains NaN or infinite values; remove or impute them first")
+    assert zero is not None
+    if zero.any():
+        where = np.argwhere(zero)[:5].tolist()
+        raise ValueError(
+            f"X has zero vectors (index {where}{'...' if zero.sum() > 5 else ''}), whose "
+            "cosine similarity is undefined; drop those positions or add a small offset"
+        )
+    if is_torch:
+        U = T / norms_t.unsqueeze(-1)
+        C = (U @ U.transpose(-1, -2)).clamp(-1.0, 1.0)
+        C.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+        return C
+    U = A / norms_a[..., None]
+    Cn = np.clip(U @ np.swapaxes(U, -1, -2), -1.0, 1.0)
+    idx = np.arange(shape[-2])
+    Cn[..., idx, idx] = 1.0
+    return Cn
+
+
+def _check_C(C: Any) -> NDArray[np.float64]:
+    A = _as_numpy(C, "C")
+    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2]:
+        raise ValueError(
+            f"C must be square, got shape {A.shape}; pass a (n, n) or (B, n, n) similarity "
+            "matrix, e.g. cosine_similarity_matrix(X)"
+        )
+    if A.shape[-1] < 2:
+        raise ValueError(
+            f"C must have at least 2 positions to contain a pair, got shape {A.shape}"
+        )
+    if not np.all(np.isfinite(A)):
+        raise ValueError("C contains NaN or infinite values; remove or impute them first")
+    return A
+
+
+def _row_counts_fast(rows: NDArray[np.float64], k: NDArray[np.int64]) -> tuple[
+    NDArray[np.int64], NDArray[np.int64]
+]:
+    """(ascending pairs, tied pairs) of the prefixes ``rows[r, :k[r] + 1]``."""
+    r, n = rows.shape
+    outside = np.arange(n)[None, :] > k[:, None]
+    # +inf (C is finite) above every entry: the non-causal tail sits at the end of each row
+    # with the largest value, so it adds no strict inversion; its tied pairs are subtracted.
+    ranks, tied_all = _dense_ranks(np.where(outside, np.inf, rows))
+    inversions = _strict_inversions(ranks)
+    n_out = n - 1 - k
+    tied = tied_all - n_out * (n_out - 1) // 2
+    pairs = k * (k + 1) // 2
+    return pairs - inversions - tied, tied
+
+
+def _row_counts_naive(x: NDArray[np.float64]) -> tuple[int, int]:
+    """Literal definition for one causal prefix ``x = C[k, :k+1]``."""
+    i, j = np.triu_indices(len(x), 1)
+    return int((x[i] < x[j]).sum()), int((x[i] == x[j]).sum())
+
+
+def adjacency_row_scores(
+    C: Any,
+    *,
+    ties: Literal["strict", "half"] = "strict",
+    method: Literal["fast", "naive"] = "fast",
+    include_diagonal: bool = True,
+    progress: bool = True,
+) -> NDArray[np.float64]:
+    """Return the adjacency probability score of every row (P2).
+
+    Parameters
+    ----------
+    C : array_like of shape (n, n) or (B, n, n)
+        Similarity matrix (e.g. :func:`cosine_similarity_matrix`); only the causal part
+        ``C[k, :k+1]`` of row ``k`` is read.
+    ties : {"strict", "half"}, default "strict"
+        ``"strict"`` (P2): a tie ``C[k, i] == C[k, j]`` counts 0; ``"half"``: it counts 1/2.
+    method : {"fast", "naive"}, default "fast"
+        Merge-sort counting (``O(n^2 log n)``) or the literal ``O(n^3)`` definition.
+    include_diagonal : bool, default True
+        Pairs ``i < j <= k`` (True, as in P2's ``C(k, 2)`` normalisation) or ``i < j < k``.
+    progress : bool, default True
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,) or (B, n)
+        Row scores in ``[0, 1]``; rows without a pair (row 0, and row 1 when
+        ``include_diagonal=False``) are ``nan``.
+
+    Raises
+    ------
+    ValueError
+        If ``C`` is not square (``(n, n)`` or ``(B, n, n)``), has ``n < 2``, holds NaN/inf, or
+        ``ties``/``method`` is unknown.
+    TypeError
+        If ``C`` is not numeric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> k = np.arange(4)
+    >>> adjacency_row_scores(-np.abs(k[:, None] - k[None, :]), progress=False).tolist()
+    [nan, 1.0, 1.0, 1.0]
+    >>> adjacency_row_scores(np.ones((4, 4)), ties="half", progress=False).tolist()
+    [nan, 0.5, 0.5, 0.5]
+    """
+    if ties not in _TIES:
+        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    A = _check_C(C)
+    batched = A.ndim == 3
+    B = A.shape[0] if batched else 1
+    n = A.shape[-1]
+    if not include_diagonal and n < 3:
+        raise ValueError(
+            f"C must have at least 3 positions when include_diagonal=False, got n={n}"
+        )
+    rows = A.reshape(B * n, n)
+    # last causal column read in each row
+    kk = np.tile(np.arange(n, dtype=np.int64), B) - (0 if include_diagonal else 1)
+    asc = np.zeros(B * n, dtype=np.int64)
+    tied = np.zeros(B * n, dtype=np.int64)
+    if method == "naive":
+        for r in progress_bar(range(B * n), enabled=progress, desc="adjacency (naive)"):
+            asc[r], tied[r] = _row_counts_naive(rows[r, : kk[r] + 1])
+    else:
+        padded = 1 << max(n - 1, 1).bit_length()
+        chunk = max(1, _CHUNK_ELEMENTS // padded)
+        for s in progress_bar(range(0, B * n, chunk), enabled=progress, desc="adjacency (fast)"):
+            asc[s : s + chunk], tied[s : s + chunk] = _row_counts_fast(
+                rows[s : s + chunk], kk[s : s + chunk]
+            )
+    pairs = kk * (kk + 1) // 2
+    num = asc + (0.5 * tied if ties == "half" else 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = np.where(pairs > 0, num / np.maximum(pairs, 1), np.nan)
+    return scores.reshape(B, n) if batched else scores
+
+
+def adjacency_score(
+    C: Any,
+    *,
+    ties: Literal["strict", "half"] = "strict",
+    method: Literal["fast", "naive"] = "fast",
+    include_diagonal: bool = True,
+    progress: bool = True,
+) -> float:
+    """Return the adjacency probability score of a similarity matrix (P2).
+
+    The mean of :func:`adjacency_row_scores` over the rows that have a pair; for a batch
+    ``(B, n, n)``, the mean over the batch of the per-matrix scores (equal weights).
+
+    Parameters
+    ----------
+    C : array_like of shape (n, n) or (B, n, n)
+        Similarity matrix, e.g. ``cosine_similarity_matrix(hidden_states)``.
+    ties : {"strict", "half"}, default "strict"
+        Tie handling, see :func:`adjacency_row_scores`.
+    method : {"fast", "naive"}, default "fast"
+        Implementation (identical results).
+    include_diagonal : bool, default True
+        Whether the pairs of row ``k`` may use column ``k`` (see the module docstring).
+    progress : bool, default True
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    float
+        Score in ``[0, 1]``: about 0.5 for random similarities, 1 for a perfect adjacent
+        pattern.
+
+    Raises
+    ------
+    ValueError
+        See :func:`adjacency_row_scores`.
+    TypeError
+        If ``C`` is not numeric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(32, 8))
+    >>> C = cosine_similarity_matrix(X)
+    >>> round(adjacency_score(C, progress=False), 2)  # random, but the diagonal is largest
+    0.61
+    >>> round(adjacency_score(C, include_diagonal=False, progress=False), 2)
+    0.52
+    >>> round(adjacency_score(cosine_similarity_matrix(np.cumsum(X, axis=0)), progress=False), 1)
+    0.9
+    """
+    scores = adjacency_row_scores(
+        C, ties=ties, method=method, include_diagonal=include_diagonal, progress=progress
+    )
+    per_matrix = np.atleast_2d(scores)[:, 1 if include_diagonal else 2 :].mean(axis=1)
+    return float(per_matrix.mean())
 
 TiesPolicy = Literal["half", "violation", "ignore"]
 _TIES = ("half", "violation", "ignore")
@@ -140,7 +365,7 @@ def offset_reference(n: int) -> NDArray[np.int64]:
     return np.abs(idx[:, None] - idx[None, :])
 
 
-def _encoding_distances(P: Any) -> NDArray[np.float64]:
+def encoding_distances(P: Any) -> NDArray[np.float64]:
     from scipy.spatial.distance import pdist, squareform
 
     arr = _as_numpy(P, "P")
@@ -334,7 +559,7 @@ def monotonicity_violations(
             "give exactly one of P (an (n, d) encoding) and distances= (an (n, n) matrix)"
         )
     if P is not None:
-        E = _encoding_distances(P)
+        E = encoding_distances(P)
     else:
         E = _as_numpy(distances, "distances")
         _check_square(E, "distances")
@@ -464,3 +689,123 @@ def monotonicity_violation_rate(
         anchors=anchors,
         progress=progress,
     ).rate
+
+_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+def _pdist(P: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Condensed pairwise Euclidean distances (``scipy.spatial.distance.pdist`` order), computed directly."""
+    from scipy.spatial.distance import pdist
+
+    return pdist(P, metric="euclidean")
+
+
+@dataclass(frozen=True)
+class SeparationStats:
+    """Summary of the pairwise distances :math:`\\lVert p_i - p_j\\rVert` of a position table.
+
+    Attributes
+    ----------
+    n_positions : int
+        Number of rows ``n``.
+    min_dist : float
+        :math:`\\min_{i \\ne j} \\lVert p_i - p_j \\rVert` (0 when two rows coincide).
+    argmin : tuple of (int, int)
+        The pair ``(i, j)``, ``i < j``, attaining it (the first such pair in row-major order).
+    mean_dist : float
+        Mean over the :math:`n(n-1)/2` pairs.
+    quantiles : tuple of (float, float)
+        ``(q, value)`` pairs for q = 0.05, 0.25, 0.5, 0.75, 0.95.
+    mean_norm : float
+        Mean row norm :math:`\\frac1n\\sum_i \\lVert p_i\\rVert`, the scale of the table.
+    normalised : float
+        ``min_dist / mean_norm``: the minimum separation in units of the table's own scale
+        (0 when the table is all zero). Scaling the table leaves it unchanged; adding a
+        common vector to every row (which changes no distance) lowers it.
+    relative : float
+        ``min_dist / mean_dist``: the closest pair relative to a typical pair; invariant to
+        scale *and* to a common offset.
+    """
+
+    n_positions: int
+    min_dist: float
+    argmin: tuple[int, int]
+    mean_dist: float
+    quantiles: tuple[tuple[float, float], ...]
+    mean_norm: float
+    normalised: float
+    relative: float
+
+    def quantile(self, q: float) -> float:
+        """The stored quantile ``q`` (one of 0.05, 0.25, 0.5, 0.75, 0.95)."""
+        for qq, value in self.quantiles:
+            if math.isclose(qq, q):
+                return value
+        raise KeyError(f"quantile {q} not stored; available: {[qq for qq, _ in self.quantiles]}")
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Flat record: ``min_dist, normalised, relative, mean_dist, mean_norm, q05 ... q95, i, j``."""
+        row: dict[str, float | int] = {
+            "min_dist": self.min_dist,
+            "normalised": self.normalised,
+            "relative": self.relative,
+            "mean_dist": self.mean_dist,
+            "mean_norm": self.mean_norm,
+        }
+        for q, value in self.quantiles:
+            row[f"q{round(100 * q):02d}"] = value
+        row["i"], row["j"] = self.argmin
+        return row
+
+
+def separation_stats(P: ArrayLike) -> SeparationStats:
+    """Pairwise-distance statistics of a position table.
+
+    Distances are computed directly (``scipy.spatial.distance.pdist``), not through the Gram
+    matrix, so nearly coincident rows give an accurate small distance rather than rounding
+    noise.
+
+    Parameters
+    ----------
+    P : array-like, shape (n, d)
+        One row per position (numpy array or torch tensor), ``n >= 2``.
+
+    Returns
+    -------
+    SeparationStats
+
+    Raises
+    ------
+    TypeError
+        For a non-numeric array.
+    ValueError
+        For a table that is not 2-d, has fewer than 2 rows, or holds NaN/inf.
+
+    Examples
+    --------
+    >>> s = separation_stats(np.arange(4.0)[:, None] * 0.5)  # points 0, 0.5, 1, 1.5 on a line
+    >>> s.min_dist, s.argmin, s.mean_dist
+    (0.5, (0, 1), 0.8333333333333334)
+    >>> separation_stats([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]).min_dist  # a duplicated row
+    0.0
+    """
+    A = check_table(P)
+    n = A.shape[0]
+    d = _pdist(A)
+    k = int(np.argmin(d))
+    iu, ju = np.triu_indices(n, 1)  # pdist's (condensed) pair order
+    i, j = int(iu[k]), int(ju[k])
+    min_dist = float(d[k])
+    mean_dist = float(d.mean())
+    mean_norm = float(np.linalg.norm(A, axis=1).mean())
+    qs = np.quantile(d, _QUANTILES)
+    return SeparationStats(
+        n_positions=n,
+        min_dist=min_dist,
+        argmin=(i, j),
+        mean_dist=mean_dist,
+        quantiles=tuple((q, float(v)) for q, v in zip(_QUANTILES, qs)),
+        mean_norm=mean_norm,
+        normalised=min_dist / mean_norm if mean_norm > 0 else 0.0,
+        relative=min_dist / mean_dist if mean_dist > 0 else 0.0,
+    )

@@ -44,19 +44,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Sequence
-
 import numpy as np
 import torch
 
 __all__ = [
-    "TASKS",
-    "TaskSample",
-    "TaskVocab",
-    "answer_is_correct",
-    "encode_task_batch",
-    "make_task_samples",
-    "task_length_range",
+    'TASKS',
+    'TaskSample',
+    'TaskVocab',
+    'task_length_range',
+    'make_task_samples',
+    'answer_is_correct',
+    'encode_task_batch',
 ]
+
 
 TASKS: tuple[str, ...] = ("addition", "reversal", "indexing", "sorting")
 """Names of the four synthetic tasks of P2."""

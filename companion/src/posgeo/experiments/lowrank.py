@@ -21,19 +21,15 @@ distances), so a factorised table :math:`P = A B^\top`, :math:`A \in \mathbb{R}^
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Literal, Mapping, Sequence
-
+from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
-
-from ._train import torch_threads as _torch_threads
-from ._analysis import PAPER_P1
-from ._encodings import sinusoidal_encoding
-from ._geometry import (
+from posgeo import torch_threads as _torch_threads
+from posgeo import sinusoidal_encoding
+from posgeo import (
     check_distance_matrix,
     double_centered_gram,
     effective_rank,
@@ -41,51 +37,34 @@ from ._geometry import (
     stress,
     stress_optimal_mds,
 )
-from ._model import Transformer, TransformerConfig
-from ._profiles import current_profile
-from ._progress import progress_bar
-from ._synthetic import sample_synthetic_sequences, synthetic_marginals
-from ._train import _POSITION_PARAMS, IGNORE_INDEX, MLMTask, TrainConfig, train
+from posgeo import Transformer, TransformerConfig
+from posgeo import current_profile
+from posgeo import progress_bar
+from posgeo import sample_synthetic_sequences, synthetic_marginals
+from posgeo import POSITION_PARAMETERS, IGNORE_INDEX, MLMTask, TrainConfig, train
+from posgeo import resolve_eig_method, small_blas, symlog_axis, top_eigenpairs
+from .papers import PAPER_P1_LOWRANK
+from posgeo.validation import check_int
 
 __all__ = [
-    "LowRankSettings",
-    "PAPER_P1_LOWRANK",
-    "SyntheticSampler",
-    "effective_rank_table",
-    "gram_spectra",
-    "lowrank_claim_table",
-    "lowrank_parameter_count",
-    "lowrank_settings",
-    "lowrank_training_sweep",
-    "mlm_marginal_metrics",
-    "plot_accuracy_vs_parameters",
-    "plot_rank_stress_curves",
-    "positional_parameter_count",
-    "rank_r_stress_curve",
-    "synthetic_mlm_task",
-    "top_eigenpairs",
+    'lowrank_parameter_count',
+    'positional_parameter_count',
+    'gram_spectra',
+    'effective_rank_table',
+    'rank_r_stress_curve',
+    'lowrank_claim_table',
+    'SyntheticSampler',
+    'LowRankSettings',
+    'lowrank_settings',
+    'synthetic_mlm_task',
+    'mlm_marginal_metrics',
+    'lowrank_training_sweep',
+    'plot_rank_stress_curves',
+    'plot_accuracy_vs_parameters',
 ]
-
-PAPER_P1_LOWRANK: dict[str, float] = {
-    "n_positions": 32,
-    "d_model": 128,
-    "rank": 3,
-    "stress_reduction": PAPER_P1["lowrank/synthetic/stress_reduction"],
-    "parameter_saving": PAPER_P1["lowrank/synthetic/parameter_saving"],
-}
-"""P1's synthetic low-rank example, as reported in P1 (Observation 8): n = 32 positions,
-d = 128, rank r = 3 "reduces stress by 99.8% relative to the sinusoidal encoding with 88%
-fewer parameters than a free n x d table". P1 does not say whether the stress is raw or
-scale-optimal, nor how its sinusoidal encoding is scaled."""
 
 
 # --------------------------------------------------------------------------- parameter counts
-def _pos_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
 
 
 def lowrank_parameter_count(n: int, d: int, r: int) -> int:
@@ -118,7 +97,7 @@ def lowrank_parameter_count(n: int, d: int, r: int) -> int:
     >>> lowrank_parameter_count(32, 128, 3), 32 * 128
     (480, 4096)
     """
-    n, d, r = _pos_int(n, "n"), _pos_int(d, "d"), _pos_int(r, "r")
+    n, d, r = check_int(n, "n"), check_int(d, "d"), check_int(r, "r")
     if r > min(n, d):
         raise ValueError(f"r={r} exceeds min(n, d) = {min(n, d)}; a rank-r factorisation needs r <= min(n, d)")
     return r * (n + d)
@@ -153,135 +132,7 @@ def positional_parameter_count(model: torch.nn.Module) -> int:
     """
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a posgeo Transformer, got {type(model).__name__}")
-    return sum(p.numel() for name, p in model.named_parameters() if name in _POSITION_PARAMS and p.requires_grad)
-
-
-# --------------------------------------------------------------------------- BLAS threads
-_SMALL_N = 1024
-
-
-@contextmanager
-def _small_blas(n: int) -> Iterator[None]:
-    """One BLAS thread while working on an n x n problem with n <= 1024 (restored on exit).
-
-    Matrices this small gain nothing from threads, and on a busy machine OpenBLAS threads
-    that wait for a core make SMACOF and eigh many times slower (measured: 10x the CPU
-    time for the rank-r curve of a 510 x 510 matrix with 2 threads on a loaded 2-core
-    machine). Uses threadpoolctl when it is installed; otherwise changes nothing.
-    """
-    if n > _SMALL_N:
-        yield
-        return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
-# --------------------------------------------------------------------------- eigenpairs
-Method = Literal["auto", "full", "subset", "arpack"]
-_AUTO_FULL_BELOW_N = 1024  # below this a full eigh costs well under 0.2 s (benchmarks/bench_rank.py)
-_AUTO_ARPACK_MAX_SHARE = 1 / 16  # Lanczos pays for few eigenpairs; syevr (subset) for more
-
-
-def _resolve_method(method: str, n: int, k: int) -> str:
-    if method not in ("auto", "full", "subset", "arpack"):
-        raise ValueError(f"unknown method {method!r}; use 'auto', 'full', 'subset' or 'arpack'")
-    if method != "auto":
-        return method
-    if n < _AUTO_FULL_BELOW_N:
-        return "full"
-    return "arpack" if k <= _AUTO_ARPACK_MAX_SHARE * n else "subset"
-
-
-def _symmetric(B: object) -> np.ndarray:
-    A = np.asarray(B, dtype=np.float64)
-    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 1:
-        raise ValueError(f"B must be square, got shape {A.shape}; pass a (n, n) symmetric matrix")
-    if not np.all(np.isfinite(A)):
-        raise ValueError("B has NaN or infinite entries; pass a finite matrix")
-    scale = max(1.0, float(np.abs(A).max(initial=0.0)))
-    if not np.allclose(A, A.T, rtol=0.0, atol=1e-8 * scale):
-        raise ValueError("B must be symmetric; pass 0.5 * (B + B.T) if it is so up to rounding")
-    return 0.5 * (A + A.T)
-
-
-def top_eigenpairs(B: object, k: int, *, method: Method = "auto") -> tuple[np.ndarray, np.ndarray]:
-    """The k largest eigenvalues of a symmetric matrix and their eigenvectors.
-
-    Parameters
-    ----------
-    B : array_like, shape (n, n)
-        Symmetric (e.g. ``double_centered_gram(D)``).
-    k : int
-        Number of eigenpairs, ``1 <= k <= n``.
-    method : {"auto", "full", "subset", "arpack"}, keyword-only
-        ``"full"``: :func:`numpy.linalg.eigh` of the whole matrix. ``"subset"``:
-        :func:`scipy.linalg.eigh` with ``subset_by_index`` (LAPACK ``syevr``: tridiagonal
-        reduction, then only the wanted eigenpairs). ``"arpack"``:
-        :func:`scipy.sparse.linalg.eigsh` (Lanczos to machine precision; needs ``k < n``;
-        the start vector is fixed, so results are deterministic). ``"auto"``: ``"full"``
-        for ``n < 1024``, else ``"arpack"`` when ``k <= n / 16`` and ``"subset"`` otherwise.
-        ``benchmarks/bench_rank.py`` (one BLAS thread, k = 16): at n = 4096 a full
-        decomposition takes about 9-10 s of CPU, ``"subset"`` about 5 s and ``"arpack"``
-        about 1 s, with eigenvalues equal to 1e-15 relative and identical eigenspaces;
-        below n = 1024 every method takes under 0.2 s.
-
-    Returns
-    -------
-    eigenvalues : numpy.ndarray, shape (k,)
-        Descending.
-    eigenvectors : numpy.ndarray, shape (n, k)
-        Orthonormal columns; each column's sign is fixed so that its entry of largest
-        magnitude is positive (methods then agree up to rotations inside tied eigenvalues).
-
-    Raises
-    ------
-    ValueError
-        Non-square, non-symmetric or non-finite ``B``; ``k`` out of range; unknown method;
-        ``"arpack"`` with ``k >= n``.
-    TypeError
-        Non-integer ``k``.
-
-    Examples
-    --------
-    >>> B = np.diag([3.0, 1.0, 2.0])
-    >>> lam, V = top_eigenpairs(B, 2, method="subset")
-    >>> lam.tolist(), np.abs(V).round(6).T.tolist()
-    ([3.0, 2.0], [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
-    """
-    A = _symmetric(B)
-    n = A.shape[0]
-    k = _pos_int(k, "k")
-    if k > n:
-        raise ValueError(f"k={k} exceeds n={n}; ask for at most n eigenpairs")
-    method = _resolve_method(method, n, k)
-    if method == "full":
-        lam, V = np.linalg.eigh(A)
-        lam, V = lam[::-1][:k], V[:, ::-1][:, :k]
-    elif method == "subset":
-        from scipy.linalg import eigh
-
-        lam, V = eigh(A, subset_by_index=[n - k, n - 1], driver="evr")
-        lam, V = lam[::-1], V[:, ::-1]
-    else:
-        if k >= n:
-            raise ValueError(f"method='arpack' needs k < n, got k={k}, n={n}; use method='full'")
-        from scipy.sparse.linalg import eigsh
-
-        # a fixed pseudo-random start (not the constant vector: it is in the null space of
-        # every double-centred Gram matrix)
-        v0 = np.random.default_rng(0).standard_normal(n)
-        lam, V = eigsh(A, k=k, which="LA", v0=v0, tol=0.0)
-        order = np.argsort(lam)[::-1]
-        lam, V = lam[order], V[:, order]
-    V = np.array(V, dtype=np.float64, copy=True)
-    pivot = np.argmax(np.abs(V), axis=0)
-    V *= np.where(V[pivot, np.arange(k)] < 0, -1.0, 1.0)
-    return np.asarray(lam, dtype=np.float64).copy(), V
+    return sum(p.numel() for name, p in model.named_parameters() if name in POSITION_PARAMETERS and p.requires_grad)
 
 
 # --------------------------------------------------------------------------- effective rank
@@ -307,7 +158,7 @@ def gram_spectra(matrices: Mapping[str, object]) -> dict[str, np.ndarray]:
     out = {}
     for label, D in matrices.items():
         B = double_centered_gram(check_distance_matrix(D))
-        with _small_blas(B.shape[0]):
+        with small_blas(B.shape[0]):
             out[label] = np.sort(np.linalg.eigvalsh(B))[::-1] + 0.0
     return out
 
@@ -348,7 +199,7 @@ def effective_rank_table(
     rows = {}
     for label, D in matrices.items():
         B = double_centered_gram(check_distance_matrix(D))
-        with _small_blas(B.shape[0]):
+        with small_blas(B.shape[0]):
             lam = np.sort(np.linalg.eigvalsh(B))[::-1]
         summary = effective_rank(lam)
         tol = 1e-10 * max(float(np.abs(lam).max()), 1e-300)
@@ -368,7 +219,7 @@ def effective_rank_table(
 
 # --------------------------------------------------------------------------- rank-r stress
 def _check_ranks(ranks: Sequence[int], n: int) -> list[int]:
-    rs = [_pos_int(r, "rank") for r in ranks]
+    rs = [check_int(r, "rank") for r in ranks]
     if not rs:
         raise ValueError("ranks must be a non-empty sequence of ints")
     if max(rs) > n:
@@ -384,7 +235,7 @@ def rank_r_stress_curve(
     *,
     smacof: bool = True,
     smacof_max_iter: int = 300,
-    method: Method = "auto",
+    method: str = "auto",
     progress: bool = True,
 ) -> pd.DataFrame:
     r"""Stress of the rank-r MDS encoding of ``D`` against r, with the spectral energy it keeps.
@@ -433,7 +284,7 @@ def rank_r_stress_curve(
     Dm = check_distance_matrix(D)
     n = Dm.shape[0]
     rs = _check_ranks(ranks, n)
-    with _small_blas(n):
+    with small_blas(n):
         return _rank_curve(Dm, rs, smacof=smacof, smacof_max_iter=smacof_max_iter, method=method, progress=progress)
 
 
@@ -441,7 +292,7 @@ def _rank_curve(Dm: np.ndarray, rs: list[int], *, smacof: bool, smacof_max_iter:
     n = Dm.shape[0]
     B = double_centered_gram(Dm)
     kmax = max(rs)
-    resolved = _resolve_method(method, n, kmax)
+    resolved = resolve_eig_method(method, n, kmax)
     if resolved == "full":
         all_lam = np.linalg.eigvalsh(B)
         mass = float(np.clip(all_lam, 0.0, None).sum())
@@ -614,7 +465,7 @@ class LowRankSettings:
     def __post_init__(self) -> None:
         for name in ("n_positions", "vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "steps", "batch_size",
                      "eval_batches", "eval_batch_size"):
-            _pos_int(getattr(self, name), name)
+            check_int(getattr(self, name), name)
         object.__setattr__(self, "ranks", tuple(int(r) for r in self.ranks))
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         if not self.ranks or max(self.ranks) > min(self.n_positions, self.d_model) or min(self.ranks) < 1:
@@ -783,8 +634,6 @@ def _train_and_score(
     return row
 
 
-
-
 def lowrank_training_sweep(
     settings: LowRankSettings,
     *,
@@ -846,7 +695,7 @@ def lowrank_training_sweep(
     specs += [(f"rank {r}", "lowrank", r) for r in s.ranks]
     specs.append(("learned", "learned", None))
     if threads is not None:
-        _pos_int(threads, "threads")
+        check_int(threads, "threads")
     rows = {}
     jobs = [(spec, seed) for spec in specs for seed in s.seeds]
     per: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in specs}
@@ -870,25 +719,6 @@ def lowrank_training_sweep(
     out.attrs["blind_accuracy"] = float(mu[:, int(np.argmax(blind))].mean())
     out.attrs["mutual_information"] = mutual_information
     return out
-
-
-# --------------------------------------------------------------------------- plots
-def _zero_symlog_axis(ax: object, values: Sequence[float]) -> None:
-    """Symmetric-log x axis for non-negative values that include 0: ticks at 0 and powers of ten."""
-    from matplotlib.ticker import NullLocator
-
-    x = np.asarray(values, dtype=float)
-    positive = x[x > 0]
-    if positive.size == 0:
-        return
-    lo, hi = float(positive.min()), float(positive.max())
-    ax.set_xscale("symlog", linthresh=lo, linscale=0.6)  # type: ignore[attr-defined]
-    ax.set_xlim(-0.15 * lo, hi * 1.5)  # type: ignore[attr-defined]
-    ticks = [0.0] + [10.0**k for k in range(int(np.ceil(np.log10(lo))), int(np.floor(np.log10(hi))) + 1)]
-    if len(ticks) == 1 or ticks[1] > lo * 1.5:
-        ticks.insert(1, lo)
-    ax.set_xticks(ticks)  # type: ignore[attr-defined]
-    ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
 
 
 def _fig(ncols: int, nrows: int = 1, *, width: float = 4.0, height: float = 3.2) -> tuple[Figure, np.ndarray]:
@@ -969,11 +799,10 @@ def plot_accuracy_vs_parameters(table: pd.DataFrame) -> Figure:
     ax2.axhline(1.0, color="k", ls="--", lw=1)
     ax2.axhline(0.0, color="k", ls=":", lw=1)
     for ax in (ax1, ax2, ax3):
-        _zero_symlog_axis(ax, x)
+        symlog_axis(ax, x)
         ax.set_xlabel("positional parameters")
     ax1.set_ylabel("masked-token accuracy")
     ax2.set_ylabel("information used")
     ax3.set_ylabel("scale-optimal stress of the table")
     ax1.legend(fontsize=7)
     return fig
-

@@ -35,196 +35,45 @@ import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
-
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
-
-from ._train import torch_threads as _torch_threads
-from ._cache import cached
-from ._corpus import Corpus, Sequences
-from ._model import Transformer, TransformerConfig
-from ._profiles import current_profile
-from ._progress import progress_bar
-from ._train import (
-    Batch,
-    MLMTask,
-    TrainConfig,
-    TrainResult,
-    _check_run,
-    _run,
-    _run_key,
-    resolve_device,
-    train,
-)
+from posgeo import torch_threads as _torch_threads
+from posgeo import cached
+from posgeo import Corpus, Sequences
+from posgeo import Transformer, TransformerConfig
+from posgeo import current_profile
+from posgeo import progress_bar
+from posgeo import Batch, MLMTask, TrainConfig, TrainResult, resolve_device, train
+from posgeo import MarginalSampler, array_digest, separation_stats
+from posgeo.validation import check_table
+from scipy.spatial.distance import pdist
 
 __all__ = [
-    "BagOfTokensTask",
-    "CorpusSampler",
-    "FinetuneResult",
-    "MarginalSampler",
-    "SeparationExperiment",
-    "SeparationSettings",
-    "SeparationStats",
-    "VocabRemap",
-    "corpus_mlm_task",
-    "finetune_position_table",
-    "marginal_mlm_task",
-    "plot_distance_distributions",
-    "plot_row_drift",
-    "plot_separation_trajectories",
-    "remap_vocabulary",
-    "run_finetuning",
-    "run_separation_experiments",
-    "separation_experiments",
-    "separation_settings",
-    "separation_stats",
-    "separation_table",
-    "separation_trajectory",
-    "train_separation",
+    'separation_trajectory',
+    'marginal_mlm_task',
+    'BagOfTokensTask',
+    'VocabRemap',
+    'remap_vocabulary',
+    'CorpusSampler',
+    'corpus_mlm_task',
+    'train_separation',
+    'FinetuneResult',
+    'finetune_position_table',
+    'SeparationSettings',
+    'separation_settings',
+    'SeparationExperiment',
+    'separation_experiments',
+    'run_separation_experiments',
+    'separation_table',
+    'run_finetuning',
+    'plot_separation_trajectories',
+    'plot_distance_distributions',
+    'plot_row_drift',
 ]
-
-_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-
-
-# --------------------------------------------------------------------------- statistics
-
-
-def _as_table(P: Any, what: str = "P") -> NDArray[np.float64]:
-    if isinstance(P, torch.Tensor):
-        P = P.detach().to("cpu", torch.float64).numpy()
-    arr = np.asarray(P)
-    if arr.dtype == object or arr.dtype.kind not in "biuf":
-        raise TypeError(f"{what} must be a numeric (n, d) array, got dtype {arr.dtype}; pass a position table")
-    if arr.ndim != 2:
-        raise ValueError(f"{what} must be a 2-d (n, d) position table, got shape {arr.shape}; pass one row per position")
-    if arr.shape[0] < 2 or arr.shape[1] < 1:
-        raise ValueError(f"{what} needs at least 2 positions and 1 dimension, got shape {arr.shape}")
-    arr = arr.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{what} contains NaN or infinite entries; a position table must be finite")
-    return arr
-
-
-def _pairwise(P: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Condensed pairwise Euclidean distances (``scipy.spatial.distance.pdist`` order), computed directly."""
-    from scipy.spatial.distance import pdist
-
-    return pdist(P, metric="euclidean")
-
-
-@dataclass(frozen=True)
-class SeparationStats:
-    """Summary of the pairwise distances :math:`\\lVert p_i - p_j\\rVert` of a position table.
-
-    Attributes
-    ----------
-    n_positions : int
-        Number of rows ``n``.
-    min_dist : float
-        :math:`\\min_{i \\ne j} \\lVert p_i - p_j \\rVert` (0 when two rows coincide).
-    argmin : tuple of (int, int)
-        The pair ``(i, j)``, ``i < j``, attaining it (the first such pair in row-major order).
-    mean_dist : float
-        Mean over the :math:`n(n-1)/2` pairs.
-    quantiles : tuple of (float, float)
-        ``(q, value)`` pairs for q = 0.05, 0.25, 0.5, 0.75, 0.95.
-    mean_norm : float
-        Mean row norm :math:`\\frac1n\\sum_i \\lVert p_i\\rVert`, the scale of the table.
-    normalised : float
-        ``min_dist / mean_norm``: the minimum separation in units of the table's own scale
-        (0 when the table is all zero). Scaling the table leaves it unchanged; adding a
-        common vector to every row (which changes no distance) lowers it.
-    relative : float
-        ``min_dist / mean_dist``: the closest pair relative to a typical pair; invariant to
-        scale *and* to a common offset.
-    """
-
-    n_positions: int
-    min_dist: float
-    argmin: tuple[int, int]
-    mean_dist: float
-    quantiles: tuple[tuple[float, float], ...]
-    mean_norm: float
-    normalised: float
-    relative: float
-
-    def quantile(self, q: float) -> float:
-        """The stored quantile ``q`` (one of 0.05, 0.25, 0.5, 0.75, 0.95)."""
-        for qq, value in self.quantiles:
-            if math.isclose(qq, q):
-                return value
-        raise KeyError(f"quantile {q} not stored; available: {[qq for qq, _ in self.quantiles]}")
-
-    def as_dict(self) -> dict[str, float | int]:
-        """Flat record: ``min_dist, normalised, relative, mean_dist, mean_norm, q05 ... q95, i, j``."""
-        row: dict[str, float | int] = {
-            "min_dist": self.min_dist,
-            "normalised": self.normalised,
-            "relative": self.relative,
-            "mean_dist": self.mean_dist,
-            "mean_norm": self.mean_norm,
-        }
-        for q, value in self.quantiles:
-            row[f"q{round(100 * q):02d}"] = value
-        row["i"], row["j"] = self.argmin
-        return row
-
-
-def separation_stats(P: ArrayLike) -> SeparationStats:
-    """Pairwise-distance statistics of a position table.
-
-    Distances are computed directly (``scipy.spatial.distance.pdist``), not through the Gram
-    matrix, so nearly coincident rows give an accurate small distance rather than rounding
-    noise.
-
-    Parameters
-    ----------
-    P : array-like, shape (n, d)
-        One row per position (numpy array or torch tensor), ``n >= 2``.
-
-    Returns
-    -------
-    SeparationStats
-
-    Raises
-    ------
-    TypeError
-        For a non-numeric array.
-    ValueError
-        For a table that is not 2-d, has fewer than 2 rows, or holds NaN/inf.
-
-    Examples
-    --------
-    >>> s = separation_stats(np.arange(4.0)[:, None] * 0.5)  # points 0, 0.5, 1, 1.5 on a line
-    >>> s.min_dist, s.argmin, s.mean_dist
-    (0.5, (0, 1), 0.8333333333333334)
-    >>> separation_stats([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]).min_dist  # a duplicated row
-    0.0
-    """
-    A = _as_table(P)
-    n = A.shape[0]
-    d = _pairwise(A)
-    k = int(np.argmin(d))
-    iu, ju = np.triu_indices(n, 1)  # pdist's (condensed) pair order
-    i, j = int(iu[k]), int(ju[k])
-    min_dist = float(d[k])
-    mean_dist = float(d.mean())
-    mean_norm = float(np.linalg.norm(A, axis=1).mean())
-    qs = np.quantile(d, _QUANTILES)
-    return SeparationStats(
-        n_positions=n,
-        min_dist=min_dist,
-        argmin=(i, j),
-        mean_dist=mean_dist,
-        quantiles=tuple((q, float(v)) for q, v in zip(_QUANTILES, qs)),
-        mean_norm=mean_norm,
-        normalised=min_dist / mean_norm if mean_norm > 0 else 0.0,
-        relative=min_dist / mean_dist if mean_dist > 0 else 0.0,
-    )
 
 
 def separation_trajectory(snapshots: Mapping[int, ArrayLike], *, rows: int | None = None) -> pd.DataFrame:
@@ -268,86 +117,13 @@ def separation_trajectory(snapshots: Mapping[int, ArrayLike], *, rows: int | Non
     for step in sorted(snapshots):
         if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
             raise TypeError(f"snapshot keys must be int steps, got {step!r}")
-        P = _as_table(snapshots[step], f"snapshots[{step}]")
+        P = check_table(snapshots[step], f"snapshots[{step}]")
         if rows is not None:
             if rows > P.shape[0]:
                 raise ValueError(f"rows={rows} exceeds the {P.shape[0]} rows of snapshots[{step}]; pass rows <= {P.shape[0]}")
             P = P[:rows]
         records.append({"step": int(step), **separation_stats(P).as_dict()})
     return pd.DataFrame.from_records(records)
-
-
-# --------------------------------------------------------------------------- tasks
-
-
-def _sha(*arrays: np.ndarray) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype.str, a.shape)).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:16]
-
-
-def _check_marginals(marginals: ArrayLike) -> NDArray[np.float64]:
-    mu = np.asarray(marginals, dtype=np.float64)
-    if mu.ndim != 2 or mu.shape[0] < 2 or mu.shape[1] < 2:
-        raise ValueError(
-            f"marginals must have shape (n_positions, vocab_size) with both >= 2, got {mu.shape}; "
-            "pass e.g. posgeo.synthetic_marginals(n, V)"
-        )
-    if not np.all(np.isfinite(mu)) or np.any(mu < 0) or not np.allclose(mu.sum(axis=1), 1.0, atol=1e-8):
-        raise ValueError("marginals must be finite and non-negative with rows summing to 1; normalise each row")
-    return mu
-
-
-@dataclass(frozen=True, eq=False)
-class MarginalSampler:
-    """Sequences whose token at position ``i`` is drawn independently from ``marginals[i]``.
-
-    A callable ``sampler(batch_size, seed) -> int array (batch_size, n)`` as
-    :class:`~posgeo.MLMTask` expects, wrapping :func:`~posgeo.sample_synthetic_sequences`.
-
-    Parameters
-    ----------
-    marginals : array-like, shape (n, V)
-        Per-position token distributions (rows summing to 1).
-
-    Raises
-    ------
-    ValueError
-        For marginals of the wrong shape or that are not distributions.
-
-    Examples
-    --------
-    >>> s = MarginalSampler([[1.0, 0.0], [0.0, 1.0]])
-    >>> s(3, 0).tolist(), s.name
-    ([[0, 1], [0, 1], [0, 1]], 'marginals-2x2-...')
-    """
-
-    marginals: NDArray[np.float64]
-
-    def __post_init__(self) -> None:
-        mu = _check_marginals(self.marginals).copy()
-        mu.setflags(write=False)
-        object.__setattr__(self, "marginals", mu)
-
-    @property
-    def name(self) -> str:
-        """``"marginals-<n>x<V>-<hash>"``: identifies the distribution in cache keys."""
-        n, V = self.marginals.shape
-        return f"marginals-{n}x{V}-{_sha(self.marginals)}"
-
-    @property
-    def identical(self) -> bool:
-        """Whether every position has the same distribution (the sequences are exchangeable)."""
-        return bool(np.allclose(self.marginals, self.marginals[0], rtol=0.0, atol=1e-12))
-
-    def __call__(self, batch_size: int, seed: int) -> NDArray[np.int64]:
-        from ._synthetic import sample_synthetic_sequences
-
-        seqs = sample_synthetic_sequences(self.marginals, batch_size, seed=seed)
-        return seqs.tokens.reshape(batch_size, -1).astype(np.int64)
 
 
 def marginal_mlm_task(marginals: ArrayLike, *, mask_prob: float = 0.15) -> MLMTask:
@@ -737,7 +513,7 @@ def corpus_mlm_task(
     rows[valid] = remap.apply(seqs.tokens[src])
     if not isinstance(shuffle, bool):
         raise TypeError(f"shuffle must be a bool, got {shuffle!r}")
-    name = f"{label}-top{top_k}-n{seq_len}-min{min_len}-{_sha(seqs.tokens, seqs.offsets)}"
+    name = f"{label}-top{top_k}-n{seq_len}-min{min_len}-{array_digest(seqs.tokens, seqs.offsets)}"
     if shuffle:
         name += "-shuffled"
     sampler = CorpusSampler(rows=rows, name=name, shuffle=shuffle, pad_id=remap.pad_id)
@@ -749,8 +525,6 @@ def corpus_mlm_task(
 
 
 # --------------------------------------------------------------------------- training from scratch
-
-
 
 
 def _zero_query_key(model: Transformer) -> list[torch.utils.hooks.RemovableHandle]:
@@ -841,33 +615,17 @@ def train_separation(
     >>> sorted(res.snapshots), float(res.state_dict["blocks.0.attn.qkv.weight"][:16].abs().max())
     ([0, 1, 2, 3], 0.0)
     """
-    _check_run(model_config, train_config, task)
     if not isinstance(uniform_attention, bool):
         raise TypeError(f"uniform_attention must be a bool, got {uniform_attention!r}")
-    if position_weight_decay is not None:
-        if isinstance(position_weight_decay, bool) or not isinstance(position_weight_decay, (int, float, np.floating)):
-            raise TypeError(f"position_weight_decay must be a float or None, got {position_weight_decay!r}")
-        if not (math.isfinite(float(position_weight_decay)) and float(position_weight_decay) >= 0):
-            raise ValueError(f"position_weight_decay must be a finite float >= 0, got {position_weight_decay}")
-        if model_config.position not in ("learned", "lowrank"):
-            raise ValueError(
-                f"position_weight_decay needs a trainable position table, got position={model_config.position!r}; "
-                "use position='learned' or 'lowrank'"
-            )
     with _torch_threads(threads):
-        if not uniform_attention and position_weight_decay is None:
-            return train(model_config, train_config, task, progress=progress, cache=cache)
-        pwd = None if position_weight_decay is None else float(position_weight_decay)
-        key = _run_key(model_config, train_config, task, uniform_attention=uniform_attention, position_weight_decay=pwd)
-        return cached(
-            "train-separation",
-            key,
-            lambda: _run(
-                model_config, train_config, task, None, progress,
-                prepare=_uniform_attention if uniform_attention else None, position_weight_decay=pwd,
-                desc="train (uniform attention)" if uniform_attention else "train",
-            ),
-            enabled=cache,
+        if not uniform_attention:
+            return train(model_config, train_config, task, position_weight_decay=position_weight_decay,
+                         progress=progress, cache=cache)
+        return train(
+            model_config, train_config, task,
+            prepare=_uniform_attention, position_weight_decay=position_weight_decay,
+            cache_namespace="train-separation", cache_options={"uniform_attention": True},
+            desc="train (uniform attention)", progress=progress, cache=cache,
         )
 
 
@@ -954,8 +712,8 @@ def _label_array(labels: Any, n: int, what: str) -> NDArray[np.int64]:
 
 
 def _tokenizer_for(model: str | None) -> Any:
-    from ._corpus import default_tokenizer
-    from ._pretrained import MINILM
+    from posgeo import default_tokenizer
+    from posgeo import MINILM
 
     if model is None or str(model) == MINILM:
         return default_tokenizer()
@@ -980,7 +738,7 @@ def _finetune(
     texts: list[str], labels: NDArray[np.int64], eval_texts: list[str], eval_labels: NDArray[np.int64],
     model: str | None, cfg: dict[str, Any], progress: bool,
 ) -> FinetuneResult:
-    from ._pretrained import MINILM, learned_position_table, load_pretrained
+    from posgeo import MINILM, learned_position_table, load_pretrained
 
     start = time.perf_counter()
     device = resolve_device(cfg["device"])
@@ -1149,7 +907,7 @@ def finetune_position_table(
         "steps": int(steps), "batch_size": int(batch_size), "lr": float(lr), "weight_decay": float(weight_decay),
         "max_length": int(max_length), "snapshot_every": int(snapshot_every), "seed": int(seed), "device": device,
     }
-    from ._pretrained import MINILM
+    from posgeo import MINILM
 
     key = {
         "model": MINILM if model is None else str(model),
@@ -1398,8 +1156,8 @@ def separation_experiments(
     >>> ex["first marker"].nonstationary, ex["first marker"].order_sensitive
     (False, True)
     """
-    from ._synthetic import synthetic_marginals
-    from ._train import FirstMarkerTask
+    from posgeo import synthetic_marginals
+    from posgeo import FirstMarkerTask
 
     s = separation_settings() if settings is None else settings
     if not isinstance(s, SeparationSettings):
@@ -1596,7 +1354,7 @@ def run_finetuning(
     >>> runs["sst2"].eval_accuracy  # doctest: +SKIP
     ((0, 0.52), (80, 0.79))
     """
-    from ._corpus import load_texts
+    from posgeo import load_texts
 
     s = separation_settings() if settings is None else settings
     if not isinstance(s, SeparationSettings):
@@ -1733,7 +1491,7 @@ def plot_distance_distributions(
         if not steps:
             raise ValueError(f"run {name!r} has no snapshots; train with snapshot_every > 0")
         pick = sorted({steps[int(round(t))] for t in np.linspace(0, len(steps) - 1, min(n_checkpoints, len(steps)))})
-        data = [_pairwise(_as_table(snaps[s])[:rows]) for s in pick]
+        data = [pdist(check_table(snaps[s])[:rows], metric="euclidean") for s in pick]
         ax.boxplot(data, whis=(0, 100), widths=0.6, showfliers=False)
         ax.set_xticks(range(1, len(pick) + 1), [str(s) for s in pick], fontsize=8)
         ax.set_title(name, fontsize=9)
@@ -1776,8 +1534,8 @@ def plot_row_drift(
     if not isinstance(snapshots, Mapping) or len(snapshots) < 2:
         raise ValueError("snapshots must map at least two steps to position tables; record them during training")
     steps = sorted(snapshots)
-    first = _as_table(snapshots[steps[0]])[:rows]
-    last = _as_table(snapshots[steps[-1]])[:rows]
+    first = check_table(snapshots[steps[0]])[:rows]
+    last = check_table(snapshots[steps[-1]])[:rows]
     if first.shape != last.shape:
         raise ValueError(f"the first and last tables differ in shape: {first.shape} vs {last.shape}")
     norms = np.linalg.norm(first, axis=1)

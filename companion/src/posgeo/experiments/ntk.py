@@ -34,39 +34,38 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
-
 import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
-
-from ._train import torch_threads as _torch_threads
-from ._geometry import pairwise_distances, stress
-from ._model import TransformerConfig, Transformer
-from ._monotonicity import _encoding_distances, monotonicity_violations
-from ._profiles import current_profile
-from ._progress import progress_bar
-from ._synthetic import sample_synthetic_sequences, synthetic_marginals
-from ._train import Batch, FirstMarkerTask, MLMTask, TrainConfig, train
+from posgeo import torch_threads as _torch_threads
+from posgeo import pairwise_distances, stress
+from posgeo import TransformerConfig, Transformer
+from posgeo import encoding_distances, monotonicity_violations
+from posgeo import current_profile
+from posgeo import progress_bar
+from posgeo import sample_synthetic_sequences, synthetic_marginals
+from posgeo import Batch, FirstMarkerTask, MLMTask, TrainConfig, train
 
 __all__ = [
-    "NTKRun",
-    "NTKSettings",
-    "OrderDetectionTask",
-    "attention_prefixes",
-    "from_scratch_tables",
-    "from_scratch_text_tables",
-    "local_violation_rate",
-    "monotonicity_table",
-    "ntk_comparison",
-    "ntk_marginals",
-    "ntk_settings",
-    "ntk_task",
-    "plot_anchor_distances",
-    "plot_width_sweep",
-    "train_position_table",
-    "width_sweep",
+    'NTKSettings',
+    'ntk_settings',
+    'ntk_marginals',
+    'OrderDetectionTask',
+    'attention_prefixes',
+    'NTKRun',
+    'ntk_task',
+    'train_position_table',
+    'local_violation_rate',
+    'monotonicity_table',
+    'ntk_comparison',
+    'width_sweep',
+    'from_scratch_tables',
+    'from_scratch_text_tables',
+    'plot_anchor_distances',
+    'plot_width_sweep',
 ]
+
 
 Objective = Literal["mlm", "cls"]
 Regime = Literal["frozen", "full"]
@@ -328,8 +327,6 @@ def attention_prefixes(n_layers: int) -> tuple[str, ...]:
     return tuple(f"blocks.{layer}.attn." for layer in range(int(n_layers)))
 
 
-
-
 @dataclass(frozen=True)
 class NTKRun:
     """A trained position table and what training did to the attention.
@@ -497,7 +494,7 @@ def train_position_table(
         result = train(cfg, tc, task, progress=progress, cache=cache)
         initial = Transformer(cfg, seed=s)
         model = result.model()
-        from ._train import evaluate
+        from posgeo import evaluate
 
         accuracy = evaluate(model, task, n_batches=4, batch_size=256, seed=12345)
     rows = slice(1, None) if objective == "cls" else slice(0, None)
@@ -562,7 +559,7 @@ def local_violation_rate(
     >>> round(local_violation_rate(arc, max_offset=5), 3), round(local_violation_rate(arc, max_offset=19), 3)
     (0.0, 0.179)
     """
-    E = _encoding_distances(P)  # the same distances as monotonicity_violations(P): same ties
+    E = encoding_distances(P)  # the same distances as monotonicity_violations(P): same ties
     n = E.shape[0]
     if isinstance(max_offset, bool) or not isinstance(max_offset, (int, np.integer)) or max_offset < 1:
         raise ValueError(f"max_offset must be a positive int, got {max_offset!r}; e.g. max_offset=4")
@@ -693,7 +690,7 @@ def ntk_comparison(settings: NTKSettings, *, progress: bool = True) -> pd.DataFr
         table of the same objective and seed: 0 when full training reproduces the frozen
         geometry up to scale).
     """
-    from ._geometry import hellinger_matrix
+    from posgeo import hellinger_matrix
 
     D = hellinger_matrix(ntk_marginals(settings))
     rows = {}
@@ -806,7 +803,7 @@ def from_scratch_tables(
     -------
     dict of str to numpy.ndarray, each (32, d_model)
     """
-    from ._synthetic import synthetic_corpus
+    from posgeo import synthetic_corpus
 
     mu = synthetic_corpus("train", n_sequences=1).true_marginals
     assert mu is not None
@@ -874,8 +871,13 @@ def from_scratch_text_tables(
     >>> tables["toy"].shape
     (6, 8)
     """
-    from ._corpus import Corpus
-    from ._separation import SeparationSettings, run_separation_experiments, separation_experiments, separation_settings
+    from posgeo import Corpus
+    from .separation import (
+        SeparationSettings,
+        run_separation_experiments,
+        separation_experiments,
+        separation_settings,
+    )
 
     s = separation_settings() if settings is None else settings
     if not isinstance(s, SeparationSettings):

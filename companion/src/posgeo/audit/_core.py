@@ -54,30 +54,30 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
-
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-
-from ._analysis import PAPER_P1, corpus_geometry, distance_by_offset, noise_share, stress_table
-from ._cache import cached
-from ._encodings import alibi_encoding, random_encoding, rope_encoding, sinusoidal_encoding
-from ._geometry import classical_mds, effective_rank, pairwise_distances
-from ._profiles import current_profile
-from ._progress import progress_bar
+from posgeo.experiments.papers import PAPER_P1
+from posgeo import corpus_geometry, distance_by_offset, noise_share, stress_table
+from posgeo import cached
+from posgeo import alibi_encoding, random_encoding, rope_encoding, sinusoidal_encoding
+from posgeo import classical_mds, effective_rank, pairwise_distances
+from posgeo import current_profile
+from posgeo import progress_bar
 
 __all__ = [
-    "AuditError",
-    "AuditReport",
-    "AuditSettings",
-    "audit",
-    "audit_settings",
-    "plot_audit_heatmap",
-    "plot_audit_layers",
-    "plot_audit_maps",
-    "plot_audit_offsets",
-    "plot_audit_stress",
+    'AuditError',
+    'AuditSettings',
+    'audit_settings',
+    'AuditReport',
+    'audit',
+    'plot_audit_heatmap',
+    'plot_audit_offsets',
+    'plot_audit_maps',
+    'plot_audit_stress',
+    'plot_audit_layers',
 ]
+
 
 _SCHEMA = "posgeo-audit/1"
 _KNOWN = {"sst2": "sentence", "imdb": "text"}
@@ -487,7 +487,7 @@ def _resolve_dataset(
         fp = {"kind": kind, "path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "column": column}
         return _Dataset(kind=kind, spec=spec, fingerprint=fp, path=path)
     if spec in _KNOWN:
-        from ._corpus import _check_name_split, _data_source
+        from posgeo._corpus import _check_name_split, _data_source
 
         if column is not None and column not in (_KNOWN[spec], "text"):
             raise AuditError(
@@ -559,7 +559,7 @@ def _read_texts(ds: _Dataset, *, split: str, column: str | None) -> tuple[list[s
         texts, col = _texts_from_frame(df, column, f"the parquet file {ds.spec!r}")
         return texts, col
     assert ds.kind == "hub"
-    from ._corpus import _hub_unreachable_reason
+    from posgeo._corpus import _hub_unreachable_reason
 
     fix = (
         f"download it where the hub is reachable (e.g. `datasets.load_dataset({ds.spec!r}, split={split!r})"
@@ -589,7 +589,8 @@ class _ModelRef:
 
 
 def _resolve_model(model: str | os.PathLike[str] | None) -> _ModelRef:
-    from ._pretrained import MINILM, _resolve
+    from posgeo import MINILM
+    from posgeo._pretrained import _resolve
 
     try:
         identifier, is_local = _resolve(model)
@@ -641,12 +642,13 @@ def _offline_fix(ref: _ModelRef) -> str:
 def _load_model(ref: _ModelRef) -> _LoadedModel:
     from transformers import AutoConfig, AutoTokenizer
 
-    from ._pretrained import _load_cached, load_pretrained, model_positional_kind
+    from posgeo._pretrained import _load_cached
+    from posgeo import load_pretrained, model_positional_kind
 
     offline = ref.is_local
     reason = None
     if not ref.is_local:
-        from ._corpus import _hub_unreachable_reason
+        from posgeo._corpus import _hub_unreachable_reason
 
         reason = _hub_unreachable_reason()
         offline = reason is not None
@@ -685,7 +687,7 @@ def _load_model(ref: _ModelRef) -> _LoadedModel:
 
 def _special_prefix(tokenizer: Any) -> int | None:
     """Number of special tokens the tokenizer puts before the text (None if undetermined)."""
-    from ._corpus import _backend
+    from posgeo._corpus import _backend
 
     backend = _backend(tokenizer)
     probe = "the position of a word in a sentence"
@@ -739,7 +741,8 @@ def _model_vectors(
     loaded: _LoadedModel, n: int, notes: dict[str, str]
 ) -> tuple[np.ndarray | None, dict[str, Any]]:
     """The model's position vectors for corpus positions 0..n-1 and a description of them."""
-    from ._pretrained import _find_position_embedding, learned_position_table
+    from posgeo._pretrained import _find_position_embedding
+    from posgeo import learned_position_table
 
     config = loaded.config
     hidden = _config_int(config, "hidden_size", "d_model", "n_embd", "dim")
@@ -882,7 +885,7 @@ def _too_short(lengths: np.ndarray, n: int, min_reach: int, what: str) -> AuditE
 
 
 def _monotonicity_table(D: np.ndarray, P: np.ndarray | None, R: np.ndarray) -> pd.DataFrame:
-    from ._monotonicity import monotonicity_violation_rate as rate
+    from posgeo import monotonicity_violation_rate as rate
 
     nan = float("nan")
     table = {
@@ -915,8 +918,9 @@ def _compute(
     cache: bool,
 ) -> AuditReport:
     """Run every step of an audit (no result cache at this level)."""
-    from ._corpus import Corpus, Sequences, _subset_indices, _tokenizer_id, _vocab_size, load_corpus, tokenize
-    from ._separation import separation_stats
+    from posgeo import Corpus, Sequences, load_corpus, tokenize
+    from posgeo._corpus import _subset_indices, _tokenizer_id, _vocab_size
+    from posgeo import separation_stats
 
     n = int(params["n_positions"])
     split, column = params["split"], params["column"]
@@ -1025,7 +1029,7 @@ def _compute(
         state["monotonicity"] = _monotonicity_table(g.distances, state["P"], state["baselines"]["random"])
 
     def step_layers() -> None:
-        from ._layers import layer_stress_table
+        from posgeo import layer_stress_table
 
         loaded, g = state["loaded"], state["geometry"]
         state["layers"] = None
@@ -1080,7 +1084,7 @@ def _compute(
 
 
 def _version() -> str:
-    from . import __version__
+    from posgeo import __version__
 
     return str(__version__)
 
@@ -1219,7 +1223,7 @@ def plot_audit_heatmap(report: AuditReport) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    from ._plotting import plot_distance_heatmaps
+    from posgeo import plot_distance_heatmaps
 
     vmax = float(max(report.hellinger.max(), report.hellinger_corrected.max()))
     return plot_distance_heatmaps(
@@ -1312,7 +1316,7 @@ def plot_audit_stress(report: AuditReport) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    from ._plotting import plot_stress_bars
+    from posgeo import plot_stress_bars
 
     table = pd.DataFrame({t: df["optimal"] for t, df in report.stress.items() if df is not None})
     fig = plot_stress_bars(table.drop(index="PMDS full"), column="scale-optimal")
@@ -1352,7 +1356,7 @@ def plot_audit_layers(report: AuditReport) -> Figure:
 
 
 def _plot_spectrum(report: AuditReport) -> Figure:
-    from ._plotting import plot_spectra
+    from posgeo import plot_spectra
 
     spectra = {"plug-in": classical_mds(report.hellinger).eigenvalues}
     if report.stress.get("corrected") is not None:

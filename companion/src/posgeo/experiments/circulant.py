@@ -29,34 +29,33 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
-
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-
-from ._geometry import check_distance_matrix, double_centered_gram, hellinger_matrix
-from ._lowrank import _small_blas, _zero_symlog_axis, top_eigenpairs
-from ._marginals import positional_marginals
-from ._progress import progress_bar
-from ._synthetic import sample_synthetic_sequences, synthetic_marginals
+from posgeo import check_distance_matrix, double_centered_gram, hellinger_matrix
+from posgeo import small_blas, symlog_axis, top_eigenpairs
+from posgeo import positional_marginals
+from posgeo import progress_bar
+from posgeo import sample_synthetic_sequences, synthetic_marginals
 
 __all__ = [
-    "FourierAlignment",
-    "STATIONARITY_MEASURES",
-    "circulant_distance",
-    "equivalent_knob",
-    "fourier_alignment",
-    "frequency_energy",
-    "nearest_circulant",
-    "nearest_toeplitz",
-    "plot_fourier_modes",
-    "plot_offset_kernels",
-    "plot_stationarity_sweep",
-    "stationarity_measures",
-    "stationarity_sweep",
-    "toeplitz_floor_report",
-    "toeplitz_profile",
+    'STATIONARITY_MEASURES',
+    'nearest_circulant',
+    'nearest_toeplitz',
+    'circulant_distance',
+    'toeplitz_floor_report',
+    'toeplitz_profile',
+    'frequency_energy',
+    'FourierAlignment',
+    'fourier_alignment',
+    'stationarity_measures',
+    'stationarity_sweep',
+    'equivalent_knob',
+    'plot_stationarity_sweep',
+    'plot_fourier_modes',
+    'plot_offset_kernels',
 ]
+
 
 Kind = Literal["circulant", "toeplitz"]
 Basis = Literal["dft", "sinusoid"]
@@ -263,8 +262,8 @@ def toeplitz_floor_report(D: object, *, d: int = 384, n_heads: int = 12) -> pd.S
     >>> bool(rep["Toeplitz floor"] < 1e-24), bool(rep["ALiBi 2 heads"] < 1e-12)
     (True, True)
     """
-    from ._encodings import alibi_encoding, rope_encoding, sinusoidal_encoding
-    from ._geometry import stress
+    from posgeo import alibi_encoding, rope_encoding, sinusoidal_encoding
+    from posgeo import stress
 
     Dm = check_distance_matrix(D)
     if d % n_heads:
@@ -276,7 +275,7 @@ def toeplitz_floor_report(D: object, *, d: int = 384, n_heads: int = 12) -> pd.S
         f"ALiBi {n_heads} heads": alibi_encoding(n, n_heads),
     }
     values = {"Toeplitz floor": circulant_distance(Dm, kind="toeplitz") ** 2}
-    with _small_blas(n):
+    with small_blas(n):
         values.update({name: stress(P, Dm, scale="optimal") for name, P in encodings.items()})
     return pd.Series(values, dtype=np.float64)
 
@@ -545,7 +544,7 @@ def fourier_alignment(B: object, *, k: int = 4, basis: Basis = "dft") -> Fourier
     if basis not in ("dft", "sinusoid"):
         raise ValueError(f"unknown basis {basis!r}; use 'dft' (discrete Fourier frequencies) or 'sinusoid' (any frequency)")
     A = _symmetric(B)
-    with _small_blas(A.shape[0]):
+    with small_blas(A.shape[0]):
         lam, V = _top_eigenpairs(A, k)
         return _alignment(lam, V, basis, float(np.trace(A)))
 
@@ -621,7 +620,7 @@ def stationarity_measures(D: object, *, k: int = 4) -> pd.Series:
     """
     Dm = check_distance_matrix(D)
     B = double_centered_gram(Dm)
-    with _small_blas(B.shape[0]):
+    with small_blas(B.shape[0]):
         lam, V = _top_eigenpairs(B, k)
         trace = float(np.trace(B))
         dft = _alignment(lam, V, "dft", trace)
@@ -803,7 +802,7 @@ def plot_stationarity_sweep(
         if corpora is not None and col in corpora.columns:
             for j, (name, val) in enumerate(corpora[col].items()):
                 ax.axhline(float(val), color=f"C{j}", ls="--", lw=1.2, label=str(name))
-        _zero_symlog_axis(ax, knobs)
+        symlog_axis(ax, knobs)
         ax.set_xlabel("non-stationarity knob")
         ax.set_title(col, fontsize=10)
         ax.set_ylim(-0.02, 1.02)
