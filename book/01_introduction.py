@@ -114,33 +114,45 @@ if "google.colab" in sys.modules:
 # %% [markdown]
 # ## The companion package
 #
-# Everything the chapters compute goes through `posgeo`. Its public functions are pure
-# (numpy arrays and torch tensors in, small frozen dataclasses out); randomness enters only
-# through an explicit `seed=` argument, so a chapter gives the same numbers every time it
-# runs. Here is the version this book was built with, and its public names grouped by
-# module:
+# Everything the chapters compute goes through `posgeo`, in three parts:
+#
+# - **the library**, `import posgeo as pg`: one flat namespace of reusable tools (corpora
+#   and marginals, the geometry estimators, Hellinger distances, MDS and stress, encodings,
+#   a small transformer and its one training loop, metrics, pretrained models). Its
+#   functions are pure (numpy arrays and torch tensors in, small frozen dataclasses out);
+#   randomness enters only through an explicit `seed=` argument, so a chapter gives the same
+#   numbers every time it runs;
+# - **the experiments**, `from posgeo.experiments import <topic> as ex`: each chapter's
+#   recipe (its settings, runs, tables and plots), built only from the library's public
+#   names. In a chapter, `pg.` is a tool you can reuse and `ex.` is that chapter's recipe;
+# - **the audit**, `posgeo.audit` and the `posgeo audit` command ({doc}`11_audit`).
+#
+# Here is the version this book was built with, and its public names, part by part:
 
 # %%
-from types import ModuleType
+import importlib
 
 import pandas as pd
 from IPython.display import display
 
 import posgeo
+import posgeo.audit
+import posgeo.experiments
 
-print(f"posgeo {posgeo.__version__}")
+print(f"posgeo {posgeo.__version__}: {len(posgeo.__all__) - 1} names in the library namespace")
 
-modules = {
-    name.lstrip("_"): module
-    for name, module in sorted(vars(posgeo).items())
-    if name.startswith("_") and isinstance(module, ModuleType) and hasattr(module, "__all__")
-}
+EXPERIMENTS = ("statistics", "stress", "equivariance", "separation", "circulant", "lowrank", "ntk", "layers",
+               "nope", "tasks", "papers")
+parts = [("library", f"posgeo ({m.__name__.removeprefix('posgeo.')})", m) for m in posgeo.LIBRARY_MODULES]
+parts += [("library", "posgeo.validation", importlib.import_module("posgeo.validation"))]
+parts += [("experiments", f"posgeo.experiments.{t}", importlib.import_module(f"posgeo.experiments.{t}")) for t in EXPERIMENTS]
+parts += [("audit", "posgeo.audit", posgeo.audit)]
 api = pd.DataFrame(
     [
-        {"module": name, "names": len(module.__all__), "public names": ", ".join(sorted(module.__all__))}
-        for name, module in modules.items()
+        {"part": part, "module": name, "names": len(module.__all__), "public names": ", ".join(sorted(module.__all__))}
+        for part, name, module in parts
     ]
-).set_index("module")
+).set_index(["part", "module"])
 with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
     display(api)
 

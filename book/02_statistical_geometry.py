@@ -63,6 +63,8 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import statistics as ex
+from posgeo.experiments import BOOK_CORPORA
 
 pg.notebook_setup()
 
@@ -86,13 +88,13 @@ pg.notebook_setup()
 # 300 reach position 48.
 
 # %%
-N_POSITIONS = {"synthetic": 32, "sst2": 48, "imdb": 510}
+N_POSITIONS = dict(BOOK_CORPORA)
 corpora = {
     "synthetic": pg.load_corpus("synthetic", "train"),
     "sst2": pg.load_corpus("sst2", "train"),
     "imdb": pg.load_corpus("imdb", "train"),
 }
-pg.corpus_summary(corpora, N_POSITIONS)
+ex.corpus_summary(corpora, N_POSITIONS)
 
 # %% [markdown]
 # ## Per-position distributions and their Hellinger distances
@@ -172,7 +174,7 @@ pg.plot_noise_floor(list(geometries.values()))
 # the squared plug-in distances $\sum_{i<j} \hat d^2_{ij}$ that the correction removes.
 
 # %%
-summary = pg.geometry_summary(geometries)
+summary = ex.geometry_summary(geometries)
 summary
 
 # %% [markdown]
@@ -217,7 +219,7 @@ small = pg.corpus_geometry(pg.load_corpus("synthetic", "train", max_sequences=30
 rel_error = lambda M: np.linalg.norm(M - truth) / np.linalg.norm(truth)  # noqa: E731
 errors = pd.DataFrame(
     {
-        label: {"plug-in": rel_error(g.distances), "first-order": rel_error(g.first_order), "matched": rel_error(g.debiased)}
+        label: {"plug-in": rel_error(g.distances), "first-order": rel_error(g.first_order), "matched": rel_error(g.matched)}
         for label, g in {"20,000 sequences": geometries["synthetic"], "300 sequences": small}.items()
     }
 ).T
@@ -270,7 +272,7 @@ pd.DataFrame({name: fisher_rao_over_chord(g) for name, g in geometries.items()})
 # - On real corpora a large share of the plug-in Hellinger distances is sampling noise,
 #   growing with position as fewer sequences reach it; on IMDB it is most of it. Measure
 #   the noise floor before reading a distance (`hellinger_noise_floor`) and use a corrected
-#   estimate (`matched_hellinger_matrix`, `corpus_geometry(...).debiased`).
+#   estimate (`matched_hellinger_matrix`, `corpus_geometry(...).matched`).
 #
 # ## Exercises
 #

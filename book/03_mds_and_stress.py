@@ -58,6 +58,9 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import stress as ex
+from posgeo.experiments import papers
+from posgeo.experiments import BOOK_CORPORA
 
 pg.notebook_setup()
 
@@ -66,7 +69,7 @@ pg.notebook_setup()
 # that chapter has run):
 
 # %%
-N_POSITIONS = {"synthetic": 32, "sst2": 48, "imdb": 510}
+N_POSITIONS = dict(BOOK_CORPORA)
 geometries = {
     name: pg.corpus_geometry(pg.load_corpus(name, "train"), n, min_count=1000) for name, n in N_POSITIONS.items()
 }
@@ -168,7 +171,7 @@ ranks = pd.concat(
     {
         "": pd.DataFrame({name: {"n": g.n_positions} for name, g in geometries.items()}).T,
         "plug-in": pd.DataFrame({name: rank_report(g.distances) for name, g in geometries.items()}).T,
-        "corrected": pd.DataFrame({name: rank_report(g.debiased) for name, g in geometries.items()}).T,
+        "corrected": pd.DataFrame({name: rank_report(g.matched) for name, g in geometries.items()}).T,
     },
     axis=1,
 )
@@ -176,7 +179,7 @@ ranks
 
 # %%
 pg.plot_spectra({f"{name} plug-in": pg.classical_mds(g.distances).eigenvalues for name, g in geometries.items()}
-                | {f"{name} corrected": pg.classical_mds(g.debiased).eigenvalues for name, g in geometries.items() if name != "synthetic"})
+                | {f"{name} corrected": pg.classical_mds(g.matched).eigenvalues for name, g in geometries.items() if name != "synthetic"})
 
 # %% [markdown]
 # On the synthetic corpus a handful of dimensions carry the geometry. On the real corpora
@@ -224,7 +227,7 @@ ranks[[("plug-in", "rank 90%"), ("corrected", "rank 90%")]]
 
 # %%
 table = pg.learned_position_table()  # all-MiniLM-L6-v2, shape (512, 384)
-encodings = {name: pg.model_encodings(n, learned=table[1 : n + 1]) for name, n in N_POSITIONS.items()}
+encodings = {name: ex.model_encodings(n, learned=table[1 : n + 1]) for name, n in N_POSITIONS.items()}
 pd.DataFrame({name: {enc: P.shape[1] for enc, P in encs.items()} for name, encs in encodings.items()}).rename_axis("encoding")
 
 # %% [markdown]
@@ -253,7 +256,7 @@ pd.DataFrame({name: {enc: P.shape[1] for enc, P in encs.items()} for name, encs 
 # standard encodings.
 
 # %%
-stress_plugin = pg.stress_comparison(geometries, encodings)
+stress_plugin = ex.stress_comparison(geometries, encodings)
 stress_plugin.where(stress_plugin > 1e-12, 0.0)  # values below 1e-12 are rounding: shown as 0
 
 # %%
@@ -296,7 +299,7 @@ assert optimal.loc["random d=384", "imdb"] < optimal.loc["sinusoidal d=384", "im
 # and PMDS stress 0.009 on its synthetic corpus and about 0 on the real ones.
 
 # %%
-paper = pg.PAPER_P1
+paper = papers.PAPER_P1
 comparison = pd.DataFrame(
     [
         ("SST-2", "sinusoidal (raw)", paper["stress/sst2/sinusoidal"], raw.loc["sinusoidal d=384", "sst2"], raw.loc["sinusoidal d=768", "sst2"]),
@@ -356,7 +359,7 @@ small_slopes.agg(["min", "max"])
 # distances (scale-optimal stress) shows what the noise does to each comparison:
 
 # %%
-stress_corrected = pg.stress_comparison(geometries, encodings, target="debiased")
+stress_corrected = ex.stress_comparison(geometries, encodings, target="matched")
 noise_effect = pd.concat(
     {
         "plug-in": stress_plugin.xs("optimal", axis=1, level=1),

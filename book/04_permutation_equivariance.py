@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import equivariance as ex
 
 pg.notebook_setup()
 
@@ -117,7 +118,7 @@ pg.notebook_setup()
 # end of the chapter); models run on a GPU when there is one (`device="auto"`):
 
 # %%
-settings = pg.equivariance_settings()
+settings = ex.equivariance_settings()
 device = pg.resolve_device(settings.device)
 pd.Series({k: v for k, v in dataclasses.asdict(settings).items() if k != "variants"}, name=settings.profile).to_frame()
 
@@ -150,10 +151,10 @@ pd.Series({name: pg.count_parameters(model) for name, model in encoders.items()}
 rng = np.random.default_rng(0)
 X = rng.standard_normal((settings.batch_size, settings.seq_len, settings.verify_d_model))
 errors = {
-    f"posgeo, {name}": pg.equivariance_errors(pg.sequence_map(model), X, n_permutations=settings.n_permutations, seed=1)
+    f"posgeo, {name}": ex.equivariance_errors(ex.sequence_map(model), X, n_permutations=settings.n_permutations, seed=1)
     for name, model in encoders.items()
 }
-pg.equivariance_table(errors)
+ex.equivariance_table(errors)
 
 # %% [markdown]
 # **A pretrained encoder.** The same check on a real model: all-MiniLM-L6-v2
@@ -174,17 +175,17 @@ pretrained_models = {
 }
 X_pretrained = rng.standard_normal((settings.pretrained_batch_size, settings.pretrained_seq_len, pretrained.config.hidden_size))
 errors |= {
-    name: pg.equivariance_errors(pg.sequence_map(model), X_pretrained, n_permutations=settings.n_permutations, seed=1)
+    name: ex.equivariance_errors(ex.sequence_map(model), X_pretrained, n_permutations=settings.n_permutations, seed=1)
     for name, model in pretrained_models.items()
 }
-pg.equivariance_table(errors)
+ex.equivariance_table(errors)
 
 # %% [markdown]
 # Every permutation's error, relative to the output scale, on a log axis (dashed lines at
 # $10^{-5}$ and $10^{-2}$; dotted lines at the float64 and float32 machine epsilons):
 
 # %%
-pg.plot_equivariance_errors(errors)
+ex.plot_equivariance_errors(errors)
 
 # %% [markdown]
 # Without positions, the posgeo encoder and the pretrained encoder in float64 are
@@ -224,7 +225,7 @@ assert (relative.drop(position_free) > 1e-2).all()
 # sequences right, and `chance_interval` gives the central 99% range of $K/N$:
 
 # %%
-chance = pg.chance_interval(settings.eval_samples, chance=0.5, level=0.99)
+chance = ex.chance_interval(settings.eval_samples, chance=0.5, level=0.99)
 pd.DataFrame([dataclasses.asdict(chance)])
 
 # %% [markdown]
@@ -232,7 +233,7 @@ pd.DataFrame([dataclasses.asdict(chance)])
 # training loss below; runs are cached under `POSGEO_CACHE_DIR`).
 
 # %%
-runs = pg.train_order_tasks(settings)
+runs = ex.train_order_tasks(settings)
 pd.DataFrame(
     {task: {label: runs[task, label].final("loss") for label, _, _ in settings.variants} for task in settings.tasks()}
 ).rename_axis("final training loss")
@@ -244,7 +245,7 @@ pd.DataFrame(
 # **reversal** of the sequence.
 
 # %%
-table = pg.order_task_table(runs, settings)
+table = ex.order_task_table(runs, settings)
 table
 
 # %% [markdown]
@@ -309,7 +310,7 @@ accuracy.assign(chance_low=chance.low, chance_high=chance.high)
 # verification encoder (4 layers, width 256) and 1,000 permutations; bert-base-uncased
 # {cite:p}`devlin2019bert` as the pretrained model, on longer inputs; trained encoders of
 # width 128 with 4 layers on sequences of 32 tokens for 3,000 steps, evaluated on 16,384
-# sequences. Every size is in `pg.equivariance_settings("full")`. It needs a GPU for the
+# sequences. Every size is in `ex.equivariance_settings("full")`. It needs a GPU for the
 # training and the Hugging Face hub for bert-base-uncased. Locally:
 #
 # ```bash
@@ -405,7 +406,7 @@ accuracy.assign(chance_low=chance.low, chance_high=chance.high)
 # of its elements, and the rest of the layer is token-wise. So the last output is a
 # function of the last token and of the multiset of the others. To measure it, build
 # `cfg = dataclasses.replace(settings.verification_config("none", causal=True), n_layers=1)`,
-# `fn = pg.sequence_map(pg.Transformer(cfg, seed=0).double().eval())`, and compare
+# `fn = ex.sequence_map(pg.Transformer(cfg, seed=0).double().eval())`, and compare
 # `fn(X[:, perm])[:, -1]` with `fn(X)[:, -1]` for permutations `perm` that keep slot 15 in
 # place: over 50 of them the largest change is $10^{-15}$ ($4 \cdot 10^{-16}$ of the output
 # scale), rounding. With two layers it is about 0.3 of the output scale: the first layer's

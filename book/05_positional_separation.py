@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import separation as ex
 
 pg.notebook_setup()
 
@@ -130,7 +131,7 @@ fixture_stats.loc[["line, spacing 0.5", "shifted by 100"], ["normalised", "relat
 # the end of the chapter). Every run is cached on disk (`POSGEO_CACHE_DIR`).
 
 # %%
-settings = pg.separation_settings()
+settings = ex.separation_settings()
 settings.table()
 
 # %% [markdown]
@@ -152,7 +153,7 @@ settings.table()
 #   order-sensitive, but condition (i) fails.
 # - **sst2 MLM**: masked-token prediction on the first 16 word pieces of SST-2 sentences
 #   {cite:p}`socher2013sst` with at least 16 of them. The vocabulary is cut to the 1,000 most
-#   frequent word pieces plus UNK and PAD (`pg.corpus_mlm_task`).
+#   frequent word pieces plus UNK and PAD (`ex.corpus_mlm_task`).
 #
 # The probes each break one condition:
 #
@@ -168,7 +169,7 @@ settings.table()
 
 # %%
 sst2 = pg.load_corpus(settings.text_corpus, "train")
-experiments = pg.separation_experiments(settings, text=sst2)
+experiments = ex.separation_experiments(settings, text=sst2)
 pd.DataFrame(
     {
         name: {
@@ -190,16 +191,16 @@ pd.DataFrame(
 # nothing distinguishes positions.
 
 # %%
-plain = pg.run_separation_experiments(
+plain = ex.run_separation_experiments(
     {name: experiments[name] for name in ["synthetic MLM", "first marker", "sst2 MLM", "(b) i.i.d. MLM"]},
     settings,
     progress=False,
 )
-pg.separation_table(plain, experiments)
+ex.separation_table(plain, experiments)
 
 # %%
-plain_trajectories = {name: pg.separation_trajectory(run.snapshots) for name, run in plain.items()}
-pg.plot_separation_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"])
+plain_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in plain.items()}
+ex.plot_separation_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"])
 
 # %% [markdown]
 # The minimum separation is strictly positive at every checkpoint of every run, as P1
@@ -242,15 +243,15 @@ pd.DataFrame({name: t["min_dist"].agg(["min", "max"]) for name, t in plain_traje
 # does the decay win completely.
 
 # %%
-probe = pg.run_separation_experiments(
+probe = ex.run_separation_experiments(
     experiments, settings, position_weight_decay=settings.position_weight_decay, progress=False
 )
-probe_table = pg.separation_table(probe, experiments)
+probe_table = ex.separation_table(probe, experiments)
 probe_table
 
 # %%
-probe_trajectories = {name: pg.separation_trajectory(run.snapshots) for name, run in probe.items()}
-pg.plot_separation_trajectories(
+probe_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in probe.items()}
+ex.plot_separation_trajectories(
     probe_trajectories,
     columns=("min_dist", "q50"),
     log=("min_dist", "q50"),
@@ -262,7 +263,7 @@ pg.plot_separation_trajectories(
 # four of the runs. The lower whisker of each box is the minimum separation.
 
 # %%
-pg.plot_distance_distributions(
+ex.plot_distance_distributions(
     {name: probe[name].snapshots for name in ["synthetic MLM", "(a) bag of tokens", "(b) i.i.d. MLM", "(c) first marker, uniform attn"]},
     ncols=4,
 )
@@ -359,14 +360,14 @@ pretrained_stats[["min_dist", "i", "j", "normalised"]]
 #
 # ### Fine-tuning on SST-2
 #
-# `pg.run_finetuning` fine-tunes a copy of the model for sentiment classification: a linear
+# `ex.run_finetuning` fine-tunes a copy of the model for sentiment classification: a linear
 # head on the final [CLS] vector, AdamW with learning rate $5 \cdot 10^{-5}$ and weight decay
 # 0.01, batches of 16 SST-2 training sentences truncated to 64 tokens, 80 steps. The whole
 # position table is recorded every 20 steps. Accuracy on 256 validation sentences before and
 # after:
 
 # %%
-finetuned = pg.run_finetuning(settings, progress=False)
+finetuned = ex.run_finetuning(settings, progress=False)
 pd.DataFrame(
     {corpus: {f"accuracy at step {step}": acc for step, acc in run.eval_accuracy} for corpus, run in finetuned.items()}
 ).T
@@ -375,8 +376,8 @@ pd.DataFrame(
 run = finetuned[settings.finetune_corpora[0]]
 finetune_trajectory = pd.concat(
     {
-        "all rows": pg.separation_trajectory(run.snapshots),
-        f"rows seen (< {run.positions_seen})": pg.separation_trajectory(run.snapshots, rows=run.positions_seen),
+        "all rows": ex.separation_trajectory(run.snapshots),
+        f"rows seen (< {run.positions_seen})": ex.separation_trajectory(run.snapshots, rows=run.positions_seen),
     }
 )
 finetune_trajectory[["step", "min_dist", "normalised", "relative", "q50", "i", "j"]]
@@ -413,7 +414,7 @@ change.rename(columns={"first": "min separation before", "last": "min separation
 # $\eta\lambda = 5 \cdot 10^{-5} \times 0.01 = 5 \cdot 10^{-7}$ per step.
 
 # %%
-pg.plot_row_drift(run.snapshots, seen=run.positions_seen, rows=128)
+ex.plot_row_drift(run.snapshots, seen=run.positions_seen, rows=128)
 
 # %% [markdown]
 # ## The full profile
@@ -431,12 +432,12 @@ pg.plot_row_drift(run.snapshots, seen=run.positions_seen, rows=128)
 #
 # In Colab, select a GPU runtime and run `import os; os.environ["POSGEO_PROFILE"] = "full"`
 # before the first cell. bert-base-uncased and the datasets then come from the Hugging Face
-# hub. `pg.separation_settings("full").table()` lists every size. The assertions above are
+# hub. `ex.separation_settings("full").table()` lists every size. The assertions above are
 # written as comparisons between runs, not as fixed numbers, so that they also apply to the
 # full profile. The printed values will of course differ.
 
 # %%
-pd.concat([pg.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
+pd.concat([ex.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
     ["d_model", "n_layers", "seq_len", "steps", "pretrained", "finetune_corpora", "finetune_steps", "finetune_max_length"]
 ]
 
@@ -467,9 +468,9 @@ pd.concat([pg.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
 # ## Exercises
 #
 # 1. Repeat the probe on the i.i.d. MLM with `position_weight_decay` of 1 and 30
-#    (`pg.run_separation_experiments({"(b) i.i.d. MLM": experiments["(b) i.i.d. MLM"]},
-#    settings, position_weight_decay=...)`, then `pg.separation_table` and
-#    `pg.separation_trajectory`). How does the noise floor scale with $\lambda$? Compare
+#    (`ex.run_separation_experiments({"(b) i.i.d. MLM": experiments["(b) i.i.d. MLM"]},
+#    settings, position_weight_decay=...)`, then `ex.separation_table` and
+#    `ex.separation_trajectory`). How does the noise floor scale with $\lambda$? Compare
 #    with the random-walk estimate $\sqrt{\eta / (2\lambda)}$ per coordinate, and explain the
 #    gap (hint: how large are the gradients on $P$ late in training compared with early on,
 #    and what does Adam's second-moment average, with $\beta_2 = 0.999$, remember?).
@@ -515,9 +516,9 @@ pd.concat([pg.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
 # ```
 #
 # 3. Fine-tune with sentences cut to 16 tokens (after `import dataclasses`,
-#    `pg.run_finetuning(dataclasses.replace(settings, finetune_max_length=(("sst2", 16),)))`)
+#    `ex.run_finetuning(dataclasses.replace(settings, finetune_max_length=(("sst2", 16),)))`)
 #    and look at rows 16 to 63 of the MiniLM table. Which statistics of
-#    `pg.separation_trajectory(run.snapshots, rows=64)` change, and why do rows that the model
+#    `ex.separation_trajectory(run.snapshots, rows=64)` change, and why do rows that the model
 #    never sees still matter for the minimum over all 512 rows?
 #
 # ```{admonition} Solution

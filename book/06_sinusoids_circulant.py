@@ -55,6 +55,8 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import circulant as ex
+from posgeo.experiments import BOOK_CORPORA
 
 pg.notebook_setup()
 
@@ -64,7 +66,7 @@ pg.notebook_setup()
 # (0.5), SST-2 over 48 positions and IMDB over 510.
 
 # %%
-N_POSITIONS = {"synthetic": 32, "sst2": 48, "imdb": 510}
+N_POSITIONS = dict(BOOK_CORPORA)
 geometries = {
     name: pg.corpus_geometry(pg.load_corpus(name, "train"), n, min_count=1000) for name, n in N_POSITIONS.items()
 }
@@ -75,11 +77,11 @@ pd.DataFrame({name: {"positions": g.n_positions} for name, g in geometries.items
 #
 # **Distance to circulant (or Toeplitz).** The circulant matrix nearest to $B$ in the
 # Frobenius norm replaces every wrapped diagonal $\{(i, (i + k) \bmod n)\}$ by its mean;
-# the Toeplitz one does the same along ordinary diagonals. `pg.circulant_distance(B,
+# the Toeplitz one does the same along ordinary diagonals. `ex.circulant_distance(B,
 # kind=...)` is $\lVert B - \Pi(B)\rVert_F / \lVert B\rVert_F$: 0 for a circulant
 # (Toeplitz) matrix, larger the further $B$ is from one.
 #
-# **{term}`Fourier alignment`.** For each of $B$'s top $k$ eigenvectors, `pg.fourier_alignment`
+# **{term}`Fourier alignment`.** For each of $B$'s top $k$ eigenvectors, `ex.fourier_alignment`
 # finds the frequency that holds the most of its energy, measured in the *plane*
 # $\mathrm{span}\{\cos(2\pi f i/n), \sin(2\pi f i/n)\}$, not on a single cosine. The
 # reason is degeneracy: a real symmetric circulant matrix has equal eigenvalues
@@ -122,9 +124,9 @@ reference = kernels["sinusoidal d=384"]
 kernel_table = pd.DataFrame.from_dict(
     {
         name: {
-            "Toeplitz distance < 1e-12": pg.circulant_distance(P @ P.T, kind="toeplitz") < 1e-12,
-            "circulant distance": pg.circulant_distance(P @ P.T),
-            "max kernel difference": float(np.abs(pg.toeplitz_profile(P @ P.T) / (P.shape[1] / 2) - pg.toeplitz_profile(reference @ reference.T) / 192).max()),
+            "Toeplitz distance < 1e-12": ex.circulant_distance(P @ P.T, kind="toeplitz") < 1e-12,
+            "circulant distance": ex.circulant_distance(P @ P.T),
+            "max kernel difference": float(np.abs(ex.toeplitz_profile(P @ P.T) / (P.shape[1] / 2) - ex.toeplitz_profile(reference @ reference.T) / 192).max()),
             "stress vs sinusoidal geometry": pg.stress(P, pg.pairwise_distances(reference), scale="optimal"),
         }
         for name, P in kernels.items()
@@ -147,7 +149,7 @@ assert (kernel_table["circulant distance"] > 0.01).all()
 assert np.allclose(kernels["RoPE d=384 (one head)"] @ kernels["RoPE d=384 (one head)"].T, reference @ reference.T)
 assert kernel_table.loc["RoPE d=384 (head 32)", "max kernel difference"] > 0.1
 assert (kernel_table["stress vs sinusoidal geometry"] < 0.01).all()
-pg.plot_offset_kernels(kernels)
+ex.plot_offset_kernels(kernels)
 
 # %% [markdown]
 # Why the per-head kernels stay so close: both frequency sets sample the same
@@ -180,8 +182,8 @@ pg.plot_offset_kernels(kernels)
 # %%
 floors = pd.concat(
     {
-        label: pd.DataFrame({name: pg.toeplitz_floor_report(getattr(g, target)) for name, g in geometries.items()}).T
-        for label, target in (("plug-in", "distances"), ("corrected", "debiased"))
+        label: pd.DataFrame({name: ex.toeplitz_floor_report(getattr(g, target)) for name, g in geometries.items()}).T
+        for label, target in (("plug-in", "distances"), ("corrected", "matched"))
     }
 )
 floors
@@ -208,7 +210,7 @@ assert (floors.drop(columns="Toeplitz floor").min(axis=1) >= floors["Toeplitz fl
 # %%
 D_ring = pg.hellinger_matrix(pg.synthetic_marginals(32, 64, nonstationarity=0.0))
 B_ring = pg.double_centered_gram(D_ring)
-ring_alignment = pg.fourier_alignment(B_ring, k=6)
+ring_alignment = ex.fourier_alignment(B_ring, k=6)
 pd.DataFrame(
     {
         "eigenvalue": ring_alignment.eigenvalues,
@@ -219,7 +221,7 @@ pd.DataFrame(
 )
 
 # %%
-assert pg.circulant_distance(B_ring) < 1e-12
+assert ex.circulant_distance(B_ring) < 1e-12
 assert np.allclose(ring_alignment.energy, 1.0) and ring_alignment.subspace_energy > 1 - 1e-12
 assert np.allclose(ring_alignment.eigenvalues[0::2], ring_alignment.eigenvalues[1::2])  # degenerate pairs
 {"circulant distance < 1e-12": True, "mean energy": round(ring_alignment.mean_energy, 6)}
@@ -242,9 +244,9 @@ assert np.allclose(ring_alignment.eigenvalues[0::2], ring_alignment.eigenvalues[
 # %%
 KNOBS = [0.0, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0]
 sweeps = {
-    "ring (true)": pg.stationarity_sweep(KNOBS, geometry="ring"),
-    "ring (sampled)": pg.stationarity_sweep(KNOBS, geometry="ring", marginals="sampled"),
-    "line (true)": pg.stationarity_sweep(KNOBS, geometry="line"),
+    "ring (true)": ex.stationarity_sweep(KNOBS, geometry="ring"),
+    "ring (sampled)": ex.stationarity_sweep(KNOBS, geometry="ring", marginals="sampled"),
+    "line (true)": ex.stationarity_sweep(KNOBS, geometry="line"),
 }
 MAIN = ["circulant distance (B)", "Toeplitz distance (D)", "DFT alignment", "sinusoid alignment"]
 ring = sweeps["ring (true)"]
@@ -288,26 +290,26 @@ pd.DataFrame({label: sw.loc[0.0, MAIN + ["Toeplitz distance (B)"]] for label, sw
 # %%
 real = pd.DataFrame(
     {
-        f"{name} {label}": pg.stationarity_measures(getattr(geometries[name], target))
+        f"{name} {label}": ex.stationarity_measures(getattr(geometries[name], target))
         for name in ("sst2", "imdb")
-        for label, target in (("plug-in", "distances"), ("corrected", "debiased"))
+        for label, target in (("plug-in", "distances"), ("corrected", "matched"))
     }
 ).T
 real
 
 # %% [markdown]
-# `pg.equivalent_knob` reads off where each value would sit on the ring sweep: the knob at
+# `ex.equivalent_knob` reads off where each value would sit on the ring sweep: the knob at
 # which the synthetic corpus has the same value, or `inf` when the corpus is further from
 # stationarity than the synthetic corpus at knob 100.
 
 # %%
 placement = pd.DataFrame(
-    {column: {corpus: pg.equivalent_knob(ring, column, value) for corpus, value in real[column].items()} for column in MAIN}
+    {column: {corpus: ex.equivalent_knob(ring, column, value) for corpus, value in real[column].items()} for column in MAIN}
 )
 placement
 
 # %%
-pg.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real)
+ex.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real)
 
 # %% [markdown]
 # Where the real corpora sit:
@@ -330,9 +332,9 @@ pg.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real)
 
 # %%
 top_modes = {
-    f"{name} {label}": pg.fourier_alignment(pg.double_centered_gram(getattr(geometries[name], target)), k=3, basis="sinusoid")
+    f"{name} {label}": ex.fourier_alignment(pg.double_centered_gram(getattr(geometries[name], target)), k=3, basis="sinusoid")
     for name in ("sst2", "imdb")
-    for label, target in (("plug-in", "distances"), ("corrected", "debiased"))
+    for label, target in (("plug-in", "distances"), ("corrected", "matched"))
 }
 first_mode = pd.DataFrame(
     {
@@ -352,8 +354,8 @@ assert (real["circulant distance (B)"] > ring["circulant distance (B)"].max()).a
 assert (real["DFT alignment"] < ring["DFT alignment"].min()).all()
 assert (first_mode["best frequency (cycles)"] < 0.5).all() and (first_mode["energy"] > 0.9).all()
 assert (first_mode["energy, eigenvectors 2-3"] < 0.9).all()
-knob2_alignment = pg.fourier_alignment(pg.double_centered_gram(pg.hellinger_matrix(pg.synthetic_marginals(32, 64, nonstationarity=2.0))), k=3)
-pg.plot_fourier_modes(
+knob2_alignment = ex.fourier_alignment(pg.double_centered_gram(pg.hellinger_matrix(pg.synthetic_marginals(32, 64, nonstationarity=2.0))), k=3)
+ex.plot_fourier_modes(
     {"ring, knob 0": ring_alignment, "ring, knob 2": knob2_alignment, "SST-2": top_modes["sst2 corrected"], "IMDB": top_modes["imdb corrected"]},
     k=3,
 )
@@ -419,11 +421,11 @@ pg.plot_fourier_modes(
 # $D^{\circ 2}$ is circulant when $D$ is, and $J = I - \tfrac1n \mathbf 1\mathbf 1^\top$ is
 # circulant ($\mathbf 1 \mathbf 1^\top$ has all entries equal). Products of circulant
 # matrices are circulant (they are all diagonalised by the same Fourier basis), so $B$ is
-# circulant: `pg.circulant_distance(B_ring) < 1e-12` above. Toeplitz matrices are not
+# circulant: `ex.circulant_distance(B_ring) < 1e-12` above. Toeplitz matrices are not
 # closed under products, and double centring breaks the Toeplitz form: for
 # `D = np.abs(np.subtract.outer(np.arange(16.0), np.arange(16.0)))`,
-# `pg.circulant_distance(D, kind="toeplitz")` is 0 while
-# `pg.circulant_distance(pg.double_centered_gram(D), kind="toeplitz")` is about 0.5.
+# `ex.circulant_distance(D, kind="toeplitz")` is 0 while
+# `ex.circulant_distance(pg.double_centered_gram(D), kind="toeplitz")` is about 0.5.
 # ```
 #
 # 2. A linear drift $v_i = i - \bar\imath$ is the simplest non-periodic signal. What share
@@ -431,7 +433,7 @@ pg.plot_fourier_modes(
 #
 # ```{admonition} Solution
 # :class: dropdown
-# `pg.frequency_energy(np.arange(510) - 254.5)[1]` is about 0.61. The DFT of a ramp has
+# `ex.frequency_energy(np.arange(510) - 254.5)[1]` is about 0.61. The DFT of a ramp has
 # coefficients proportional to $1/\sin(\pi f/n) \approx n/(\pi f)$, so the energy at pair
 # $f$ is proportional to $1/f^2$, and frequency 1 holds
 # $1 / \sum_{f\ge1} f^{-2} = 6/\pi^2 \approx 0.61$. The wrap-around jump from $v_{n-1}$
@@ -446,7 +448,7 @@ pg.plot_fourier_modes(
 # ```{admonition} Solution
 # :class: dropdown
 # At the default concentration it is circulant to rounding:
-# `pg.circulant_distance(pg.double_centered_gram(pg.hellinger_matrix(pg.synthetic_marginals(32, 48))))`
+# `ex.circulant_distance(pg.double_centered_gram(pg.hellinger_matrix(pg.synthetic_marginals(32, 48))))`
 # is of order $10^{-16}$. The Bhattacharyya sums $\sum_v \sqrt{\mu_i(v)\mu_j(v)}$ are sums
 # of a smooth periodic function over a uniform grid, which agree with the (shift-invariant)
 # integral to exponential accuracy. Only very peaked bumps on a coarse grid show the

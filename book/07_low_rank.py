@@ -57,6 +57,9 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import lowrank as ex
+from posgeo.experiments import papers
+from posgeo.experiments import BOOK_CORPORA
 
 pg.notebook_setup()
 
@@ -64,13 +67,13 @@ pg.notebook_setup()
 # The corpora and their geometries (plug-in and noise-corrected distances, chapter 2):
 
 # %%
-N_POSITIONS = {"synthetic": 32, "sst2": 48, "imdb": 510}
+N_POSITIONS = dict(BOOK_CORPORA)
 geometries = {
     name: pg.corpus_geometry(pg.load_corpus(name, "train"), n, min_count=1000) for name, n in N_POSITIONS.items()
 }
 targets = {
     f"{name} {label}": getattr(g, attr)
-    for label, attr in (("plug-in", "distances"), ("corrected", "debiased"))
+    for label, attr in (("plug-in", "distances"), ("corrected", "matched"))
     for name, g in geometries.items()
 }
 pd.DataFrame({label: {"positions": D.shape[0]} for label, D in targets.items()})
@@ -87,7 +90,7 @@ pd.DataFrame({label: {"positions": D.shape[0]} for label, D in targets.items()})
 # 99% of the spectral mass, or the entropy rank {cite:p}`roy2007effective`.
 
 # %%
-ranks = pg.effective_rank_table(targets).round(4)
+ranks = ex.effective_rank_table(targets).round(4)
 ranks
 
 # %%
@@ -97,7 +100,7 @@ assert (ranks.loc[plug_in, "negative share"] == 0).all()
 assert ranks.loc["synthetic plug-in", "rank 99%"] <= 16
 for name in ("sst2", "imdb"):
     assert ranks.loc[f"{name} corrected", "rank 90%"] < ranks.loc[f"{name} plug-in", "rank 90%"]
-pg.plot_spectra(pg.gram_spectra(targets))
+pg.plot_spectra(ex.gram_spectra(targets))
 
 # %% [markdown]
 # On the plug-in geometries the exact rank is $n - 1$ everywhere. The synthetic corpus
@@ -114,13 +117,13 @@ pg.plot_spectra(pg.gram_spectra(targets))
 # ## Stress against the rank of the encoding
 #
 # Spectral energy measures how well a rank-$r$ encoding reproduces $B$ (strain). P1's
-# criterion is stress. `pg.rank_r_stress_curve` builds rank-$r$ classical MDS from one
+# criterion is stress. `ex.rank_r_stress_curve` builds rank-$r$ classical MDS from one
 # eigendecomposition and refines each with SMACOF (the stress-optimal encoding of that
 # dimension, chapter 3).
 
 # %%
 RANKS = [1, 2, 3, 4, 6, 8, 12, 16, 24]
-curves = {label: pg.rank_r_stress_curve(D, RANKS) for label, D in targets.items()}
+curves = {label: ex.rank_r_stress_curve(D, RANKS) for label, D in targets.items()}
 pd.DataFrame({label: curve["SMACOF optimal"] for label, curve in curves.items()}).round(4)
 
 # %% [markdown]
@@ -137,7 +140,7 @@ for curve in curves.values():
 assert curves["synthetic plug-in"].loc[3, "SMACOF optimal"] < 0.01
 assert (curves["imdb corrected"]["SMACOF optimal"].loc[4:] > 0.02).all()  # the non-Euclidean residual
 assert curves["imdb corrected"]["classical optimal"].diff().max() > 0  # classical MDS is not monotone here
-pg.plot_rank_stress_curves(curves)
+ex.plot_rank_stress_curves(curves)
 
 # %% [markdown]
 # Scale-optimal stress of the SMACOF encoding by rank (the first table), and in the figure
@@ -163,19 +166,19 @@ pg.plot_rank_stress_curves(curves)
 # scale-optimal stress.
 
 # %%
-claim = pg.lowrank_claim_table(geometries["synthetic"].distances, n_positions=32, d=128, rank=3)
+claim = ex.lowrank_claim_table(geometries["synthetic"].distances, n_positions=32, d=128, rank=3)
 claim
 
 # %%
-assert claim.loc["parameters (rank r)", "SMACOF"] == pg.lowrank_parameter_count(32, 128, 3) == 480
-assert round(claim.loc["parameter saving", "SMACOF"], 2) == pg.PAPER_P1_LOWRANK["parameter_saving"]
-assert claim.loc["stress reduction (raw)", "classical MDS"] >= pg.PAPER_P1_LOWRANK["stress_reduction"]
+assert claim.loc["parameters (rank r)", "SMACOF"] == ex.lowrank_parameter_count(32, 128, 3) == 480
+assert round(claim.loc["parameter saving", "SMACOF"], 2) == papers.PAPER_P1_LOWRANK["parameter_saving"]
+assert claim.loc["stress reduction (raw)", "classical MDS"] >= papers.PAPER_P1_LOWRANK["stress_reduction"]
 assert claim.loc["stress reduction (scale-optimal)", "SMACOF"] < 0.9
 implied = pd.Series(
     {
-        "P1's rank-r stress reduction": pg.PAPER_P1_LOWRANK["stress_reduction"],
-        "P1's PMDS stress on its synthetic corpus": pg.PAPER_P1["stress/synthetic/pmds"],
-        "implied sinusoidal raw stress": pg.PAPER_P1["stress/synthetic/pmds"] / (1 - pg.PAPER_P1_LOWRANK["stress_reduction"]),
+        "P1's rank-r stress reduction": papers.PAPER_P1_LOWRANK["stress_reduction"],
+        "P1's PMDS stress on its synthetic corpus": papers.PAPER_P1["stress/synthetic/pmds"],
+        "implied sinusoidal raw stress": papers.PAPER_P1["stress/synthetic/pmds"] / (1 - papers.PAPER_P1_LOWRANK["stress_reduction"]),
         "our sinusoidal raw stress (d=128)": claim.loc["stress sinusoidal (raw)", "SMACOF"],
     }
 )
@@ -228,11 +231,11 @@ implied
 # lets torch use every core.)
 
 # %%
-settings = pg.lowrank_settings()
+settings = ex.lowrank_settings()
 pd.Series(dataclasses.asdict(settings), dtype=object).to_frame("value")
 
 # %%
-trained = pg.lowrank_training_sweep(settings, threads=1 if pg.current_profile() == "small" else None)
+trained = ex.lowrank_training_sweep(settings, threads=1 if pg.current_profile() == "small" else None)
 trained
 
 # %%
@@ -241,13 +244,13 @@ pd.Series(trained.attrs, name="reference").to_frame()
 # %%
 n, d = settings.n_positions, settings.d_model
 for label, row in trained.iterrows():
-    expected = pg.lowrank_parameter_count(n, d, row["rank"]) if row["position"] == "lowrank" else (n * d if label == "learned" else 0)
+    expected = ex.lowrank_parameter_count(n, d, row["rank"]) if row["position"] == "lowrank" else (n * d if label == "learned" else 0)
     assert row["parameters"] == expected
 assert trained.loc["none", "information"] < 0.05
 assert (trained.drop(index="none")["information"] > 0.7).all()
 assert trained.loc["rank 1", "information"] < trained.loc["learned", "information"]
 assert (trained.loc[["rank 8", "learned"], "stress"] < trained.loc[["rank 8", "learned"], "stress at init"]).all()
-pg.plot_accuracy_vs_parameters(trained)
+ex.plot_accuracy_vs_parameters(trained)
 
 # %% [markdown]
 # What the sweep shows (small profile; one seed, so differences of a few percent between
@@ -271,8 +274,8 @@ pg.plot_accuracy_vs_parameters(trained)
 #   for the layers above it.
 
 # %%
-task, marginals = pg.synthetic_mlm_task(settings)
-optimum = pg.rank_r_stress_curve(pg.hellinger_matrix(marginals), list(settings.ranks))
+task, marginals = ex.synthetic_mlm_task(settings)
+optimum = ex.rank_r_stress_curve(pg.hellinger_matrix(marginals), list(settings.ranks))
 pd.DataFrame({"trained table": trained.set_index("rank").loc[list(settings.ranks), "stress"], "rank-r SMACOF optimum": optimum["SMACOF optimal"]})
 
 # %% [markdown]
@@ -300,7 +303,7 @@ pd.DataFrame({"trained table": trained.set_index("rank").loc[list(settings.ranks
 #
 # ```{admonition} Solution
 # :class: dropdown
-# `pg.lowrank_parameter_count(512, 768, 16)` is $16 \cdot 1280 = 20480$ against
+# `ex.lowrank_parameter_count(512, 768, 16)` is $16 \cdot 1280 = 20480$ against
 # $512 \cdot 768 = 393216$, a saving of 94.8%. For $n = d = 32$, rank 16 gives
 # $16 \cdot 64 = 1024 = 32 \cdot 32$: no saving at all. A factorisation pays only when
 # $r < nd/(n + d)$; for a square table that is $r < n/2$.

@@ -57,6 +57,9 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import ntk as ex
+from posgeo.experiments import papers, separation, stress
+from posgeo.experiments import BOOK_CORPORA
 
 pg.notebook_setup()
 
@@ -124,7 +127,7 @@ sanity["rate"]
 # of the plug-in Hellinger matrix, full rank and $k = 3$), the sinusoidal and RoPE
 # constructions at $d = 384$ and $768$, ALiBi, Gaussian vectors and the learned table of
 # all-MiniLM-L6-v2 (our position $i$ is its row $i + 1$, after `[CLS]`). On the synthetic
-# corpus two tables trained from scratch join them (`pg.from_scratch_tables`, cached): an
+# corpus two tables trained from scratch join them (`ex.from_scratch_tables`, cached): an
 # MLM on the synthetic corpus itself and a classifier for `FirstMarkerTask` (does marker A
 # come before marker B?), each a one-block transformer with a learned table of 32 rows.
 # The classifier never saw the corpus, so only its offset-ordered rate means something.
@@ -132,22 +135,22 @@ sanity["rate"]
 # chapter 5's text runs.
 #
 # Columns: pairs ordered by offset, by the plug-in Hellinger distances, and by the
-# noise-corrected distances of chapter 2 (`.debiased`).
+# noise-corrected distances of chapter 2 (`.matched`).
 
 # %%
-N_POSITIONS = {"synthetic": 32, "sst2": 48, "imdb": 510}
+N_POSITIONS = dict(BOOK_CORPORA)
 corpora = {name: pg.load_corpus(name, "train") for name in N_POSITIONS}
 geometries = {name: pg.corpus_geometry(corpora[name], n, min_count=1000) for name, n in N_POSITIONS.items()}
-settings = pg.ntk_settings()
+settings = ex.ntk_settings()
 minilm = pg.learned_position_table()
-scratch = pg.from_scratch_tables(settings)
+scratch = ex.from_scratch_tables(settings)
 encodings = {
     name: {"PMDS full": pg.classical_mds(g.distances).coords, "PMDS k=3": pg.classical_mds(g.distances, 3).coords}
-    | pg.model_encodings(g.n_positions, learned=minilm[1 : g.n_positions + 1])
+    | stress.model_encodings(g.n_positions, learned=minilm[1 : g.n_positions + 1])
     | (scratch if name == "synthetic" else {})
     for name, g in geometries.items()
 }
-rates = pg.monotonicity_table(geometries, encodings)
+rates = ex.monotonicity_table(geometries, encodings)
 rates
 
 # %% [markdown]
@@ -193,7 +196,7 @@ rates.loc[["ALiBi 12 heads", "sinusoidal d=384", "PMDS full", "MiniLM learned"],
 # Chapter 5 trains an encoder from scratch on real text for Theorem 4: masked-token
 # prediction on the first 16 tokens of the SST-2 sentences that have at least 16, with the
 # 1,000 most frequent tokens (plus UNK and PAD), two blocks of width 32 and a learned table
-# of 16 rows. `pg.from_scratch_text_tables` returns the tables of that recipe: for SST-2 it
+# of 16 rows. `ex.from_scratch_text_tables` returns the tables of that recipe: for SST-2 it
 # is chapter 5's run itself (same settings, same cache key), for IMDB the same recipe on
 # the first 16 tokens of the reviews. The width and the vocabulary cut keep these runs
 # within the CPU budget; the cost is the short window, so the comparison is made at
@@ -202,11 +205,11 @@ rates.loc[["ALiBi 12 heads", "sinusoidal d=384", "PMDS full", "MiniLM learned"],
 
 # %%
 text_corpora = {name: corpora[name] for name in ("sst2", "imdb")}
-separation = pg.separation_settings()
-text_tables = pg.from_scratch_text_tables(text_corpora, separation)
+separation = separation.separation_settings()
+text_tables = ex.from_scratch_text_tables(text_corpora, separation)
 n_text = separation.text_seq_len
 text_geometries = {name: pg.corpus_geometry(c, n_text, min_count=1000) for name, c in text_corpora.items()}
-text_rates = pg.monotonicity_table(
+text_rates = ex.monotonicity_table(
     text_geometries,
     {
         name: {
@@ -250,7 +253,7 @@ offset_rates
 # produced them; we set ours beside them in offset order, the conjecture's hypothesis.
 
 # %%
-paper = pg.PAPER_P1
+paper = papers.PAPER_P1
 beside = pd.DataFrame(
     {"P1": {"PMDS": paper["monotonicity/pmds"], "pretrained": paper["monotonicity/pretrained"], "random": paper["monotonicity/random"]}}
     | {
@@ -301,13 +304,13 @@ by_n.agg(["min", "max"])
 #
 # **A corpus with monotone geometry.** `pg.synthetic_marginals(..., geometry="line")`
 # places 64 tokens on a line and draws the token at position $i$ from a Gaussian bump
-# centred at $i/(n-1)$, with no non-stationary part (`pg.ntk_marginals`). Its Hellinger
+# centred at $i/(n-1)$, with no non-stationary part (`ex.ntk_marginals`). Its Hellinger
 # distances grow with the offset; only near the ends of the line, where the bumps are
 # cut off, a few comparisons flip. The bump concentration (1.0) is chosen so that
 # distances keep growing across the whole line instead of saturating at 1.
 
 # %%
-D_line = pg.hellinger_matrix(pg.ntk_marginals(settings))
+D_line = pg.hellinger_matrix(ex.ntk_marginals(settings))
 line_check = pd.Series(
     {
         "corpus distances, offset order": pg.monotonicity_violation_rate(distances=D_line),
@@ -322,31 +325,31 @@ assert line_check["corpus distances, offset order"] < 0.005
 line_check["corpus distances, offset order"]
 
 # %% [markdown]
-# **The two regimes.** `pg.train_position_table` trains a small transformer with a learned
+# **The two regimes.** `ex.train_position_table` trains a small transformer with a learned
 # position table on this corpus with one of two objectives:
 #
 # - **MLM**: 15% of the tokens are replaced by a mask token and predicted
 #   (`pg.MLMTask`); one block.
 # - **[CLS] classification**: is the sequence in corpus order or shuffled?
-#   (`pg.OrderDetectionTask`: a `[CLS]` token is prepended and the decision is read from
+#   (`ex.OrderDetectionTask`: a `[CLS]` token is prepended and the decision is read from
 #   it, `pooling="first"`; both classes have exactly the same tokens, so only order can
 #   tell them apart); two blocks.
 #
 # In the **frozen** regime the query, key, value and output maps of every block are frozen
 # at their initial values (`TrainConfig.freeze` with the parameter-name prefixes
-# `blocks.l.attn.`, from `pg.attention_prefixes`). The attention map is then the fixed map
+# `blocks.l.attn.`, from `ex.attention_prefixes`). The attention map is then the fixed map
 # of the linearised dynamics, and the table evolves under it. In the **full** regime
 # everything trains. Both regimes start from the same initialisation and see the same
 # batches (AdamW, $d = 32$, 300 steps of 32 sequences, one seed). The table below reports the
 # violation rate in offset and in (true) Hellinger order, the rate restricted to offsets
-# up to 4 (`pg.local_violation_rate`), the rate of the same table at initialisation, the
+# up to 4 (`ex.local_violation_rate`), the rate of the same table at initialisation, the
 # scale-optimal stress $\mathrm{stress}^*$ against the corpus, the relative change of the
 # attention weights, the accuracy, and $\mathrm{stress}^*$ of the table against the
 # frozen-attention table of the same objective (0 when full training reproduces the frozen
 # geometry up to scale).
 
 # %%
-comparison = pg.ntk_comparison(settings)
+comparison = ex.ntk_comparison(settings)
 comparison
 
 # %% [markdown]
@@ -355,7 +358,7 @@ comparison
 
 # %%
 runs = {
-    (objective, regime): pg.train_position_table(settings, objective=objective, regime=regime)
+    (objective, regime): ex.train_position_table(settings, objective=objective, regime=regime)
     for objective in ("mlm", "cls")
     for regime in ("frozen", "full")
 }
@@ -395,7 +398,7 @@ comparison[["rate (offset)", "initial rate", "stress* vs frozen"]]
 # position, rescaled to a maximum of 1, against the true Hellinger distance (black):
 
 # %%
-pg.plot_anchor_distances(
+ex.plot_anchor_distances(
     {f"{o} {r}": run.table for (o, r), run in runs.items()}, anchors=(0, 16), reference=D_line
 )
 
@@ -413,7 +416,7 @@ pg.plot_anchor_distances(
 mlm_frozen = pg.pairwise_distances(runs[("mlm", "frozen")].table)
 farthest_from_0 = int(np.argmax(mlm_frozen[0]))
 assert farthest_from_0 < settings.n_positions - 4  # the fold: the far end comes back
-assert pg.local_violation_rate(runs[("mlm", "frozen")].table, max_offset=8) < comparison.loc[("mlm", "frozen"), "rate (offset)"]
+assert ex.local_violation_rate(runs[("mlm", "frozen")].table, max_offset=8) < comparison.loc[("mlm", "frozen"), "rate (offset)"]
 farthest_from_0
 
 # %% [markdown]
@@ -428,7 +431,7 @@ farthest_from_0
 # The NTK regime is a limit: as the width grows, under the NTK parametrisation and step
 # size, every weight moves by a vanishing fraction of its size {cite:p}`jacot2018ntk`,
 # which is what lets the dynamics be linearised {cite:p}`chizat2019lazy`. Does full
-# training approach the frozen-attention solution as $d$ grows? `pg.width_sweep` trains
+# training approach the frozen-attention solution as $d$ grows? `ex.width_sweep` trains
 # both regimes of the classifier at $d = 16, 32, 64, 128$ (same initialisation and batches
 # per width) and reports the relative change of the attention weights and
 # $\mathrm{stress}^*$ between the full and the frozen tables.
@@ -442,13 +445,13 @@ farthest_from_0
 
 # %%
 sweeps = {
-    "lr ~ 1/width": pg.width_sweep(settings, lr_scaling="inverse"),
-    "constant lr": pg.width_sweep(settings, lr_scaling="constant"),
+    "lr ~ 1/width": ex.width_sweep(settings, lr_scaling="inverse"),
+    "constant lr": ex.width_sweep(settings, lr_scaling="constant"),
 }
 pd.concat(sweeps, names=["lr scaling"])
 
 # %%
-pg.plot_width_sweep(sweeps)
+ex.plot_width_sweep(sweeps)
 
 # %% [markdown]
 # With the learning rate scaled like $1/d$, the attention weights move less and less (a
@@ -477,11 +480,11 @@ assert constant.loc[128, "accuracy frozen"] < 0.6 < inverse.loc[128, "accuracy f
 # The small profile above runs on two CPU cores. `POSGEO_PROFILE=full` (set before
 # starting Jupyter, or `os.environ["POSGEO_PROFILE"] = "full"` in the first cell on Colab
 # with a GPU) trains for 3,000 steps of 128 sequences, sweeps widths up to 512 and
-# averages three seeds; `pg.ntk_settings("full")` lists the sizes. Every training run is
+# averages three seeds; `ex.ntk_settings("full")` lists the sizes. Every training run is
 # cached, so a second execution only reads results.
 
 # %%
-pd.DataFrame({p: vars(pg.ntk_settings(p)) for p in ("small", "full")}).drop(index="layers")
+pd.DataFrame({p: vars(ex.ntk_settings(p)) for p in ("small", "full")}).drop(index="layers")
 
 # %% [markdown]
 # ## Summary
@@ -544,9 +547,9 @@ pd.DataFrame({p: vars(pg.ntk_settings(p)) for p in ("small", "full")}).drop(inde
 # A post-norm block normalises after adding the attention and feed-forward outputs, so the
 # first LayerNorm still sees token embedding plus position and still discards length: the
 # fold need not disappear. A test trains both norms with `pg.train` (a
-# `pg.TransformerConfig` with `norm="post"` on the task `pg.ntk_task(settings, "mlm")`)
+# `pg.TransformerConfig` with `norm="post"` on the task `ex.ntk_task(settings, "mlm")`)
 # and compares the argmax of the distances from
-# position 0 and `pg.local_violation_rate` against the global rate, as in the cells above.
+# position 0 and `ex.local_violation_rate` against the global rate, as in the cells above.
 # Whatever the result, it is a statement about the architecture around the table, which
 # the linearised proof does not model.
 # ```

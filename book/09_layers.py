@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import layers as ex
 
 pg.notebook_setup()
 
@@ -60,7 +61,7 @@ pg.notebook_setup()
 # `bert-base-uncased`, P1's model, in the `full` profile (see the end of the chapter).
 
 # %%
-settings = pg.layers_settings()
+settings = ex.layers_settings()
 model = pg.load_pretrained(settings.model)
 corpora = {name: pg.load_corpus(name, "train") for name in settings.n_positions}
 geometries = {
@@ -106,11 +107,11 @@ pd.Series(
 #
 # How good is the approximation? For the 500 most frequent SST-2 tokens, the embedding
 # layer's real output at the 48 positions, centred over positions, against $\Pi$ centred the
-# same way (`pg.positional_input_error`):
+# same way (`ex.positional_input_error`):
 
 # %%
 frequent = np.argsort(np.bincount(corpora["sst2"].sequences.tokens, minlength=corpora["sst2"].vocab_size))[::-1][:500]
-linearisation = pg.positional_input_error(model, settings.n_positions["sst2"], frequent)
+linearisation = ex.positional_input_error(model, settings.n_positions["sst2"], frequent)
 linearisation
 
 # %%
@@ -165,7 +166,7 @@ identity_check
 # mean distance between projected positions over the mean corpus distance.
 
 # %%
-TARGETS = {"plug-in": "distances", "corrected": "debiased"}
+TARGETS = {"plug-in": "distances", "corrected": "matched"}
 layer_tables = {
     (name, target): pg.layer_stress_table(model, getattr(g, attr))
     for name, g in geometries.items()
@@ -199,7 +200,7 @@ peaks
 # %%
 assert (peaks["peak layer (raw)"] == 1).all()
 assert (peaks["peak layer (optimal)"] >= 4).all()
-pg.plot_layer_stress(
+ex.plot_layer_stress(
     {f"{name}, {target}": t for (name, target), t in layer_tables.items()},
     title="scale-optimal projected stress",
 )
@@ -208,14 +209,14 @@ pg.plot_layer_stress(
 # ### Is the variation across layers large?
 #
 # A yardstick: the projected stress of $\Pi$ under *random* Gaussian maps of the same
-# shape (two $d \times d$ maps, concatenated; `pg.random_map_stress`, 20 draws). A layer
+# shape (two $d \times d$ maps, concatenated; `ex.random_map_stress`, 20 draws). A layer
 # whose value lies inside this band does to the positional geometry what a map without
 # structure does.
 
 # %%
 d_model = model.config.hidden_size
 bands = {
-    (name, target): pg.random_map_stress(pg.positional_input(model, g.n_positions), getattr(g, attr), (d_model, d_model))
+    (name, target): ex.random_map_stress(pg.positional_input(model, g.n_positions), getattr(g, attr), (d_model, d_model))
     for name, g in geometries.items()
     for target, attr in TARGETS.items()
 }
@@ -253,8 +254,8 @@ assert (corrected["layers, min"] < corrected["random maps, min"]).any()
 # against the plug-in distances:
 
 # %%
-head_tables = {name: pg.head_stress_table(model, g.distances) for name, g in geometries.items()}
-pg.plot_head_stress(head_tables)
+head_tables = {name: ex.head_stress_table(model, g.distances) for name, g in geometries.items()}
+ex.plot_head_stress(head_tables)
 
 # %%
 head_summary = pd.concat(
@@ -329,14 +330,14 @@ hidden = {
     for name, g in geometries.items()
 }
 hidden_tables = {
-    (name, target): pg.hidden_stress_table(hidden[name], getattr(g, attr))
+    (name, target): ex.hidden_stress_table(hidden[name], getattr(g, attr))
     for name, g in geometries.items()
     for target, attr in TARGETS.items()
 }
 pd.concat(hidden_tables, axis=1, names=["corpus", "target", "measure"])
 
 # %%
-pg.plot_layer_stress(
+ex.plot_layer_stress(
     {f"{name}, {target}": t for (name, target), t in hidden_tables.items()},
     title="positional component of the hidden states",
 )
@@ -397,7 +398,7 @@ hidden_raw.loc[[0, model.config.num_hidden_layers]]
 # BERT behaves differently, which is the point.
 
 # %%
-pd.DataFrame({p: vars(pg.layers_settings(p)) for p in ("small", "full")})
+pd.DataFrame({p: vars(ex.layers_settings(p)) for p in ("small", "full")})
 
 # %% [markdown]
 # ## Summary
@@ -437,7 +438,7 @@ pd.DataFrame({p: vars(pg.layers_settings(p)) for p in ("small", "full")})
 #
 # ```{admonition} Solution
 # :class: dropdown
-# `band = pg.random_map_stress(Pi_sst2, D_sst2, (32, 32), n_draws=50)` gives the band;
+# `band = ex.random_map_stress(Pi_sst2, D_sst2, (32, 32), n_draws=50)` gives the band;
 # `(head_tables["sst2"] > band.max()).sum().sum()` counts the heads above it. Narrow maps
 # distort more than wide ones (a random 64-dimensional image of a 384-dimensional
 # configuration loses more of its geometry than a 768-dimensional one), so the band lies

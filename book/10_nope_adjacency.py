@@ -74,6 +74,8 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
+from posgeo.experiments import nope as ex
+from posgeo.experiments import papers, tasks
 
 pg.notebook_setup()
 
@@ -87,11 +89,11 @@ pg.notebook_setup()
 # 6/12/24 layers and 192/384/768 dimensions. Run the chapter with `POSGEO_PROFILE=full`
 # (e.g. `POSGEO_PROFILE=full jupyter nbconvert --execute --to notebook 10_nope_adjacency.ipynb`
 # on a GPU machine, or set `os.environ["POSGEO_PROFILE"] = "full"` before the first cell in
-# Colab); `pg.nope_settings("full")` lists its sizes. Every training run is cached on disk
+# Colab); `ex.nope_settings("full")` lists its sizes. Every training run is cached on disk
 # (`POSGEO_CACHE_DIR`).
 
 # %%
-settings = pg.nope_settings()
+settings = ex.nope_settings()
 settings.table()
 
 # %% [markdown]
@@ -100,10 +102,10 @@ settings.table()
 # %%
 pd.Series(
     {
-        profile: pg.count_parameters(pg.Transformer(pg.nope_settings(profile).model_config(max_len=40)))
+        profile: pg.count_parameters(pg.Transformer(ex.nope_settings(profile).model_config(max_len=40)))
         for profile in pg.PROFILES
     }
-    | {"P2 (reported)": pg.P2_REPORTED.n_params}
+    | {"P2 (reported)": papers.P2_REPORTED.n_params}
 ).to_frame("parameters")
 
 # %% [markdown]
@@ -119,7 +121,7 @@ pd.Series(
 # samples into training batches for `posgeo.train`.
 
 # %%
-pg.task_examples(2, seed=0)
+ex.task_examples(2, seed=0)
 
 # %% [markdown]
 # Every sample is encoded as `prompt + answer + <eos>` over a 26-token vocabulary (padding,
@@ -129,9 +131,9 @@ pg.task_examples(2, seed=0)
 # the answer, and $-100$ (ignored) elsewhere.
 
 # %%
-row = pg.P2Task("reversal", n_samples=4, max_len=10, seed=0).batch([0])
+row = ex.P2Task("reversal", n_samples=4, max_len=10, seed=0).batch([0])
 pd.DataFrame(
-    {"character": [pg.TaskVocab().tokens[i] for i in row.tokens[0].tolist()], "token": row.tokens[0].tolist(), "target": row.targets[0].tolist()}
+    {"character": [tasks.TaskVocab().tokens[i] for i in row.tokens[0].tolist()], "token": row.tokens[0].tolist(), "target": row.targets[0].tolist()}
 ).T
 
 # %% [markdown]
@@ -149,8 +151,8 @@ pd.DataFrame(
 # training pool, and the last column says how many.
 
 # %%
-results = {task: pg.train_nope_model(task, settings) for task in pg.TASKS}
-accuracy = pg.accuracy_table(results, settings)
+results = {task: ex.train_nope_model(task, settings) for task in tasks.TASKS}
+accuracy = ex.accuracy_table(results, settings)
 accuracy
 
 # %% [markdown]
@@ -176,7 +178,7 @@ accuracy["exact match"]
 # (the same seed, so the same initial weights as the trained one).
 
 # %%
-tokens = {task: pg.analysis_tokens(task, settings.n_analysis, seed=123) for task in pg.TASKS}
+tokens = {task: ex.analysis_tokens(task, settings.n_analysis, seed=123) for task in tasks.TASKS}
 pd.DataFrame({task: tuple(t.shape) for task, t in tokens.items()}, index=["sequences", "positions"])
 
 # %% [markdown]
@@ -186,13 +188,13 @@ pd.DataFrame({task: tuple(t.shape) for task, t in tokens.items()}, index=["seque
 # similarities scores $\tfrac12 + \tfrac{1}{k+1}$ on row $k$, not $\tfrac12$. And a prompt
 # repeats characters (`rev(`, digits), whose identical embeddings give exactly equal cosines:
 # counted as 0 (a strict inequality) they pull the embedding layer below $\tfrac12$. We
-# therefore leave the diagonal out and count a tie as $\tfrac12$ (`pg.SCORE_OPTIONS`), the
+# therefore leave the diagonal out and count a tie as $\tfrac12$ (`ex.SCORE_OPTIONS`), the
 # only choice under which "no positional structure" means exactly $\tfrac12$, which is P2's
 # reported value for layer 0. The four variants on the embedding layer of the untrained
 # reversal model:
 
 # %%
-C0 = pg.cosine_similarity_matrix(pg.layer_hidden_states(pg.Transformer(results["reversal"].model_config, seed=0), tokens["reversal"])[0])
+C0 = pg.cosine_similarity_matrix(ex.layer_hidden_states(pg.Transformer(results["reversal"].model_config, seed=0), tokens["reversal"])[0])
 pd.DataFrame(
     {
         ties: {f"include_diagonal={diag}": pg.adjacency_score(C0, include_diagonal=diag, ties=ties, progress=False) for diag in (True, False)}
@@ -205,15 +207,15 @@ pd.DataFrame(
 
 # %%
 profiles = {
-    f"{task}, {state}": pg.similarity_profile(model, tokens[task])
+    f"{task}, {state}": ex.similarity_profile(model, tokens[task])
     for task, res in results.items()
     for state, model in (("init", pg.Transformer(res.model_config, seed=0)), ("trained", res.model()))
 }
-scores = pg.adjacency_table(profiles)
+scores = ex.adjacency_table(profiles)
 scores
 
 # %%
-pg.plot_adjacency_by_layer(scores)
+ex.plot_adjacency_by_layer(scores)
 
 # %% [markdown]
 # The batch-averaged matrices of the reversal task (P2's Figure 1), before and after training:
@@ -224,7 +226,7 @@ pg.plot_adjacency_by_layer(scores)
 # layer is the strongest. Each panel has its own colour scale; the titles give the scores.
 
 # %%
-pg.plot_similarity_grid({key: profiles[key] for key in ("reversal, init", "reversal, trained")})
+ex.plot_similarity_grid({key: profiles[key] for key in ("reversal, init", "reversal, trained")})
 
 # %% [markdown]
 # **Is layer 0 at chance?** The rows of the embedding-layer matrix of a task are not random:
@@ -234,7 +236,7 @@ pg.plot_similarity_grid({key: profiles[key] for key in ("reversal, init", "rever
 # 20 random Gaussian tables per task, each scoring the analysis sequences.
 
 # %%
-null = pg.embedding_null_table(tokens, scores, d_model=settings.d_model)
+null = ex.embedding_null_table(tokens, scores, d_model=settings.d_model)
 null
 
 # %% [markdown]
@@ -250,7 +252,7 @@ null
 # above the null in every case.
 
 # %%
-for task in pg.TASKS:
+for task in tasks.TASKS:
     mean, sd = null.loc[task, "null mean"], null.loc[task, "null sd"]
     assert abs(mean - 0.5) < 0.05, task
     assert abs(scores.loc[f"{task}, init", "layer 0"] - mean) < 3 * sd, task
@@ -280,7 +282,7 @@ for task in pg.TASKS:
 # $$
 #
 # which decreases monotonically as $l$ moves away from $k$: every row increases towards the
-# diagonal and the score tends to 1 (`pg.expected_cumulative_cosine`). The simulation below
+# diagonal and the score tends to 1 (`ex.expected_cumulative_cosine`). The simulation below
 # (uniform causal averages of Gaussian vectors in the model's width, `cumulative_mean_states`)
 # follows the limit. The first layers of the reversal model decay with the offset too, but
 # from a much lower level after offset 0: their output contains the token's own embedding,
@@ -288,18 +290,18 @@ for task in pg.TASKS:
 
 # %%
 n_rev = tokens["reversal"].shape[1]
-simulated = pg.cosine_similarity_matrix(pg.cumulative_mean_states(n_rev, settings.d_model, batch=settings.n_analysis, seed=0))
+simulated = pg.cosine_similarity_matrix(ex.cumulative_mean_states(n_rev, settings.d_model, batch=settings.n_analysis, seed=0))
 decay = {
-    "uniform causal mean, simulated": pg.cosine_by_offset(simulated),
-    "reversal, init, layer 1": pg.cosine_by_offset(profiles["reversal, init"].mean_similarity[1]),
-    "reversal, trained, layer 1": pg.cosine_by_offset(profiles["reversal, trained"].mean_similarity[1]),
+    "uniform causal mean, simulated": ex.cosine_by_offset(simulated),
+    "reversal, init, layer 1": ex.cosine_by_offset(profiles["reversal, init"].mean_similarity[1]),
+    "reversal, trained, layer 1": ex.cosine_by_offset(profiles["reversal, trained"].mean_similarity[1]),
 }
-pg.plot_offset_decay(decay, reference=pg.cosine_by_offset(pg.expected_cumulative_cosine(n_rev)))
+ex.plot_offset_decay(decay, reference=ex.cosine_by_offset(ex.expected_cumulative_cosine(n_rev)))
 
 # %%
-assert np.all(np.diff(pg.cosine_by_offset(pg.expected_cumulative_cosine(n_rev))) < 0)
+assert np.all(np.diff(ex.cosine_by_offset(ex.expected_cumulative_cosine(n_rev))) < 0)
 assert np.all(np.diff(decay["uniform causal mean, simulated"]) < 0)
-pd.Series({"simulated uniform mean": pg.adjacency_score(simulated, **pg.SCORE_OPTIONS, progress=False)}).to_frame("adjacency score")
+pd.Series({"simulated uniform mean": pg.adjacency_score(simulated, **ex.SCORE_OPTIONS, progress=False)}).to_frame("adjacency score")
 
 # %% [markdown]
 # A real first layer is more than the average: a pre-norm block outputs
@@ -311,8 +313,8 @@ pd.Series({"simulated uniform mean": pg.adjacency_score(simulated, **pg.SCORE_OP
 # distance, `attention_uniformity`).
 
 # %%
-one_layer = pg.train_nope_model("reversal", settings, n_layers=1)
-averaging = pg.averaging_table(pg.Transformer(one_layer.model_config, seed=0), one_layer.model(), tokens["reversal"])
+one_layer = ex.train_nope_model("reversal", settings, n_layers=1)
+averaging = ex.averaging_table(pg.Transformer(one_layer.model_config, seed=0), one_layer.model(), tokens["reversal"])
 averaging
 
 # %% [markdown]
@@ -344,11 +346,11 @@ averaging["attention output"]
 # for a short while on the same task (`train_with_embedding_init`, one seed).
 
 # %%
-ablation = pg.init_ablation(settings, tokens[settings.ablation_task])
+ablation = ex.init_ablation(settings, tokens[settings.ablation_task])
 ablation
 
 # %%
-pg.plot_init_ablation(ablation, columns=["layer 1", "layer 1 (trained)"])
+ex.plot_init_ablation(ablation, columns=["layer 1", "layer 1 (trained)"])
 
 # %% [markdown]
 # At initialisation P2's observation holds: $\sigma = 0.002$ gives an almost perfect pattern,
@@ -386,7 +388,7 @@ pd.Series({"largest effect of the std": std_effect, "largest effect of the mean"
 # configuration).
 
 # %%
-sweep = pg.depth_width_sweep(settings, tokens["reversal"][:32])
+sweep = ex.depth_width_sweep(settings, tokens["reversal"][:32])
 sweep
 
 # %% [markdown]
@@ -399,7 +401,7 @@ sweep
 # %%
 layer1 = sweep["layer 1"].unstack("width")
 assert ((layer1[384] > layer1[128]) & (layer1[128] > layer1[64])).all()
-assert (layer1[384] >= pg.P2_REPORTED.layer1_score_range[0]).all()
+assert (layer1[384] >= papers.P2_REPORTED.layer1_score_range[0]).all()
 layer1
 
 # %% [markdown]
@@ -423,16 +425,16 @@ layer1
 # prompt position), which would credit the model with information that is in the data.
 
 # %%
-random_input = pg.random_tokens(settings.n_analysis, n_rev, seed=7)
+random_input = ex.random_tokens(settings.n_analysis, n_rev, seed=7)
 probe_models = {"init": pg.Transformer(results["reversal"].model_config, seed=0), "trained": results["reversal"].model()}
 probes = {
-    label: pg.probe_by_layer(pg.layer_hidden_states(model, random_input), hidden_width=settings.probe_hidden, steps=settings.probe_steps)
+    label: ex.probe_by_layer(ex.layer_hidden_states(model, random_input), hidden_width=settings.probe_hidden, steps=settings.probe_steps)
     for label, model in probe_models.items()
 }
 pd.concat(probes, names=["model"])
 
 # %%
-pg.plot_probe_results(probes)
+ex.plot_probe_results(probes)
 
 # %% [markdown]
 # At the embedding layer neither feature set carries position (NRMSE 1, $R \approx 0$): the
@@ -465,7 +467,7 @@ pd.DataFrame({label: table.loc[1:, "NRMSE (cosine)"] - table.loc[1:, "NRMSE (var
 
 # %%
 contrast = pd.concat(
-    {"random tokens": pg.causal_contrast(results["reversal"].model(), random_input), "reversal prompts": pg.causal_contrast(results["reversal"].model(), tokens["reversal"])}
+    {"random tokens": ex.causal_contrast(results["reversal"].model(), random_input), "reversal prompts": ex.causal_contrast(results["reversal"].model(), tokens["reversal"])}
 )
 contrast
 
@@ -502,7 +504,7 @@ assert (contrast.loc[("random tokens", "causal mask"), layer_cols[1:]] > 0.6).al
 #
 # ## Exercises
 #
-# **1.** Show with `pg.cumulative_mean_states` that adding a common mean to the averaged
+# **1.** Show with `ex.cumulative_mean_states` that adding a common mean to the averaged
 # vectors (e.g. `mean=4.0`, `std=1.0`, width 128) leaves the adjacency score of the cumulative
 # means near 1, while the cosines all approach 1. What does the formula with $r$ predict for
 # the cosine between the first and the last position?
@@ -512,10 +514,10 @@ assert (contrast.loc[("random tokens", "causal mask"), layer_cols[1:]] > 0.6).al
 # With $m = 4 \cdot \mathbf{1}$, $r = |m|^2 / (s^2 d) = 16$. The score is computed from the
 # order of the entries of each row, which the common mean does not change:
 #
-#     H = pg.cumulative_mean_states(39, 128, batch=32, mean=4.0, seed=0)
+#     H = ex.cumulative_mean_states(39, 128, batch=32, mean=4.0, seed=0)
 #     C = pg.cosine_similarity_matrix(H)
-#     pg.adjacency_score(C, **pg.SCORE_OPTIONS, progress=False)   # close to 1
-#     C[:, -1, 0].mean(), pg.expected_cumulative_cosine(39, snr=16.0)[-1, 0]
+#     pg.adjacency_score(C, **ex.SCORE_OPTIONS, progress=False)   # close to 1
+#     C[:, -1, 0].mean(), ex.expected_cumulative_cosine(39, snr=16.0)[-1, 0]
 #
 # The limit gives $(16 + 1/39) / \sqrt{(16 + 1)(16 + 1/39)} \approx 0.97$ for positions 1 and
 # 39 (the simulation agrees), against $\sqrt{1/39} \approx 0.16$ without the mean. All
@@ -527,7 +529,7 @@ assert (contrast.loc[("random tokens", "causal mask"), layer_cols[1:]] > 0.6).al
 # **2.** The averaging argument predicts that scaling the token embeddings of a model down
 # strengthens the pattern at layer 1. Test it on the trained reversal model: multiply
 # `model.tok.weight` by 0.1 and by 10 (inside `torch.no_grad()`) and compare the layer-1
-# scores of `pg.similarity_profile`.
+# scores of `ex.similarity_profile`.
 #
 # ```{admonition} Solution
 # :class: dropdown
@@ -539,7 +541,7 @@ assert (contrast.loc[("random tokens", "causal mask"), layer_cols[1:]] > 0.6).al
 #         model = results["reversal"].model()
 #         with torch.no_grad():
 #             model.tok.weight.mul_(factor)
-#         print(factor, pg.similarity_profile(model, tokens["reversal"]).scores.round(3))
+#         print(factor, ex.similarity_profile(model, tokens["reversal"]).scores.round(3))
 #
 # LayerNorm makes the attention input invariant to the scale of the embedding, so the
 # attention output is unchanged while the embedding in the residual stream shrinks or grows:

@@ -93,20 +93,21 @@ if "google.colab" in sys.modules:
 import pandas as pd
 
 import posgeo as pg
+import posgeo.audit as au
 
 pg.notebook_setup()
 
 # %% [markdown]
 # ## The same audit from Python
 #
-# `pg.audit` is the function behind the command; it returns an `AuditReport` whose
+# `au.audit` is the function behind the command; it returns an `AuditReport` whose
 # `write(out_dir)` produces the two files. The profile sets what this chapter audits (the
 # `full` profile audits P1's `bert-base-uncased` instead of MiniLM; see the end of the
 # chapter):
 
 # %%
-settings = pg.audit_settings()
-report = pg.audit(
+settings = au.audit_settings()
+report = au.audit(
     settings.dataset,
     model=settings.model,
     n_positions=settings.n_positions,
@@ -165,7 +166,7 @@ pd.concat({"plug-in": plug_in, "corrected": corrected}, axis=1).drop(index="PMDS
 # %%
 assert plug_in.loc["random", "optimal"] < plug_in.loc["model", "optimal"] < plug_in.loc["SMACOF k=3", "optimal"]
 assert corrected.loc["SMACOF k=3", "optimal"] < corrected.loc["model", "optimal"] < corrected.loc["random", "optimal"]
-pg.plot_audit_stress(report)
+au.plot_audit_stress(report)
 
 # %% [markdown]
 # The distance-by-offset curves show why the table fits as well as it does: rescaled by
@@ -173,7 +174,7 @@ pg.plot_audit_stress(report)
 # an oscillation that the corpus lacks.
 
 # %%
-pg.plot_audit_offsets(report)
+au.plot_audit_offsets(report)
 
 # %% [markdown]
 # In two dimensions the corpus geometry is a smooth arc from the first position to the
@@ -181,7 +182,7 @@ pg.plot_audit_offsets(report)
 # groups and scatter them within each:
 
 # %%
-pg.plot_audit_maps(report)
+au.plot_audit_maps(report)
 
 # %% [markdown]
 # **Separation and monotonicity.** No two of the 48 rows coincide (P1, Theorem 4): the
@@ -250,12 +251,12 @@ assert summary.loc[("layers", "peak layer, raw projected stress"), "value"] == 1
 # The assertions above encode what MiniLM shows; they fail loudly where BERT-base differs.
 
 # %%
-pd.DataFrame({p: vars(pg.audit_settings(p)) for p in ("small", "full")})
+pd.DataFrame({p: vars(au.audit_settings(p)) for p in ("small", "full")})
 
 # %% [markdown]
 # ## Summary
 #
-# - `posgeo audit DATASET [--model ...] [--positions N]` (and `pg.audit`) measures the
+# - `posgeo audit DATASET [--model ...] [--positions N]` (and `au.audit`) measures the
 #   positional geometry of a corpus and how well a model's positions fit it, and writes a
 #   self-contained HTML report and a JSON file of the same numbers.
 # - Corpus positions are mapped to the model's table rows through the tokenizer's special
@@ -269,7 +270,7 @@ pd.DataFrame({p: vars(pg.audit_settings(p)) for p in ("small", "full")})
 #
 # ## Exercises
 #
-# 1. Audit IMDB {cite:p}`maas2011imdb` at $n = 128$ (`pg.audit("imdb", n_positions=128)`).
+# 1. Audit IMDB {cite:p}`maas2011imdb` at $n = 128$ (`au.audit("imdb", n_positions=128)`).
 #    How do noise share, effective rank and the ranking of the encodings change?
 #
 # ```{admonition} Solution
@@ -306,7 +307,7 @@ pd.DataFrame({p: vars(pg.audit_settings(p)) for p in ("small", "full")})
 #
 # ```{admonition} Solution
 # :class: dropdown
-# `{n: pg.audit("sst2", n_positions=n, progress=False).monotonicity.loc["model", "offset"] for n in (16, 32, 48)}`
+# `{n: au.audit("sst2", n_positions=n, progress=False).monotonicity.loc["model", "offset"] for n in (16, 32, 48)}`
 # gives about 0.267, 0.285 and 0.281: the rate depends on how many positions are compared
 # (chapter 8 follows it to $n = 510$, where it reaches 39%). A violation rate is only
 # comparable at the same $n$, ordering and tie rule, which P1 does not state.

@@ -30,9 +30,8 @@ from posgeo.experiments.statistics import corpus_summary, geometry_summary
 from posgeo.experiments.stress import model_encodings, standard_encodings, stress_comparison
 
 @pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch):
-    """Every test gets its own empty posgeo cache: nothing is read from or written to ~/.cache."""
-    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path / "cache"))
+def _every_test_has_a_private_cache(private_cache):
+    """Every test gets its own empty posgeo cache (tests/conftest.py)."""
 
 
 def make_geometry(distances, debiased=None, *, name="toy", split_half=None, flagged=None, metric="chord"):
@@ -43,7 +42,7 @@ def make_geometry(distances, debiased=None, *, name="toy", split_half=None, flag
         name=name,
         marginals=np.full((n, 2), 0.5),
         distances=D,
-        debiased=D.copy() if debiased is None else np.asarray(debiased, dtype=float),
+        matched=D.copy() if debiased is None else np.asarray(debiased, dtype=float),
         first_order=D.copy(),
         counts=np.full(n, 100),
         split_half=np.linspace(0.1, 0.3, n) if split_half is None else np.asarray(split_half, dtype=float),
@@ -191,7 +190,7 @@ def test_corpus_geometry_fields_match_their_definitions():
     assert g.name == "synthetic" and g.metric == "chord" and g.n_positions == 32
     np.testing.assert_allclose(g.marginals, mu)
     np.testing.assert_allclose(g.distances, hellinger_matrix(mu), atol=1e-12)
-    np.testing.assert_allclose(g.debiased, matched_hellinger_matrix(c, 32, 64), atol=1e-12)
+    np.testing.assert_allclose(g.matched, matched_hellinger_matrix(c, 32, 64), atol=1e-12)
     np.testing.assert_array_equal(g.counts, np.full(32, 500))
     np.testing.assert_allclose(g.split_half, nf.split_half)
     np.testing.assert_allclose(g.bias_sq, nf.bias_sq)
@@ -219,8 +218,8 @@ def test_corpus_geometry_fisher_rao_is_the_arc_of_the_chord():
     fr = corpus_geometry(c, 32, metric="fisher-rao", cache=False)
     assert fr.metric == "fisher-rao"
     np.testing.assert_allclose(fr.distances, hellinger_matrix(ch.marginals, metric="fisher-rao"), atol=1e-6)
-    arc = 2 * np.arccos(np.clip(1 - ch.debiased**2, -1, 1))
-    np.testing.assert_allclose(fr.debiased, arc, atol=1e-12)
+    arc = 2 * np.arccos(np.clip(1 - ch.matched**2, -1, 1))
+    np.testing.assert_allclose(fr.matched, arc, atol=1e-12)
     off = ~np.eye(32, dtype=bool)
     # chord = sqrt(2) sin(FR/4) < FR / (2 sqrt 2)
     assert np.all(ch.distances[off] < fr.distances[off] / (2 * np.sqrt(2)))
@@ -506,9 +505,9 @@ def test_stress_comparison_layout_and_values(two_geometries):
 def test_stress_comparison_debiased_target(two_geometries):
     enc = {name: {"lin": np.arange(12.0)[:, None]} for name in two_geometries}
     plug = stress_comparison(two_geometries, enc, mds_dims=())
-    deb = stress_comparison(two_geometries, enc, target="debiased", mds_dims=())
+    deb = stress_comparison(two_geometries, enc, target="matched", mds_dims=())
     g = two_geometries["ring"]
-    assert deb.loc["lin", ("ring", "raw")] == pytest.approx(stress(enc["ring"]["lin"], g.debiased))
+    assert deb.loc["lin", ("ring", "raw")] == pytest.approx(stress(enc["ring"]["lin"], g.matched))
     assert plug.loc["lin", ("ring", "raw")] == pytest.approx(stress(enc["ring"]["lin"], g.distances))
     assert deb.loc["lin", ("ring", "raw")] != plug.loc["lin", ("ring", "raw")]
     with pytest.raises(ValueError, match="target"):

@@ -42,13 +42,6 @@ needs_data = pytest.mark.skipif(
 
 
 @pytest.fixture
-def tmp_cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("POSGEO_CACHE_DIR", str(d))
-    return d
-
-
-@pytest.fixture
 def no_data_env(monkeypatch):
     monkeypatch.delenv(DATA_ENV_VAR, raising=False)
 
@@ -233,16 +226,16 @@ def test_tokenize_accepts_raw_tokenizers_tokenizer():
 
 
 # ----------------------------------------------------------------------------- load_corpus (made-up data)
-def test_load_corpus_caches_and_keys_on_data_source(tmp_path, tmp_cache, no_data_env):
+def test_load_corpus_caches_and_keys_on_data_source(tmp_path, private_cache, no_data_env):
     data = tmp_path / "data"
     _write_sst2(data, "train", ["good movie", "bad movie", "fine"], [1, 0, 1])
     c1 = load_corpus("sst2", data_dir=data, progress=False)
     assert isinstance(c1, Corpus) and len(c1) == 3 and c1.vocab_size == 30522
     assert c1.labels.tolist() == [1, 0, 1] and c1.true_marginals is None
-    assert len(list(tmp_cache.glob("corpus-tokens-*.pkl"))) == 1
+    assert len(list(private_cache.glob("corpus-tokens-*.pkl"))) == 1
     c2 = load_corpus("sst2", data_dir=data, progress=False)
     np.testing.assert_array_equal(c1.sequences.tokens, c2.sequences.tokens)
-    assert len(list(tmp_cache.glob("*.pkl"))) == 1  # served from the cache
+    assert len(list(private_cache.glob("*.pkl"))) == 1  # served from the cache
     # Changing the file (size / mtime) must invalidate the entry.
     time.sleep(0.01)
     _write_sst2(data, "train", ["a completely different and longer sentence", "x"], [0, 0])
@@ -251,13 +244,13 @@ def test_load_corpus_caches_and_keys_on_data_source(tmp_path, tmp_cache, no_data
     # Options are part of the key.
     c4 = load_corpus("sst2", data_dir=data, add_special_tokens=True, progress=False)
     assert c4.sequences.tokens[0] == 101
-    assert len(list(tmp_cache.glob("*.pkl"))) == 3
+    assert len(list(private_cache.glob("*.pkl"))) == 3
     c5 = load_corpus("sst2", data_dir=data, cache=False, progress=False)
     np.testing.assert_array_equal(c5.sequences.tokens, c3.sequences.tokens)
-    assert len(list(tmp_cache.glob("*.pkl"))) == 3
+    assert len(list(private_cache.glob("*.pkl"))) == 3
 
 
-def test_load_corpus_max_sequences(tmp_path, tmp_cache):
+def test_load_corpus_max_sequences(tmp_path, private_cache):
     data = tmp_path / "data"
     sentences = [f"review {k}" for k in range(40)]
     _write_sst2(data, "test", sentences, list(range(40)))
@@ -294,7 +287,7 @@ def test_sst2_and_imdb_via_env_var(monkeypatch):
 
 
 @needs_data
-def test_sst2_corpus_marginals(monkeypatch, tmp_cache):
+def test_sst2_corpus_marginals(monkeypatch, private_cache):
     monkeypatch.setenv(DATA_ENV_VAR, str(DATA_DIR))
     c = load_corpus("sst2", "validation", progress=False)
     assert len(c) == 872 and c.labels.shape == (872,)
@@ -308,7 +301,7 @@ def test_sst2_corpus_marginals(monkeypatch, tmp_cache):
 
 
 @needs_data
-def test_imdb_subset_corpus(monkeypatch, tmp_cache):
+def test_imdb_subset_corpus(monkeypatch, private_cache):
     monkeypatch.setenv(DATA_ENV_VAR, str(DATA_DIR))
     c = load_corpus("imdb", "train", max_sequences=300, seed=0, progress=False)
     assert len(c) == 300 and c.sequences.lengths.max() > 512  # no truncation
@@ -317,7 +310,7 @@ def test_imdb_subset_corpus(monkeypatch, tmp_cache):
 
 
 @needs_data
-def test_copy_of_real_data_in_tmp_dir(tmp_path, no_data_env, tmp_cache):
+def test_copy_of_real_data_in_tmp_dir(tmp_path, no_data_env, private_cache):
     (tmp_path / "sst2").mkdir()
     shutil.copy(DATA_DIR / "sst2" / "validation.parquet", tmp_path / "sst2" / "validation.parquet")
     a = load_corpus("sst2", "validation", data_dir=tmp_path, progress=False)

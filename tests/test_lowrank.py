@@ -207,8 +207,7 @@ def test_mlm_marginal_metrics_bayes_model_scores_the_bayes_accuracy() -> None:
 
 
 @pytest.mark.slow
-def test_training_sweep_tiny_runs_and_orders_the_baselines(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+def test_training_sweep_tiny_runs_and_orders_the_baselines(private_cache) -> None:
     s = dataclasses.replace(lowrank_settings("small"), d_model=16, d_ff=32, steps=150, ranks=(2,), eval_batches=2)
     table = lowrank_training_sweep(s, progress=False)
     assert list(table.index) == ["none", "sinusoidal", "rank 2", "learned"]

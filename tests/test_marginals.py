@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from posgeo import (
     NoiseFloor,
     Sequences,
-    debiased_hellinger_matrix,
+    first_order_hellinger_matrix,
     hellinger_matrix,
     hellinger_noise_floor,
     position_counts,
@@ -224,7 +224,7 @@ def test_noise_floor_validates():
 # ----------------------------------------------------------------------------- debiasing
 def test_debiased_matrix_basic_properties():
     c = synthetic_corpus(n_sequences=300)
-    D = debiased_hellinger_matrix(c, 32, 64)
+    D = first_order_hellinger_matrix(c, 32, 64)
     P = hellinger_matrix(positional_marginals(c, 32, 64))
     assert D.shape == (32, 32)
     np.testing.assert_allclose(D, D.T)
@@ -235,7 +235,7 @@ def test_debiased_matrix_basic_properties():
 
 def test_debiased_equals_plugin_without_sampling_noise():
     seqs = [[0, 1, 2]] * 10  # every position constant: zero bias
-    D = debiased_hellinger_matrix(seqs, 3, 3)
+    D = first_order_hellinger_matrix(seqs, 3, 3)
     np.testing.assert_allclose(D, chord(positional_marginals(seqs, 3, 3)), atol=1e-12)
     np.testing.assert_allclose(D[0, 1], 1.0)
 
@@ -250,7 +250,7 @@ def test_debiased_is_closer_to_truth_with_few_sequences(geometry, nonstationarit
     )
     truth = chord(c.true_marginals)
     plug_in = chord(positional_marginals(c, 32, 500))
-    corrected = debiased_hellinger_matrix(c, 32, 500, seed=seed)
+    corrected = first_order_hellinger_matrix(c, 32, 500, seed=seed)
     err_plug, err_corr = np.linalg.norm(plug_in - truth), np.linalg.norm(corrected - truth)
     assert err_corr < 0.75 * err_plug, (err_corr, err_plug)
 
@@ -259,5 +259,5 @@ def test_debiased_accepts_generic_sequences():
     c = synthetic_corpus(n_sequences=100, n_positions=8, vocab_size=16)
     as_lists = [s.tolist() for s in c.sequences]
     np.testing.assert_allclose(
-        debiased_hellinger_matrix(as_lists, 8, 16), debiased_hellinger_matrix(c, 8, 16), atol=1e-12
+        first_order_hellinger_matrix(as_lists, 8, 16), first_order_hellinger_matrix(c, 8, 16), atol=1e-12
     )

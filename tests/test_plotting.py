@@ -90,7 +90,7 @@ def test_offset_profiles(geometries):
         assert labels == ["plug-in", "noise-corrected", "noise floor"]
         plug, corr, _ = ax.get_lines()
         np.testing.assert_allclose(plug.get_ydata(), distance_by_offset(g.distances, max_offset=5)["mean"])
-        np.testing.assert_allclose(corr.get_ydata(), distance_by_offset(g.debiased, max_offset=5)["mean"])
+        np.testing.assert_allclose(corr.get_ydata(), distance_by_offset(g.matched, max_offset=5)["mean"])
         np.testing.assert_array_equal(plug.get_xdata(), np.arange(1, 6))
         assert ax.get_title() == f"{g.name} (n=12)"
     assert fig.axes[0].get_ylabel() == "chord distance"
@@ -166,7 +166,9 @@ def test_stress_bars(log):
 
 def test_stress_bars_from_a_stress_comparison(geometries):
     enc = {g.name: {"line": np.arange(12.0)[:, None]} for g in geometries[:1]}
-    comp = posgeo.stress_comparison({geometries[0].name: geometries[0]}, enc, mds_dims=(1,))
+    from posgeo.experiments.stress import stress_comparison
+
+    comp = stress_comparison({geometries[0].name: geometries[0]}, enc, mds_dims=(1,))
     fig = plot_stress_bars(comp.xs("raw", axis=1, level=1), column="raw", log=True)
     assert len(fig.axes[0].patches) == len(comp)
 

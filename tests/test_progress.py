@@ -38,8 +38,12 @@ def run_fresh(body: str, *, tqdm_disable: str | None) -> subprocess.CompletedPro
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
 
 
-def test_progress_bar_is_private():
-    assert progress_mod.__all__ == []
+def test_progress_bar_is_the_modules_one_public_name():
+    # public so that posgeo.experiments and posgeo.audit use the library's bars, not their own
+    assert progress_mod.__all__ == ["progress_bar"]
+    import posgeo
+
+    assert posgeo.progress_bar is progress_mod.progress_bar
 
 
 def test_passes_items_through_in_order():

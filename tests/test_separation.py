@@ -351,7 +351,7 @@ def test_position_weight_decay_shrinks_only_the_table():
     [
         ({"threads": 0}, ValueError, "threads"),
         ({"position_weight_decay": -1.0}, ValueError, ">= 0"),
-        ({"position_weight_decay": "1"}, TypeError, "float"),
+        ({"position_weight_decay": "1"}, TypeError, "real number"),
         ({"uniform_attention": 1}, TypeError, "bool"),
     ],
 )

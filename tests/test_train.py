@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posgeo import Transformer, TransformerConfig
+from posgeo import Transformer, TransformerConfig, optimize
 from posgeo import (
     IGNORE_INDEX,
     Batch,
@@ -183,8 +183,8 @@ def test_eval_every_and_eval_fn_are_recorded():
         res.final("eval_accuracy")
 
 
-def test_results_are_cached(tmp_path, monkeypatch):
-    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+def test_results_are_cached(private_cache):
+    tmp_path = private_cache
     a = train(cfg_for(MARKER), tc(steps=5), MARKER, progress=False)
     assert len(list(tmp_path.glob("train-*.pkl"))) == 1
     b = train(cfg_for(MARKER), tc(steps=5), MARKER, progress=False)
@@ -249,7 +249,7 @@ def test_incompatible_task_and_model_raise_clear_errors():
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"steps": 0}, ValueError, "steps must be >= 1"),
+        ({"steps": 0}, ValueError, "steps must be an int >= 1"),
         ({"lr": 0.0}, ValueError, "lr must be > 0"),
         ({"grad_clip": -1.0}, ValueError, "grad_clip"),
         ({"device": "tpu-9000"}, ValueError, "unknown device"),
@@ -260,3 +260,42 @@ def test_incompatible_task_and_model_raise_clear_errors():
 def test_bad_train_configs_raise_clear_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         TrainConfig(**kwargs)
+
+
+# --------------------------------------------------------------------------- extension points
+def test_prepare_hook_runs_after_init_and_needs_a_cache_description():
+    def zero_tokens(model):
+        with torch.no_grad():
+            model.tok.weight.zero_()
+        return model
+
+    cfg = cfg_for(MARKER)
+    with pytest.raises(ValueError, match="cache_options"):
+        train(cfg, tc(steps=2), MARKER, prepare=zero_tokens, progress=False)
+    res = train(cfg, tc(steps=1, lr=1e-12), MARKER, prepare=zero_tokens, progress=False, cache=False)
+    assert float(res.state_dict["tok.weight"].abs().max()) < 1e-6  # prepared, then (almost) not moved
+    with pytest.raises(TypeError, match="prepare must be callable"):
+        train(cfg, tc(steps=1), MARKER, prepare="zero", progress=False, cache=False)
+
+
+def test_position_weight_decay_needs_a_table_and_is_keyed(private_cache):
+    cfg = cfg_for(MARKER)
+    with pytest.raises(ValueError, match="trainable position table"):
+        train(dataclasses.replace(cfg, position="none"), tc(steps=1), MARKER, position_weight_decay=1.0, progress=False)
+    train(cfg, tc(steps=2), MARKER, position_weight_decay=0.0, progress=False)
+    train(cfg, tc(steps=2), MARKER, position_weight_decay=5.0, progress=False)
+    train(cfg, tc(steps=2), MARKER, progress=False)
+    assert len(list(private_cache.glob("train-*.pkl"))) == 3  # three different results, three entries
+
+
+def test_optimize_is_the_loop_of_train():
+    w = torch.nn.Parameter(torch.tensor([2.0, -1.0]))
+    seen = []
+    log = optimize([{"params": [w], "weight_decay": 0.0}], lambda step: ((w**2).sum(), torch.tensor(1.0)),
+                   steps=7, lr=0.1, log_every=3, after_step=seen.append, progress=False)
+    assert [r["step"] for r in log] == [0, 3, 6] and seen == list(range(1, 8))
+    assert float((w.detach()**2).sum()) < 5.0
+    with pytest.raises(ValueError, match="param_groups"):
+        optimize([], lambda step: (w.sum(), w.sum()), steps=1, lr=0.1, progress=False)
+    with pytest.raises(ValueError, match="lr must be >"):
+        optimize([{"params": [w]}], lambda step: (w.sum(), w.sum()), steps=1, lr=0.0, progress=False)

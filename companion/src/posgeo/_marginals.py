@@ -24,7 +24,7 @@ __all__ = [
     'matched_hellinger_matrix',
     'NoiseFloor',
     'hellinger_noise_floor',
-    'debiased_hellinger_matrix',
+    'first_order_hellinger_matrix',
     'positional_marginals',
     'position_counts',
 ]
@@ -42,7 +42,7 @@ class CorpusGeometry:
         Empirical per-position token distributions.
     distances : numpy.ndarray, shape (n, n)
         Plug-in distances between the marginals (``metric``).
-    debiased : numpy.ndarray, shape (n, n)
+    matched : numpy.ndarray, shape (n, n)
         Noise-corrected distances from :func:`matched_hellinger_matrix` (same metric).
     first_order : numpy.ndarray, shape (n, n)
         The first-order correction ``sqrt(max(0, d^2 - b_i - b_j))`` (same metric), which
@@ -62,7 +62,7 @@ class CorpusGeometry:
     name: str
     marginals: np.ndarray
     distances: np.ndarray
-    debiased: np.ndarray
+    matched: np.ndarray
     first_order: np.ndarray
     counts: np.ndarray
     split_half: np.ndarray
@@ -149,7 +149,7 @@ def corpus_geometry(
             name=str(getattr(corpus, "name", "corpus")),
             marginals=mu,
             distances=_chord_to_metric(H, metric),
-            debiased=_chord_to_metric(Hm, metric),
+            matched=_chord_to_metric(Hm, metric),
             first_order=_chord_to_metric(Hf, metric),
             counts=nf.counts,
             split_half=nf.split_half,
@@ -176,7 +176,7 @@ def noise_share(geometry: CorpusGeometry) -> float:
     r"""Share of the squared plug-in distances that the noise correction removes.
 
     :math:`1 - \sum_{i<j} \tilde d_{ij}^2 / \sum_{i<j} \hat d_{ij}^2`, with :math:`\hat d` the
-    plug-in and :math:`\tilde d` the noise-corrected distances (``geometry.debiased``).
+    plug-in and :math:`\tilde d` the noise-corrected distances (``geometry.matched``).
     0 means no detectable noise; 1 means the measured geometry is all noise.
 
     Parameters
@@ -191,7 +191,7 @@ def noise_share(geometry: CorpusGeometry) -> float:
     den = float((geometry.distances[iu] ** 2).sum())
     if den == 0:
         return float("nan")
-    return float(np.clip(1.0 - float((geometry.debiased[iu] ** 2).sum()) / den, 0.0, 1.0))
+    return float(np.clip(1.0 - float((geometry.matched[iu] ** 2).sum()) / den, 0.0, 1.0))
 
 
 def matched_hellinger_matrix(
@@ -413,7 +413,7 @@ def hellinger_noise_floor(
     return NoiseFloor(split_half=split_half, counts=counts, flagged=counts < min_count, bias_sq=bias_sq)
 
 
-def debiased_hellinger_matrix(
+def first_order_hellinger_matrix(
     sequences: Any,
     n_positions: int,
     vocab_size: int,
@@ -464,7 +464,7 @@ def debiased_hellinger_matrix(
     --------
     >>> from posgeo import synthetic_corpus
     >>> c = synthetic_corpus(n_sequences=300, nonstationarity=0.0)
-    >>> D = debiased_hellinger_matrix(c, 32, 64)
+    >>> D = first_order_hellinger_matrix(c, 32, 64)
     >>> from posgeo._geometry import hellinger_matrix
     >>> bool((D <= hellinger_matrix(positional_marginals(c, 32, 64)) + 1e-12).all())
     True

@@ -20,10 +20,12 @@ positional signal breaks that symmetry (Theorem 1 of the book's P1 chapters).
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 import numpy as np
 import torch
 from torch import nn
@@ -36,6 +38,7 @@ __all__ = [
     'TransformerOutput',
     'Transformer',
     'count_parameters',
+    'eval_mode',
 ]
 
 
@@ -519,3 +522,39 @@ def count_parameters(module: nn.Module, *, trainable_only: bool = True) -> int:
     if not isinstance(module, nn.Module):
         raise TypeError(f"count_parameters needs a torch.nn.Module, got {type(module).__name__}")
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
+
+
+@contextlib.contextmanager
+def eval_mode(module: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Put a torch module in eval mode for the ``with`` block, then restore its mode.
+
+    The one place that saves ``module.training`` and restores it on every exit path (an
+    exception included). Gradients are not switched off: add ``torch.no_grad()`` if needed.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A posgeo :class:`Transformer` or any torch module (a Hugging Face model included).
+
+    Yields
+    ------
+    torch.nn.Module
+        The same module, in eval mode.
+
+    Examples
+    --------
+    >>> net = torch.nn.Dropout(0.5)
+    >>> with eval_mode(net):
+    ...     net.training
+    False
+    >>> net.training
+    True
+    """
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"eval_mode needs a torch.nn.Module, got {type(module).__name__}")
+    was_training = module.training
+    module.eval()
+    try:
+        yield module
+    finally:
+        module.train(was_training)

@@ -13,6 +13,7 @@ import os
 from typing import Any, Mapping, Sequence
 
 __all__ = [
+    'new_figure',
     'symlog_axis',
     'notebook_setup',
     'plot_distance_heatmaps',
@@ -97,10 +98,35 @@ def notebook_setup(*, quiet: bool = True, precision: int = 4) -> pd.DataFrame:
     ).set_index("package")
 
 
-def _fig(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.4) -> tuple[Figure, np.ndarray]:
+def new_figure(
+    ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.4, grid: bool = False
+) -> tuple[Figure, np.ndarray]:
+    """The book's one figure helper: a constrained-layout figure of ``nrows x ncols`` panels.
+
+    Built on :class:`matplotlib.figure.Figure` directly (no pyplot state), at 96 dpi.
+
+    Parameters
+    ----------
+    ncols, nrows : int, default 1
+    width, height : float, keyword-only, default 4.2 and 3.4
+        Size of one panel in inches.
+    grid : bool, keyword-only, default False
+        Return the axes as an ``(nrows, ncols)`` array instead of a flat one.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    axes : numpy.ndarray of Axes, shape (nrows * ncols,) or (nrows, ncols)
+
+    Examples
+    --------
+    >>> fig, axes = new_figure(3, 2, grid=True)
+    >>> axes.shape, fig.get_size_inches().round(1).tolist()
+    ((2, 3), [12.6, 6.8])
+    """
     fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
-    return fig, axes
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False))
+    return fig, (axes if grid else axes.ravel())
 
 
 def plot_distance_heatmaps(
@@ -122,7 +148,7 @@ def plot_distance_heatmaps(
     -------
     matplotlib.figure.Figure
     """
-    fig, axes = _fig(len(matrices), width=3.6, height=3.3)
+    fig, axes = new_figure(len(matrices), width=3.6, height=3.3)
     im = None
     for ax, (title, M) in zip(axes, matrices.items()):
         im = ax.imshow(np.asarray(M), cmap=cmap, vmin=0.0, vmax=vmax, interpolation="antialiased")
@@ -138,7 +164,7 @@ def plot_offset_profiles(geometries: Sequence[Any], *, max_offset: int | None = 
     """Distance versus offset ``|i - j|``, one panel per corpus, with the noise floor.
 
     Each panel shows the mean plug-in distance at every offset (band: min to max over pairs),
-    the noise-corrected mean (``g.debiased``), and the noise floor: the mean over pairs of
+    the noise-corrected mean (``g.matched``), and the noise floor: the mean over pairs of
     ``sqrt((s_i^2 + s_j^2) / 2)``, with ``s_i`` the split-half distance of position i: the
     distance between two half-samples of one and the same distribution.
 
@@ -155,13 +181,13 @@ def plot_offset_profiles(geometries: Sequence[Any], *, max_offset: int | None = 
     """
     from ._geometry import distance_by_offset
 
-    fig, axes = _fig(len(geometries), width=3.8, height=3.0)
+    fig, axes = new_figure(len(geometries), width=3.8, height=3.0)
     for ax, g in zip(axes, geometries):
         prof = distance_by_offset(g.distances, max_offset=max_offset)
         ax.fill_between(prof["offset"], prof["min"], prof["max"], alpha=0.2, color="C0", lw=0)
         ax.plot(prof["offset"], prof["mean"], color="C0", label="plug-in")
         if debiased:
-            dprof = distance_by_offset(g.debiased, max_offset=max_offset)
+            dprof = distance_by_offset(g.matched, max_offset=max_offset)
             ax.plot(dprof["offset"], dprof["mean"], color="C2", label="noise-corrected")
         s2 = g.split_half**2
         floor = np.sqrt(0.5 * (s2[:, None] + s2[None, :]))
@@ -187,7 +213,7 @@ def plot_noise_floor(geometries: Sequence[Any]) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    fig, axes = _fig(len(geometries), width=3.8, height=3.0)
+    fig, axes = new_figure(len(geometries), width=3.8, height=3.0)
     for ax, g in zip(axes, geometries):
         pos = np.arange(g.n_positions)
         ax.plot(pos, g.split_half, color="C3", label="split-half distance")
@@ -219,7 +245,7 @@ def plot_spectra(spectra: Mapping[str, np.ndarray], *, top: int = 40) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    fig, (ax1, ax2) = _fig(2, width=4.2, height=3.2)
+    fig, (ax1, ax2) = new_figure(2, width=4.2, height=3.2)
     for i, (name, lam) in enumerate(spectra.items()):
         lam = np.asarray(lam, dtype=float)
         scale = np.abs(lam).sum()
@@ -253,7 +279,7 @@ def plot_stress_bars(table: pd.DataFrame, *, column: str = "optimal", log: bool 
     -------
     matplotlib.figure.Figure
     """
-    fig, (ax,) = _fig(1, width=7.5, height=3.2)
+    fig, (ax,) = new_figure(1, width=7.5, height=3.2)
     n_enc, n_corp = table.shape
     width = 0.8 / n_corp
     x = np.arange(n_enc)

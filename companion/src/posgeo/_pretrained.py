@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 from ._cache import cached
 from ._progress import progress_bar
+from ._model import eval_mode
 import copy
 import functools
 import os
@@ -445,18 +446,14 @@ def _input_carries_position(model: Any) -> bool:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             net = AutoModel.from_config(config)
-    was_training = net.training
-    net.eval()
     specials = {getattr(config, k, None) for k in ("pad_token_id", "bos_token_id", "eos_token_id")}
     vocab = int(getattr(config, "vocab_size", 2) or 2)
     token = next(t for t in range(vocab) if t not in specials)
     device = next(net.parameters()).device
     ids = torch.full((1, 8), token, dtype=torch.long, device=device)
-    try:
+    with eval_mode(net):
         with torch.no_grad():
             h = net(input_ids=ids, output_hidden_states=True).hidden_states[0][0]
-    finally:
-        net.train(was_training)
     return not torch.allclose(h, h[:1].expand_as(h), rtol=0.0, atol=1e-6)
 
 

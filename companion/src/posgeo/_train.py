@@ -22,13 +22,13 @@ import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 import numpy as np
 import torch
 import torch.nn.functional as F
 from ._progress import progress_bar
 from ._cache import cached
-from ._model import Transformer, TransformerConfig
+from ._model import Transformer, TransformerConfig, eval_mode
 from .validation import check_float, check_int
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     'evaluate',
     'POSITION_PARAMETERS',
     'train',
+    'optimize',
 ]
 
 
@@ -676,21 +677,102 @@ def evaluate(
     batch_size = check_int(batch_size, "batch_size")
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(int(seed))
-    was_training = model.training
-    model.eval()
     accs = []
-    try:
+    with eval_mode(model):
         with torch.no_grad():
             for _ in range(n_batches):
                 batch = task.sample(batch_size, g).to(device)
                 accs.append(float(_loss_and_accuracy(model, batch)[1]))
-    finally:
-        model.train(was_training)
     return float(np.mean(accs))
 
 
 # Parameters of the additive position tables (``learned``: pos; ``lowrank``: pos_a, pos_b).
 POSITION_PARAMETERS = ("pos", "pos_a", "pos_b")
+
+
+def optimize(
+    param_groups: Sequence[Mapping[str, Any]],
+    step_loss: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    *,
+    steps: int,
+    lr: float,
+    grad_clip: float | None = None,
+    clip_parameters: Sequence[torch.nn.Parameter] | None = None,
+    log_every: int = 1,
+    after_step: Callable[[int], None] | None = None,
+    history: list[dict[str, float]] | None = None,
+    progress: bool = True,
+    desc: str = "train",
+) -> list[dict[str, float]]:
+    """The library's one optimisation loop: AdamW steps on a loss, with logging and hooks.
+
+    :func:`train` runs it on a posgeo :class:`Transformer`; recipes that train another model
+    (e.g. fine-tuning a pretrained Hugging Face encoder) call it directly, so every model in
+    the book is trained by the same steps. Each step calls ``step_loss(step)``, zeroes the
+    gradients, back-propagates, clips the gradient norm (if ``grad_clip``), takes the AdamW
+    step, logs every ``log_every`` steps (and the last) and then calls ``after_step(done)``.
+
+    Parameters
+    ----------
+    param_groups : sequence of dict
+        AdamW parameter groups (each with ``"params"`` and its own ``"weight_decay"``): the
+        extension point for per-group weight decay.
+    step_loss : callable
+        ``step_loss(step) -> (loss, accuracy)``, two scalar tensors; it draws its own batch.
+    steps : int, keyword-only
+    lr : float, keyword-only
+    grad_clip : float, keyword-only, optional
+        Maximum gradient norm.
+    clip_parameters : sequence of parameters, keyword-only, optional
+        The parameters whose joint norm is clipped (default: every parameter of the groups, in
+        order).
+    log_every : int, keyword-only, default 1
+    after_step : callable, keyword-only, optional
+        ``after_step(done)`` after each step (``done`` = steps taken): evaluations, snapshots.
+    history : list, keyword-only, optional
+        Append the log to this list (so ``after_step`` can interleave its own records).
+    progress : bool, keyword-only, default True
+    desc : str, keyword-only, default "train"
+
+    Returns
+    -------
+    list of dict
+        ``history``: ``{"step", "loss", "accuracy"}`` records (plus any ``after_step`` added).
+
+    Examples
+    --------
+    >>> w = torch.nn.Parameter(torch.tensor([3.0]))
+    >>> log = optimize([{"params": [w], "weight_decay": 0.0}], lambda step: ((w**2).sum(), torch.tensor(0.0)),
+    ...                steps=50, lr=0.1, log_every=25, progress=False)
+    >>> [r["step"] for r in log], abs(float(w)) < 3.0
+    ([0, 25, 49], True)
+    """
+    steps = check_int(steps, "steps")
+    log_every = check_int(log_every, "log_every")
+    lr = check_float(lr, "lr", minimum=0.0, strict_minimum=True)
+    groups = [dict(g) for g in param_groups]
+    if not groups or any("params" not in g for g in groups):
+        raise ValueError("param_groups must be a non-empty sequence of dicts with 'params'")
+    opt = torch.optim.AdamW(groups, lr=lr)
+    clip = list(clip_parameters) if clip_parameters is not None else [p for g in groups for p in g["params"]]
+    log: list[dict[str, float]] = [] if history is None else history
+    bar = progress_bar(range(steps), enabled=progress, desc=desc, leave=False)
+    for step in bar:
+        loss, acc = step_loss(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(clip, float(grad_clip))
+        opt.step()
+        done = step + 1
+        if step % log_every == 0 or done == steps:
+            loss_v = float(loss.detach())
+            log.append({"step": step, "loss": loss_v, "accuracy": float(acc)})
+            bar.set_postfix(loss=f"{loss_v:.4f}")
+        if after_step is not None:
+            after_step(done)
+    bar.close()
+    return log
 
 
 def _run(
@@ -738,7 +820,6 @@ def _run(
                 {"params": [p for n, p in trainable if n not in POSITION_PARAMETERS], "weight_decay": float(tc.weight_decay)},
                 {"params": [p for n, p in trainable if n in POSITION_PARAMETERS], "weight_decay": float(position_weight_decay)},
             ]
-        opt = torch.optim.AdamW(groups, lr=float(tc.lr))
         g = torch.Generator().manual_seed(tc.seed + 1)  # batches: a stream apart from the init
         history: list[dict[str, float]] = []
         snapshots: dict[int, np.ndarray] = {}
@@ -757,25 +838,20 @@ def _run(
         if tc.snapshot_every:
             snapshots[0] = model.position_table()  # type: ignore[assignment]
         model.train()
-        bar = progress_bar(range(tc.steps), enabled=progress, desc=desc, leave=False)
-        for step in bar:
-            batch = task.sample(tc.batch_size, g).to(device)
-            loss, acc = _loss_and_accuracy(model, batch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if tc.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(params, float(tc.grad_clip))
-            opt.step()
-            done = step + 1
-            if step % tc.log_every == 0 or done == tc.steps:
-                loss_v = float(loss.detach())
-                history.append({"step": step, "loss": loss_v, "accuracy": float(acc)})
-                bar.set_postfix(loss=f"{loss_v:.4f}")
+
+        def step_loss(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+            return _loss_and_accuracy(model, task.sample(tc.batch_size, g).to(device))
+
+        def after_step(done: int) -> None:
             if tc.eval_every and (done % tc.eval_every == 0 or done == tc.steps):
                 do_eval(done)
             if tc.snapshot_every and (done % tc.snapshot_every == 0 or done == tc.steps):
                 snapshots[done] = model.position_table()  # type: ignore[assignment]
-        bar.close()
+
+        optimize(
+            groups, step_loss, steps=tc.steps, lr=tc.lr, grad_clip=tc.grad_clip, clip_parameters=params,
+            log_every=tc.log_every, after_step=after_step, history=history, progress=progress, desc=desc,
+        )
     state = {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items()}
     return TrainResult(
         model_config=model_config,

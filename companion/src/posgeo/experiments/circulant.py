@@ -37,6 +37,7 @@ from posgeo import small_blas, symlog_axis, top_eigenpairs
 from posgeo import positional_marginals
 from posgeo import progress_bar
 from posgeo import sample_synthetic_sequences, synthetic_marginals
+from posgeo import new_figure
 
 __all__ = [
     'STATIONARITY_MEASURES',
@@ -763,10 +764,6 @@ def equivalent_knob(sweep: pd.DataFrame, column: str, value: float) -> float:
 
 
 # --------------------------------------------------------------------------- plots
-def _fig(ncols: int, nrows: int = 1, *, width: float = 4.0, height: float = 3.2) -> tuple[Figure, np.ndarray]:
-    fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False))
-    return fig, axes
 
 
 def plot_stationarity_sweep(
@@ -790,7 +787,7 @@ def plot_stationarity_sweep(
     -------
     matplotlib.figure.Figure
     """
-    fig, axes = _fig(len(columns), width=3.9, height=3.2)
+    fig, axes = new_figure(len(columns), width=3.9, height=3.2, grid=True)
     styles = (("k", "-"), ("0.55", "--"), ("k", ":"), ("0.55", "-."))
     for ax, col in zip(axes[0], columns):
         knobs: list[float] = []
@@ -825,7 +822,7 @@ def plot_fourier_modes(alignments: Mapping[str, FourierAlignment], *, k: int = 3
     matplotlib.figure.Figure
     """
     k = max(1, min(k, min(a.eigenvectors.shape[1] for a in alignments.values())))
-    fig, axes = _fig(k, len(alignments), width=2.9, height=1.9)
+    fig, axes = new_figure(k, len(alignments), width=2.9, height=1.9, grid=True)
     for r, (label, fa) in enumerate(alignments.items()):
         n = fa.eigenvectors.shape[0]
         x = np.arange(n)
@@ -856,7 +853,7 @@ def plot_offset_kernels(encodings: Mapping[str, np.ndarray], *, max_offset: int 
     -------
     matplotlib.figure.Figure
     """
-    fig, axes = _fig(1, width=6.0, height=3.2)
+    fig, axes = new_figure(1, width=6.0, height=3.2, grid=True)
     ax = axes[0, 0]
     styles = ("-", "--", ":", "-.")
     for j, (name, P) in enumerate(encodings.items()):

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 from matplotlib.figure import Figure
+from posgeo import eval_mode
 from posgeo import torch_threads as _torch_threads
 from posgeo import sinusoidal_encoding
 from posgeo import (
@@ -40,11 +41,12 @@ from posgeo import (
 from posgeo import Transformer, TransformerConfig
 from posgeo import current_profile
 from posgeo import progress_bar
-from posgeo import sample_synthetic_sequences, synthetic_marginals
+from posgeo import MarginalSampler, synthetic_marginals
 from posgeo import POSITION_PARAMETERS, IGNORE_INDEX, MLMTask, TrainConfig, train
 from posgeo import resolve_eig_method, small_blas, symlog_axis, top_eigenpairs
 from .papers import PAPER_P1_LOWRANK
 from posgeo.validation import check_int
+from posgeo import new_figure
 
 __all__ = [
     'lowrank_parameter_count',
@@ -53,7 +55,6 @@ __all__ = [
     'effective_rank_table',
     'rank_r_stress_curve',
     'lowrank_claim_table',
-    'SyntheticSampler',
     'LowRankSettings',
     'lowrank_settings',
     'synthetic_mlm_task',
@@ -400,29 +401,6 @@ def lowrank_claim_table(
 
 # --------------------------------------------------------------------------- training sweep
 @dataclass(frozen=True)
-class SyntheticSampler:
-    """Draws full-length sequences of the synthetic corpus (a picklable ``MLMTask`` sampler).
-
-    Parameters
-    ----------
-    marginals : numpy.ndarray, shape (n, V)
-        True per-position distributions (:func:`synthetic_marginals`).
-
-    Examples
-    --------
-    >>> s = SyntheticSampler(synthetic_marginals(8, 16))
-    >>> s(3, 0).shape
-    (3, 8)
-    """
-
-    marginals: np.ndarray
-
-    def __call__(self, batch_size: int, seed: int) -> np.ndarray:
-        seqs = sample_synthetic_sequences(self.marginals, batch_size, seed=seed)
-        return seqs.tokens.reshape(batch_size, -1).astype(np.int64)
-
-
-@dataclass(frozen=True)
 class LowRankSettings:
     """Settings of the low-rank training sweep (see :func:`lowrank_settings`).
 
@@ -533,7 +511,7 @@ def synthetic_mlm_task(settings: LowRankSettings) -> tuple[MLMTask, np.ndarray]:
     name = (
         f"synthetic-ring-n{s.n_positions}-V{s.vocab_size}-ns{s.nonstationarity:g}-c{s.concentration:g}-seed{s.corpus_seed}"
     )
-    task = MLMTask(SyntheticSampler(mu), n_tokens=s.vocab_size, seq_len=s.n_positions, name=name, mask_prob=s.mask_prob)
+    task = MLMTask(MarginalSampler(mu), n_tokens=s.vocab_size, seq_len=s.n_positions, name=name, mask_prob=s.mask_prob)
     return task, mu
 
 
@@ -583,9 +561,7 @@ def mlm_marginal_metrics(
     mu_t = torch.as_tensor(mu)
     log_mu = torch.log(mu_t.clamp_min(1e-300))
     acc, kl, count = 0.0, 0.0, 0
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         with torch.no_grad():
             for _ in range(int(n_batches)):
                 batch = task.sample(int(batch_size), g)
@@ -598,8 +574,6 @@ def mlm_marginal_metrics(
                 acc += float(p[torch.arange(pos.numel()), pred].sum())
                 kl += float((p * (log_mu[pos] - logq)).sum())
                 count += int(pos.numel())
-    finally:
-        model.train(was_training)
     return {"accuracy": acc / count, "excess_loss": kl / count}
 
 
@@ -721,10 +695,6 @@ def lowrank_training_sweep(
     return out
 
 
-def _fig(ncols: int, nrows: int = 1, *, width: float = 4.0, height: float = 3.2) -> tuple[Figure, np.ndarray]:
-    fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
-    return fig, axes
 
 
 def plot_rank_stress_curves(
@@ -747,7 +717,7 @@ def plot_rank_stress_curves(
     """
     ncols = min(3, len(curves))
     nrows = -(-len(curves) // ncols)
-    fig, axes = _fig(ncols, nrows, width=3.4, height=2.7)
+    fig, axes = new_figure(ncols, nrows, width=3.4, height=2.7)
     for ax, (label, curve) in zip(axes, curves.items()):
         r = np.asarray(curve.index, dtype=float)
         for j, col in enumerate(columns):
@@ -784,7 +754,7 @@ def plot_accuracy_vs_parameters(table: pd.DataFrame) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    fig, (ax1, ax2, ax3) = _fig(3, width=3.6, height=3.2)
+    fig, (ax1, ax2, ax3) = new_figure(3, width=3.6, height=3.2)
     x = table["parameters"].to_numpy(dtype=float)
     for j, (label, row) in enumerate(table.iterrows()):
         ax1.plot(row["parameters"], row["accuracy"], "o", color=f"C{j}", label=label)

@@ -42,6 +42,7 @@ import pandas as pd
 import torch
 from matplotlib.figure import Figure
 from torch import nn
+from posgeo import eval_mode
 from posgeo import adjacency_score, cosine_similarity_matrix
 from posgeo import Transformer, TransformerConfig
 from posgeo import current_profile
@@ -49,6 +50,7 @@ from posgeo import progress_bar
 from .tasks import TASKS, TaskSample, TaskVocab, encode_task_batch, make_task_samples, task_length_range
 from posgeo import IGNORE_INDEX, Batch, TrainConfig, TrainResult, train
 from .papers import P2_MAX_LEN, P2_REPORTED
+from posgeo import new_figure
 
 __all__ = [
     'SCORE_OPTIONS',
@@ -579,11 +581,9 @@ def answer_accuracy(model: Transformer, task: P2Task, *, batch_size: int = 512) 
     if task.seq_len > model.config.max_len:
         raise ValueError(f"the task's sequences have {task.seq_len} tokens but max_len={model.config.max_len}; "
                          f"build the model with max_len >= {task.seq_len}")
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     correct_rows, n_tok, n_tok_ok = [], 0, 0
-    try:
+    with eval_mode(model):
         for start in range(0, len(task.samples), int(batch_size)):
             b = task.batch(torch.arange(start, min(start + int(batch_size), len(task.samples)))).to(device)
             pred = model(b.tokens, attention_mask=b.attention_mask).logits.argmax(-1)
@@ -592,8 +592,6 @@ def answer_accuracy(model: Transformer, task: P2Task, *, batch_size: int = 512) 
             correct_rows.append(ok.all(dim=1).cpu())
             n_tok += int(keep.sum())
             n_tok_ok += int(((pred == b.targets) & keep).sum())
-    finally:
-        model.train(was_training)
     rows = torch.cat(correct_rows)
     return AnswerAccuracy(float(rows.float().mean()), n_tok_ok / max(n_tok, 1), int(rows.numel()))
 
@@ -636,11 +634,9 @@ def greedy_answers(model: Transformer, prompts: Sequence[str], *, max_new_tokens
     if not model.config.causal:
         raise ValueError("greedy_answers needs a causal model (causal=True)")
     vocab = TaskVocab()
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     out = []
-    try:
+    with eval_mode(model):
         for p in prompts:
             ids = vocab.encode(p)
             new: list[int] = []
@@ -651,8 +647,6 @@ def greedy_answers(model: Transformer, prompts: Sequence[str], *, max_new_tokens
                     break
                 new.append(nxt)
             out.append(vocab.decode(new))
-    finally:
-        model.train(was_training)
     return out
 
 
@@ -755,13 +749,9 @@ def layer_hidden_states(model: Transformer, tokens: torch.Tensor) -> np.ndarray:
     (3, 3, 5, 16)
     """
     model = _check_model(model)
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         device = next(model.parameters()).device
         hs = model(tokens.to(device), return_hidden=True).hidden_states
-    finally:
-        model.train(was_training)
     assert hs is not None
     return np.stack([h.detach().to("cpu", torch.float64).numpy() for h in hs])
 
@@ -1050,12 +1040,8 @@ def attention_uniformity(model: Transformer, tokens: torch.Tensor, *, layer: int
         raise ValueError("attention_uniformity compares with uniform *causal* attention; pass a causal model")
     if not 0 <= int(layer) < model.config.n_layers:
         raise ValueError(f"layer must be in [0, {model.config.n_layers - 1}], got {layer}")
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         att = model(tokens.to(next(model.parameters()).device), return_attention=True).attentions
-    finally:
-        model.train(was_training)
     assert att is not None
     a = att[int(layer)].to("cpu", torch.float64)  # (B, H, n, n)
     n = a.shape[-1]
@@ -1547,13 +1533,11 @@ def first_attention_output(model: Transformer, tokens: torch.Tensor) -> np.ndarr
     model = _check_model(model)
     captured: list[torch.Tensor] = []
     handle = model.blocks[0].attn.register_forward_hook(lambda mod, inp, out: captured.append(out[0].detach()))
-    was_training = model.training
-    model.eval()
-    try:
-        model(tokens.to(next(model.parameters()).device))
-    finally:
-        handle.remove()
-        model.train(was_training)
+    with eval_mode(model):
+        try:
+            model(tokens.to(next(model.parameters()).device))
+        finally:
+            handle.remove()
     return captured[0].to("cpu", torch.float64).numpy()
 
 
@@ -1930,10 +1914,6 @@ def causal_contrast(model: Transformer, tokens: torch.Tensor, *, seed: int = 0) 
 # ============================================================================ plots
 
 
-def _figure(ncols: int, nrows: int = 1, *, width: float = 3.0, height: float = 2.8) -> tuple[Figure, np.ndarray]:
-    fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
-    axes = np.asarray(fig.subplots(nrows, ncols, squeeze=False))
-    return fig, axes
 
 
 def plot_similarity_grid(profiles: Mapping[str, SimilarityProfile], *, layers: Sequence[int] | None = None) -> Figure:
@@ -1961,7 +1941,7 @@ def plot_similarity_grid(profiles: Mapping[str, SimilarityProfile], *, layers: S
     """
     first = next(iter(profiles.values()))
     layers = list(range(first.n_layers + 1)) if layers is None else list(layers)
-    fig, axes = _figure(len(layers), len(profiles), width=2.3, height=2.3)
+    fig, axes = new_figure(len(layers), len(profiles), width=2.3, height=2.3, grid=True)
     for r, (label, prof) in enumerate(profiles.items()):
         for c, layer in enumerate(layers):
             ax = axes[r, c]
@@ -1996,7 +1976,7 @@ def plot_offset_decay(curves: Mapping[str, np.ndarray], *, reference: np.ndarray
     >>> type(fig).__name__
     'Figure'
     """
-    fig, axes = _figure(1, width=5.0, height=3.2)
+    fig, axes = new_figure(1, width=5.0, height=3.2, grid=True)
     ax = axes[0, 0]
     for i, (label, y) in enumerate(curves.items()):
         ax.plot(np.arange(len(y)), y, marker="o", ms=2.5, color=f"C{i}", label=label)
@@ -2030,7 +2010,7 @@ def plot_adjacency_by_layer(table: pd.DataFrame) -> Figure:
     """
     cols = [c for c in table.columns if str(c).startswith("layer ")]
     x = np.arange(len(cols))
-    fig, axes = _figure(1, width=7.0, height=3.2)
+    fig, axes = new_figure(1, width=7.0, height=3.2, grid=True)
     ax = axes[0, 0]
     lo, hi = P2_REPORTED.layer1_score_range
     ax.fill_between([0.8, x[-1] + 0.2], lo, hi, color="0.85", label="P2, layers >= 1")
@@ -2067,7 +2047,7 @@ def plot_init_ablation(table: pd.DataFrame, *, columns: Sequence[str] = ("layer 
     >>> type(plot_init_ablation(t)).__name__
     'Figure'
     """
-    fig, axes = _figure(len(columns), width=3.4, height=2.9)
+    fig, axes = new_figure(len(columns), width=3.4, height=2.9, grid=True)
     im = None
     for ax, col in zip(axes[0], columns):
         grid = table[col].unstack("std")
@@ -2105,7 +2085,7 @@ def plot_probe_results(tables: Mapping[str, pd.DataFrame]) -> Figure:
     >>> type(plot_probe_results({"model": df})).__name__
     'Figure'
     """
-    fig, axes = _figure(2, width=3.8, height=3.0)
+    fig, axes = new_figure(2, width=3.8, height=3.0, grid=True)
     for i, (label, df) in enumerate(tables.items()):
         for j, kind in enumerate(_PROBE_KINDS):
             if f"NRMSE ({kind})" not in df:

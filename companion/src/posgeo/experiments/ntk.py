@@ -44,7 +44,7 @@ from posgeo import TransformerConfig, Transformer
 from posgeo import encoding_distances, monotonicity_violations
 from posgeo import current_profile
 from posgeo import progress_bar
-from posgeo import sample_synthetic_sequences, synthetic_marginals
+from posgeo import MarginalSampler, synthetic_marginals
 from posgeo import Batch, FirstMarkerTask, MLMTask, TrainConfig, train
 
 __all__ = [
@@ -201,17 +201,6 @@ def _marginals_key(mu: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(mu, dtype=np.float64).tobytes()).hexdigest()[:16]
 
 
-class _MarginalSampler:
-    """``sampler(batch_size, seed)`` of independent per-position draws (picklable)."""
-
-    def __init__(self, marginals: np.ndarray) -> None:
-        self.marginals = np.asarray(marginals, dtype=np.float64)
-
-    def __call__(self, batch_size: int, seed: int) -> np.ndarray:
-        seqs = sample_synthetic_sequences(self.marginals, batch_size, seed=seed)
-        return seqs.tokens.reshape(batch_size, -1).astype(np.int64)
-
-
 # --------------------------------------------------------------------------- [CLS] task
 @dataclass(frozen=True, eq=False)
 class OrderDetectionTask:
@@ -281,7 +270,7 @@ class OrderDetectionTask:
         B = int(batch_size)
         n = self.seq_len - 1
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=generator))
-        tokens = torch.as_tensor(_MarginalSampler(self.marginals)(B, seed))
+        tokens = torch.as_tensor(MarginalSampler(self.marginals)(B, seed))
         labels = torch.randint(0, 2, (B,), generator=generator)
         perm = torch.rand(B, n, generator=generator).argsort(dim=1)
         shuffled = torch.gather(tokens, 1, perm)
@@ -398,7 +387,7 @@ def ntk_task(settings: NTKSettings, objective: Objective = "mlm") -> Any:
     mu = ntk_marginals(settings)
     name = f"ntk-line-n{settings.n_positions}-V{settings.vocab_size}-c{settings.concentration:g}"
     if objective == "mlm":
-        return MLMTask(_MarginalSampler(mu), n_tokens=settings.vocab_size, seq_len=settings.n_positions,
+        return MLMTask(MarginalSampler(mu), n_tokens=settings.vocab_size, seq_len=settings.n_positions,
                        name=f"{name}-{_marginals_key(mu)}")
     return OrderDetectionTask(mu, name=name)
 
@@ -608,7 +597,7 @@ def monotonicity_table(
         The encodings scored on that corpus (rows = that corpus' positions).
     orders : sequence of {"offset", "hellinger", "debiased"}
         Order pairs by the offset ``|i - j|``, by the plug-in Hellinger distances
-        (``geometry.distances``) or by the noise-corrected ones (``geometry.debiased``).
+        (``geometry.distances``) or by the noise-corrected ones (``geometry.matched``).
     progress : bool
         Progress bar over corpora.
 
@@ -628,7 +617,7 @@ def monotonicity_table(
     >>> import numpy as np
     >>> from types import SimpleNamespace
     >>> D = np.abs(np.subtract.outer(np.arange(6.0), np.arange(6.0)))
-    >>> g = SimpleNamespace(distances=D, debiased=D)
+    >>> g = SimpleNamespace(distances=D, matched=D)
     >>> t = monotonicity_table({"toy": g}, {"toy": {"line": np.arange(6.0)[:, None]}}, progress=False)
     >>> t.loc["line"].tolist()
     [0.0, 0.0, 0.0]
@@ -639,7 +628,7 @@ def monotonicity_table(
     parts = {}
     for corpus in progress_bar(list(geometries), enabled=progress, desc="monotonicity"):
         g = geometries[corpus]
-        refs = {"offset": None, "hellinger": g.distances, "debiased": g.debiased}
+        refs = {"offset": None, "hellinger": g.distances, "debiased": g.matched}
         rows = {}
         for enc, P in encodings.get(corpus, {}).items():
             rows[enc] = {
@@ -808,7 +797,7 @@ def from_scratch_tables(
     mu = synthetic_corpus("train", n_sequences=1).true_marginals
     assert mu is not None
     n, V = mu.shape
-    mlm = MLMTask(_MarginalSampler(mu), n_tokens=V, seq_len=n, name=f"synthetic-default-{_marginals_key(mu)}")
+    mlm = MLMTask(MarginalSampler(mu), n_tokens=V, seq_len=n, name=f"synthetic-default-{_marginals_key(mu)}")
     cls = FirstMarkerTask(seq_len=n, n_filler=8)
     out = {}
     for label, task in progress_bar([("MLM from scratch", mlm), ("classifier from scratch", cls)],

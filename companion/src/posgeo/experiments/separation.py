@@ -51,6 +51,7 @@ from posgeo import Batch, MLMTask, TrainConfig, TrainResult, resolve_device, tra
 from posgeo import MarginalSampler, array_digest, separation_stats
 from posgeo.validation import check_table
 from scipy.spatial.distance import pdist
+from posgeo import eval_mode, new_figure, optimize
 
 __all__ = [
     'separation_trajectory',
@@ -757,47 +758,45 @@ def _finetune(
             head.bias.zero_()
         head = head.to(device)
         params = [p for p in base.parameters() if p.requires_grad] + list(head.parameters())
-        opt = torch.optim.AdamW(params, lr=cfg["lr"], weight_decay=cfg["weight_decay"])
 
         def encode(batch: list[str]) -> Any:
             enc = tokenizer(batch, truncation=True, max_length=cfg["max_length"], padding=True, return_tensors="pt")
             return {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
 
         def accuracy() -> float:
-            base.eval()
             correct = 0
-            with torch.no_grad():
+            with eval_mode(base), torch.no_grad():
                 for s in range(0, len(eval_texts), 64):
                     enc = encode(eval_texts[s : s + 64])
                     logits = head(base(**enc).last_hidden_state[:, 0])
                     correct += int((logits.argmax(-1).cpu().numpy() == eval_labels[s : s + 64]).sum())
-            base.train()
             return correct / len(eval_texts)
 
         evals: list[tuple[int, float]] = []
         if eval_texts:
             evals.append((0, accuracy()))
         snapshots = {0: learned_position_table(base)}
-        history: list[dict[str, float]] = []
         seen = 0
         base.train()
         head.train()
-        for step in progress_bar(range(cfg["steps"]), enabled=progress, desc="fine-tune", leave=False):
+
+        def step_loss(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+            nonlocal seen
             idx = rng.choice(m, size=min(cfg["batch_size"], m), replace=False)
             enc = encode([texts[i] for i in idx])
             seen = max(seen, int(enc["input_ids"].shape[1]))
             y = torch.as_tensor(labels[idx], device=device)
             logits = head(base(**enc).last_hidden_state[:, 0])
-            loss = F.cross_entropy(logits, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            done = step + 1
-            if step % 10 == 0 or done == cfg["steps"]:
-                history.append({"step": step, "loss": float(loss.detach()), "accuracy": float((logits.argmax(-1) == y).float().mean())})
+            return F.cross_entropy(logits, y), (logits.argmax(-1) == y).float().mean()
+
+        def after_step(done: int) -> None:
             if done % cfg["snapshot_every"] == 0 or done == cfg["steps"]:
                 snapshots[done] = learned_position_table(base)
+
+        history = optimize(
+            [{"params": params, "weight_decay": cfg["weight_decay"]}], step_loss, steps=cfg["steps"], lr=cfg["lr"],
+            grad_clip=1.0, log_every=10, after_step=after_step, progress=progress, desc="fine-tune",
+        )
         if eval_texts:
             evals.append((cfg["steps"], accuracy()))
     return FinetuneResult(
@@ -1378,10 +1377,6 @@ def run_finetuning(
 # --------------------------------------------------------------------------- plots
 
 
-def _fig(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.4) -> tuple[Figure, np.ndarray]:
-    fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
-    return fig, axes
 
 
 _LABELS = {
@@ -1428,7 +1423,7 @@ def plot_separation_trajectories(
         missing = set(columns) - set(tr.columns)
         if missing or "step" not in tr.columns:
             raise ValueError(f"trajectory {name!r} lacks columns {sorted(missing | ({'step'} - set(tr.columns)))}; pass separation_trajectory tables")
-    fig, axes = _fig(len(columns), width=4.6, height=3.6)
+    fig, axes = new_figure(len(columns), width=4.6, height=3.6)
     for k, (name, tr) in enumerate(trajectories.items()):
         style = "--" if name in dashed else "-"
         for ax, col in zip(axes, columns):
@@ -1485,7 +1480,7 @@ def plot_distance_distributions(
     k = len(snapshot_sets)
     nc = min(ncols, k)
     nr = math.ceil(k / nc)
-    fig, axes = _fig(nc, nr, width=3.4, height=2.8)
+    fig, axes = new_figure(nc, nr, width=3.4, height=2.8)
     for ax, (name, snaps) in zip(axes, snapshot_sets.items()):
         steps = sorted(snaps)
         if not steps:
@@ -1540,7 +1535,7 @@ def plot_row_drift(
         raise ValueError(f"the first and last tables differ in shape: {first.shape} vs {last.shape}")
     norms = np.linalg.norm(first, axis=1)
     change = np.linalg.norm(last - first, axis=1) / np.where(norms > 0, norms, 1.0)
-    fig, (ax,) = _fig(1, width=7.0, height=3.0)
+    fig, (ax,) = new_figure(1, width=7.0, height=3.0)
     floor = change[change > 0].min() / 3 if np.any(change > 0) else 1e-12
     ax.semilogy(np.arange(change.size), np.maximum(change, floor), ".", ms=3, color="C0")
     if seen is not None:

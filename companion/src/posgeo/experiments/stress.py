@@ -105,7 +105,7 @@ def stress_comparison(
     geometries: Mapping[str, CorpusGeometry],
     encodings: Mapping[str, Mapping[str, np.ndarray]],
     *,
-    target: Literal["distances", "debiased"] = "distances",
+    target: Literal["distances", "matched"] = "distances",
     mds_dims: tuple[int, ...] = (1, 2, 3),
     smacof_max_iter: int = 300,
 ) -> pd.DataFrame:
@@ -116,7 +116,7 @@ def stress_comparison(
     geometries : mapping of corpus name to CorpusGeometry
     encodings : mapping of corpus name to {encoding name: (n, k) array}
         The encodings to score on that corpus (rows = that corpus' positions).
-    target : {"distances", "debiased"}
+    target : {"distances", "matched"}
         Score against the plug-in distances (P1's) or the noise-corrected ones.
     mds_dims : tuple of int
         Dimensions at which classical MDS and SMACOF are fitted (plus full-rank PMDS).
@@ -127,8 +127,8 @@ def stress_comparison(
     pandas.DataFrame
         Index: encoding; columns: MultiIndex (corpus, ``raw`` | ``optimal``).
     """
-    if target not in ("distances", "debiased"):
-        raise ValueError(f"target must be 'distances' or 'debiased', got {target!r}")
+    if target not in ("distances", "matched"):
+        raise ValueError(f"target must be 'distances' (plug-in) or 'matched' (noise-corrected), got {target!r}")
     parts = {}
     for name, g in geometries.items():
         D = getattr(g, target)
