@@ -28,8 +28,8 @@ import numpy as np
 
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from posgeo._adjacency import adjacency_row_scores, cosine_similarity_matrix  # noqa: E402
-from posgeo._monotonicity import monotonicity_violations  # noqa: E402
+from posgeo import adjacency_row_scores, cosine_similarity_matrix  # noqa: E402
+from posgeo import monotonicity_violations  # noqa: E402
 
 
 def _time(fn: Callable[[], Any]) -> tuple[float, Any]:

@@ -280,10 +280,15 @@ ex.plot_distance_distributions(
 #   where the margin is smallest.
 # - **(a) Order-insensitive task.** The model solves the bag-of-tokens task without using
 #   positions, the gradients on $P$ vanish, and the decay shrinks the whole table toward
-#   zero. The minimum separation falls by more than three orders of magnitude. The
-#   `normalised` and `relative` values stay moderate all the same, because the table shrinks
-#   as a whole while keeping the shape of its random start. A ratio alone would miss the
-#   collapse.
+#   zero: its late median distance ends far below that of every run where the conditions
+#   hold, and its minimum falls to a fraction of its start. How far the minimum falls is
+#   not stable: on the machine that first built this book one pair collapsed (a minimum
+#   about three orders of magnitude below its start), on another the same seed ended near
+#   a fifth of its start. Floating-point differences between CPU kernels are amplified by
+#   training, and this run has one seed, so the chapter asserts only the shrinkage that
+#   held on both. The `normalised` and `relative` values stay moderate all the same, because
+#   the table shrinks as a whole while keeping the shape of its random start. A ratio alone
+#   would miss the shrinkage.
 # - **(b) Identical distributions.** The synthetic i.i.d. MLM and the shuffled SST-2 windows
 #   end at Adam's noise floor: a small random cloud whose rows keep the shape of a random
 #   table (high `relative`). With exchangeable tokens, the loss is symmetric under
@@ -322,7 +327,8 @@ assert t.loc["sst2 MLM", "late median"] > 1.2 * t.loc["(b) sst2 shuffled", "late
 assert t.loc["sst2 MLM", "late min"] > t.loc["(b) sst2 shuffled", "late min"]
 sst2_median = probe_trajectories["sst2 MLM"]["q50"]
 assert sst2_median.iloc[-1] > sst2_median.iloc[len(sst2_median) // 2]  # still growing
-assert t.loc["(a) bag of tokens", "final min"] < 1e-3 * t.loc["(a) bag of tokens", "min at init"]
+assert t.loc["(a) bag of tokens", "final min"] < 0.5 * t.loc["(a) bag of tokens", "min at init"]
+assert t.loc["(a) bag of tokens", "late median"] < 0.5 * t.loc[holds, "late median"].min()
 assert t.loc["(a) bag of tokens", "late relative"] > 0.2  # it shrinks as a whole; it does not merge
 assert t.loc["(c) synthetic MLM, uniform attn", "late min"] > 0.5 * t.loc["synthetic MLM", "late min"]
 assert t.loc["(c) first marker, uniform attn", "accuracy"] > 0.6

@@ -1,4 +1,4 @@
-"""Tests for posgeo._audit (the audit of a model's positions) and the ``posgeo`` command line.
+"""Tests for posgeo.audit (the audit of a model's positions) and the ``posgeo`` command line.
 
 The command line is driven end to end in-process through ``posgeo.__main__.main`` on a
 small text file and on SST-2 with all-MiniLM-L6-v2, and the numbers of its JSON are checked
@@ -6,6 +6,7 @@ against the library's functions recomputed independently. SST-2 needs
 ``$POSGEO_DATA_DIR`` (CI sets it; locally ``POSGEO_DATA_DIR=/work/shared/data``). RoPE, ALiBi,
 RoBERTa-style, GPT-2-style and position-free models are tiny randomly initialised
 transformers saved to a temporary folder with the bundled tokenizer: nothing is downloaded.
+The steps of posgeo.audit.compute are also run one by one on tiny inputs.
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ from posgeo import (
     stress_optimal_mds,
     tokenize,
 )
-from posgeo.audit import _core as _audit
+from posgeo.audit import compute as audit_compute
+from posgeo.audit import inputs as audit_inputs
+from posgeo.audit import report as audit_report
+from posgeo.experiments.papers import PAPER_P1
 from posgeo.__main__ import build_parser, main
 
 DATA_DIR = os.environ.get("POSGEO_DATA_DIR")
@@ -206,8 +210,8 @@ def test_cli_on_sst2_with_minilm_matches_the_library(tmp_path: Path, capsys) -> 
     assert plug["model"]["optimal"] == pytest.approx(stress(rows, D, scale="optimal"), rel=1e-9)
     assert plug["PMDS k=2"]["raw"] == pytest.approx(stress(classical_mds(D, 2).coords, D), rel=1e-9)
     assert data["monotonicity"]["offset"]["model"] == pytest.approx(monotonicity_violation_rate(rows, progress=False))
-    assert data["paper"]["monotonicity/pretrained"] == posgeo.PAPER_P1["monotonicity/pretrained"]
-    assert data["paper"]["stress/sst2/rope"] == posgeo.PAPER_P1["stress/sst2/rope"]  # SST-2 only
+    assert data["paper"]["monotonicity/pretrained"] == PAPER_P1["monotonicity/pretrained"]
+    assert data["paper"]["stress/sst2/rope"] == PAPER_P1["stress/sst2/rope"]  # SST-2 only
     assert data["layers"] is not None and len(data["layers"]["plug-in"]) == 7  # input + 6 layers
 
 
@@ -228,7 +232,7 @@ def test_summary_has_every_headline_and_the_paper_values(text_report: AuditRepor
     s = text_report.summary()
     assert list(s.columns) == ["value", "P1"] and s.index.names == ["section", "quantity"]
     assert s.loc[("best fit", "PMDS full rank, raw stress"), "value"] == 0.0  # rounding level shown as 0
-    assert s.loc[("model", "monotonicity violation rate (offset)"), "P1"] == posgeo.PAPER_P1["monotonicity/pretrained"]
+    assert s.loc[("model", "monotonicity violation rate (offset)"), "P1"] == PAPER_P1["monotonicity/pretrained"]
     assert s.loc[("model", "scale-optimal stress"), "value"] == pytest.approx(
         text_report.stress["plug-in"].loc["model", "optimal"]
     )
@@ -267,7 +271,7 @@ def test_second_run_reads_the_cache(text_file: Path, monkeypatch: pytest.MonkeyP
     def boom(*args, **kwargs):
         raise AssertionError("recomputed although the inputs are unchanged")
 
-    monkeypatch.setattr(_audit, "_compute", boom)
+    monkeypatch.setattr(audit_compute, "compute_report", boom)
     again = audit(text_file, n_positions=6, progress=False)
     assert again.to_json() == first.to_json()
     with pytest.raises(AssertionError, match="recomputed"):
@@ -548,21 +552,21 @@ def test_gpt2_style_model_without_prefix_and_without_layers(text_file: Path, tok
 
 
 def test_position_shift_and_prefix_helpers() -> None:
-    assert _audit._position_shift(SimpleNamespace(padding_idx=None)) == 0
-    assert _audit._position_shift(SimpleNamespace(padding_idx=1)) == 2  # RoBERTa
-    assert _audit._position_shift(SimpleNamespace(padding_idx=None, offset=2)) == 2  # OPT
-    assert _audit._special_prefix(default_tokenizer()) == 1
+    assert audit_compute._position_shift(SimpleNamespace(padding_idx=None)) == 0
+    assert audit_compute._position_shift(SimpleNamespace(padding_idx=1)) == 2  # RoBERTa
+    assert audit_compute._position_shift(SimpleNamespace(padding_idx=None, offset=2)) == 2  # OPT
+    assert audit_compute._special_prefix(default_tokenizer()) == 1
     cfg = SimpleNamespace(rope_parameters={"full_attention": {"rope_theta": 1e6, "rope_type": "default"}})
-    assert _audit._rope_parameters(cfg) == (1e6, 1.0, "default")
+    assert audit_compute._rope_parameters(cfg) == (1e6, 1.0, "default")
     cfg = SimpleNamespace(rope_parameters={"rope_theta": 5e5, "rope_type": "llama3", "partial_rotary_factor": 0.5})
-    assert _audit._rope_parameters(cfg) == (5e5, 0.5, "llama3")
+    assert audit_compute._rope_parameters(cfg) == (5e5, 0.5, "llama3")
 
 
 @settings(max_examples=200, deadline=None)
 @given(lengths=st.lists(st.integers(0, 60), min_size=1, max_size=80), n=st.integers(3, 70), min_reach=st.integers(2, 12))
 def test_too_short_suggests_the_largest_workable_n(lengths: list[int], n: int, min_reach: int) -> None:
     arr = np.array(lengths)
-    err = _audit._too_short(arr, n, min_reach, "it")
+    err = audit_compute._too_short(arr, n, min_reach, "it")
     assert isinstance(err, AuditError)
     found = re.search(r"pass --positions (\d+)", str(err))
     if len(lengths) < min_reach or np.sort(arr)[::-1][min_reach - 1] < 3:
@@ -579,8 +583,123 @@ def test_too_short_suggests_the_largest_workable_n(lengths: list[int], n: int, m
     max_leaves=10,
 ))
 def test_plain_values_are_strict_json(value) -> None:
-    text = json.dumps(_audit._plain(value), allow_nan=False)
+    text = json.dumps(audit_report._plain(value), allow_nan=False)
     assert isinstance(json.loads(text), (type(None), bool, int, float, str, list, dict))
+
+
+# --------------------------------------------------------------------------- the steps, one by one
+def _config_only(config, kind: str) -> audit_inputs.LoadedModel:
+    """A model known by its config and the bundled tokenizer only (no weights)."""
+    return audit_inputs.LoadedModel(ref=audit_inputs.resolve_model(None), config=config,
+                                    tokenizer=default_tokenizer(), module=None, kind=kind)
+
+
+def test_position_vectors_of_each_kind() -> None:
+    import dataclasses
+
+    from transformers import BertConfig, BloomConfig, LlamaConfig
+
+    llama = LlamaConfig(vocab_size=64, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                        num_hidden_layers=1, intermediate_size=64)
+    step = audit_compute.position_vectors(_config_only(llama, "rotary"), n_positions=5)
+    assert isinstance(step, audit_compute.ModelStep) and step.notes == {}
+    np.testing.assert_allclose(step.vectors, rope_encoding(5, 32, head_dim=8))
+    assert (step.info["dimension"], step.info["position_offset"], step.width) == (32, 1, 32)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.vectors = None  # type: ignore[misc]
+    bloom = BloomConfig(vocab_size=64, hidden_size=24, n_head=6, n_layer=1)
+    step = audit_compute.position_vectors(_config_only(bloom, "alibi"), n_positions=5)
+    np.testing.assert_allclose(step.vectors, alibi_encoding(5, 6))
+    bert = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    for kind, note in (("none", "no positional signal"), ("unknown", "cannot tell how this model")):
+        step = audit_compute.position_vectors(_config_only(bert, kind), n_positions=5)
+        assert step.vectors is None and note in step.notes["model"]
+        assert step.width == 16  # the baselines fall back to the hidden size
+    assert list(step.info) == ["model_type", "positional_kind", "encoding", "position_offset",
+                               "special_tokens_prepended", "position_id_shift", "dimension", "hidden_size",
+                               "n_heads", "head_dim", "n_layers", "table_rows"]
+
+
+def test_model_step_reads_the_rows_after_cls() -> None:
+    step = audit_compute.model_step(audit_inputs.resolve_model(None), n_positions=4)
+    assert isinstance(step, audit_compute.ModelStep) and step.loaded.kind == "learned-absolute"
+    np.testing.assert_array_equal(step.vectors, learned_position_table()[1:5])
+    assert (step.info["table_rows"], step.info["position_id_shift"], step.width) == (512, 0, 384)
+
+
+def test_data_step_tokenises_and_checks_the_reach(text_file: Path) -> None:
+    ds = audit_inputs.resolve_dataset(text_file, split="train", column=None, data_dir=None)
+    model = _config_only(None, "none")
+    options = dict(min_reach=10, split="train", column=None, data_dir=None, max_sequences=None, seed=0,
+                   cache=False, progress=False)
+    step = audit_compute.data_step(ds, model, n_positions=8, **options)
+    assert isinstance(step, audit_compute.DataStep)
+    assert step.dataset["sequences"] == len(step.corpus) == 160 and step.dataset["source"] == "text"
+    assert step.dataset["tokenizer"] == model.ref.label and step.dataset["vocab_size"] == 30522
+    with pytest.raises(AuditError, match=r"reach position 99 .* pass --positions"):
+        audit_compute.data_step(ds, model, n_positions=100, **options)
+
+
+def test_geometry_step_on_a_synthetic_corpus() -> None:
+    corpus = load_corpus("synthetic", n_sequences=300, n_positions=8, vocab_size=16)
+    step = audit_compute.geometry_step(corpus, n_positions=6, seed=0, cache=False, name="synthetic")
+    assert isinstance(step, audit_compute.GeometryStep)
+    assert step.geometry.distances.shape == (6, 6) and step.numbers["n_positions"] == 6
+    assert step.corrected and step.corrected_distances is step.geometry.matched
+    assert step.numbers["reach_last"] == 300 and step.notes == {}
+    flat = posgeo.Corpus(name="flat", split="-", sequences=posgeo.Sequences.from_list([[3, 3, 3, 3]] * 20, vocab_size=5),
+                         labels=None, vocab_size=5, description="one token everywhere")
+    with pytest.raises(AuditError, match="same token distribution"):
+        audit_compute.geometry_step(flat, n_positions=4, seed=0, cache=False, name="flat")
+
+
+def test_stress_step_with_and_without_vectors() -> None:
+    D = hellinger_matrix(np.eye(5) * 0.5 + 0.1)
+    bare = audit_compute.stress_step(D, None, None, n_positions=5, width=7, seed=0, mds_dims=(1, 2))
+    assert isinstance(bare, audit_compute.StressStep)
+    assert "model" not in bare.stress["plug-in"].index and bare.stress["corrected"] is None
+    assert bare.separation is None and np.isnan(bare.monotonicity.loc["model", "offset"])
+    assert bare.baselines["sinusoidal"].shape == (5, 8) and bare.baselines["random"].shape == (5, 7)
+    P = random_encoding(5, 7, seed=3)
+    step = audit_compute.stress_step(D, D, P, n_positions=5, width=7, seed=0, mds_dims=(1, 2))
+    assert step.stress["plug-in"].loc["model", "raw"] == pytest.approx(stress(P, D))
+    assert step.stress["corrected"] is not None and step.separation["min_dist"] == pytest.approx(separation_stats(P).min_dist)
+
+
+def test_layers_step_applies_to_learned_tables_only() -> None:
+    D = hellinger_matrix(np.eye(4) * 0.5 + 0.125)  # rows sum to 1
+    minilm = audit_compute.model_step(audit_inputs.resolve_model(None), n_positions=4)
+    step = audit_compute.layers_step(minilm, D, D)
+    assert isinstance(step, audit_compute.LayersStep) and step.notes == {}
+    assert list(step.layers) == ["plug-in", "corrected"] and list(step.layers["plug-in"].index) == list(range(7))
+    none = audit_compute.ModelStep(loaded=minilm.loaded, vectors=None, info=minilm.info, notes={})
+    step = audit_compute.layers_step(none, D, None)
+    assert step.layers is None and step.notes == {"layers": "no position vectors, so no per-layer projection"}
+
+
+def test_the_steps_compose_into_the_report(text_file: Path, text_report: AuditReport) -> None:
+    ds = audit_inputs.resolve_dataset(text_file, split="train", column=None, data_dir=None)
+    model = audit_compute.model_step(audit_inputs.resolve_model(None), n_positions=8)
+    data = audit_compute.data_step(ds, model.loaded, n_positions=8, min_reach=10, split="train", column=None,
+                                   data_dir=None, max_sequences=None, seed=0, cache=False, progress=False)
+    geometry = audit_compute.geometry_step(data.corpus, n_positions=8, seed=0, cache=False, name=ds.spec)
+    assert data.dataset == text_report.dataset and geometry.numbers == text_report.corpus
+    np.testing.assert_array_equal(geometry.geometry.distances, text_report.hellinger)
+    np.testing.assert_array_equal(model.vectors, text_report.encoding)
+    params = text_report.parameters
+    assert params == audit_inputs.AuditParameters(**{**params, "mds_dims": tuple(params["mds_dims"])}).as_dict()
+
+
+def test_check_parameters_normalises_the_dimensions() -> None:
+    dims = audit_inputs.check_parameters(n_positions=8, max_sequences=None, seed=0, min_reach=10,
+                                         mds_dims=[np.int64(1), 3], split="train", column=None)
+    assert dims == (1, 3) and all(type(k) is int for k in dims)
+    with pytest.raises(AuditError, match="--split train"):
+        audit_inputs.check_parameters(n_positions=8, max_sequences=None, seed=0, min_reach=10, mds_dims=[1],
+                                      split="", column=None)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        audit_inputs.check_parameters(n_positions=8, max_sequences=None, seed=0.5, min_reach=10, mds_dims=[1],
+                                      split="train", column=None)
 
 
 # --------------------------------------------------------------------------- charts, settings

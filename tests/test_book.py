@@ -174,46 +174,101 @@ def test_api_reference_extension_is_configured() -> None:
     assert api.DOCNAME in toc_docnames(), f"{api.DOCNAME} is not in _toc.yml"
 
 
+def _api_entries(text: str) -> list[tuple[str, str, str]]:
+    """(part heading, module on the section's "From" line, qualified name) of every entry."""
+    entries, part, origin, current = [], "", "", ""
+    for line in text.splitlines():
+        if m := re.match(r"^# (.+)$", line):
+            part = m.group(1)
+        elif m := re.match(r"^\.\. currentmodule:: ([\w.]+)$", line):
+            current = m.group(1)
+        elif m := re.match(r"^From ``([\w.]+)``", line):
+            origin = m.group(1)
+        elif m := re.match(r"^\.\. (?:autofunction|autoclass):: ([\w.]+)$", line):
+            assert m.group(1).startswith(current + "."), f"{m.group(1)} documented under currentmodule {current}"
+            entries.append((part, origin, m.group(1)))
+        elif m := re.match(r"^\.\. py:data:: (\w+)$", line):
+            entries.append((part, origin, f"{current}.{m.group(1)}"))
+    return entries
+
+
 def test_api_reference_documents_every_public_name() -> None:
-    """Every name of posgeo.__all__ gets exactly one entry, under the module that exports it."""
+    """Every public name of the three parts gets exactly one entry, under the module that holds it.
+
+    The library (posgeo.__all__, then posgeo.validation), posgeo.experiments (its __all__ and
+    every module's) and posgeo.audit.__all__, in that order, one top-level section each.
+    """
+    import importlib
+    import pkgutil
+
     import posgeo
+    import posgeo.audit
+    import posgeo.experiments
+    import posgeo.validation
+
+    expected = [f"posgeo.{n}" for n in posgeo.__all__]
+    expected += [f"posgeo.validation.{n}" for n in posgeo.validation.__all__]
+    expected += [f"posgeo.experiments.{n}" for n in posgeo.experiments.__all__]
+    experiments = [
+        importlib.import_module(f"posgeo.experiments.{info.name}")
+        for info in pkgutil.iter_modules(posgeo.experiments.__path__)
+        if not info.name.startswith("_")
+    ]
+    assert experiments, "posgeo.experiments has no modules"
+    for module in experiments:
+        expected += [f"{module.__name__}.{n}" for n in module.__all__]
+    expected += [f"posgeo.audit.{n}" for n in posgeo.audit.__all__]
 
     text = _posgeo_api().generate()
-    entry = re.compile(r"^\.\. (?:autofunction|autoclass):: posgeo\.(\w+)$|^\.\. py:data:: (\w+)$", re.M)
-    found = [a or b for a, b in entry.findall(text)]
-    missing = sorted(set(posgeo.__all__) - set(found))
+    entries = _api_entries(text)
+    found = [name for _, _, name in entries]
+    missing = sorted(set(expected) - set(found))
     assert not missing, f"the API reference leaves out {missing}; see tools/posgeo_api.py"
     duplicates = sorted({n for n in found if found.count(n) > 1})
     assert not duplicates, f"documented twice: {duplicates}"
-    assert not set(found) - set(posgeo.__all__), f"documents non-public names: {set(found) - set(posgeo.__all__)}"
-    # grouped by topic: one section per private module, each name under the module exporting it
-    sections = re.split(r"^## ", text, flags=re.M)[1:]
-    for section in sections:
-        module = re.search(r"From ``posgeo\.(_\w+)``", section)
-        if module is None:  # the package metadata section
-            continue
-        exported = set(getattr(posgeo, module.group(1)).__all__)
-        names = {a or b for a, b in entry.findall(section)}
-        assert names <= exported, f"section of {module.group(1)} documents {names - exported}"
+    assert not set(found) - set(expected), f"documents non-public names: {sorted(set(found) - set(expected))}"
+
+    # three top-level parts, library first, then experiments, then the audit
+    parts = re.findall(r"^# (.+)$", text, flags=re.M)
+    assert [("posgeo.experiments" in p, "posgeo.audit" in p) for p in parts] == [
+        (False, False), (True, False), (False, True)
+    ], parts
+    for part, origin, name in entries:
+        which = 2 if name.startswith("posgeo.audit.") else 1 if name.startswith("posgeo.experiments.") else 0
+        assert part == parts[which], f"{name} is documented under {part!r}, not {parts[which]!r}"
+        # each name under the module that exports or defines it
+        module = importlib.import_module(origin)
+        short = name.rsplit(".", 1)[1]
+        obj = getattr(importlib.import_module(name.rsplit(".", 1)[0]), short)
+        assert short in getattr(module, "__all__", ()) or getattr(obj, "__module__", None) == origin, (
+            f"{name} is documented in the section of {origin}, which neither exports nor defines it"
+        )
+    # the library's sections in the order of posgeo.LIBRARY_MODULES
+    library = [m.__name__ for m in posgeo.LIBRARY_MODULES]
+    order = list(dict.fromkeys(o for p, o, _ in entries if p == parts[0] and o in library))
+    assert order == [m for m in library if m in order], order
+    sections = {o for p, o, _ in entries if p == parts[1]}
+    assert {m.__name__ for m in experiments} <= sections, "one section per module of posgeo.experiments"
 
 
 def test_every_public_name_has_a_docstring() -> None:
+    import importlib
     import inspect
-
-    import posgeo
 
     api = _posgeo_api()
     undocumented = []
-    for modname, module in api.public_modules(posgeo):
-        for name in module.__all__:
-            obj = getattr(module, name)
-            if inspect.isclass(obj) or callable(obj):
-                doc = inspect.getdoc(obj) or ""
-                # a dataclass without a docstring gets an autogenerated signature as __doc__
-                if not doc.strip() or doc.startswith(f"{name}("):
-                    undocumented.append(f"{modname}.{name}")
-            elif not api._attr_doc(module, name):
-                undocumented.append(f"{modname}.{name} (a docstring after the assignment)")
+    for part in api.parts():
+        for section in part.sections:
+            namespace = importlib.import_module(section.namespace)
+            for name in section.names:
+                obj = getattr(namespace, name)
+                if inspect.isclass(obj) or callable(obj):
+                    doc = inspect.getdoc(obj) or ""
+                    # a dataclass without a docstring gets an autogenerated signature as __doc__
+                    if not doc.strip() or doc.startswith(f"{name}("):
+                        undocumented.append(f"{section.namespace}.{name}")
+                elif not (api._attr_doc(section.module, name) or name in api.PACKAGE_DOCS):
+                    undocumented.append(f"{section.module.__name__}.{name} (a docstring after the assignment)")
     assert not undocumented, f"public names without a docstring: {undocumented}"
 
 

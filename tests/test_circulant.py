@@ -1,4 +1,4 @@
-"""Tests for posgeo._circulant: circulant/Toeplitz structure and Fourier alignment."""
+"""Tests for posgeo.experiments.circulant: circulant/Toeplitz structure and Fourier alignment."""
 
 from __future__ import annotations
 

@@ -283,3 +283,18 @@ def test_bad_inputs_raise_clear_errors():
         m(inputs_embeds=torch.zeros(1, 3, 5))
     with pytest.raises(ValueError, match="attention_mask must have shape"):
         m(torch.zeros(1, 3, dtype=torch.long), attention_mask=torch.ones(1, 4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"init_std": float("inf")}, ValueError, "init_std must be finite"),
+        ({"dropout": float("nan")}, ValueError, "dropout must be finite"),
+        ({"tie_embeddings": "no"}, TypeError, "tie_embeddings must be a bool"),
+        ({"vocab_size": 10**12}, ValueError, "vocab_size must be an int <="),
+    ],
+)
+def test_config_refuses_non_finite_values_and_impossible_sizes(kwargs, exc, match):
+    base = dict(vocab_size=8, d_model=8, n_heads=2, n_layers=1, d_ff=16, max_len=8)
+    with pytest.raises(exc, match=match):
+        TransformerConfig(**{**base, **kwargs})

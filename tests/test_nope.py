@@ -1,4 +1,4 @@
-"""Tests for posgeo._nope (P2's adjacency pattern in NoPE causal decoders)."""
+"""Tests for posgeo.experiments.nope (P2's adjacency pattern in NoPE causal decoders)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for posgeo._separation: separation statistics, tasks, training probes, fine-tuning, plots."""
+"""Tests for posgeo.experiments.separation: separation statistics, tasks, training probes, fine-tuning, plots."""
 
 from __future__ import annotations
 

@@ -299,3 +299,25 @@ def test_optimize_is_the_loop_of_train():
         optimize([], lambda step: (w.sum(), w.sum()), steps=1, lr=0.1, progress=False)
     with pytest.raises(ValueError, match="lr must be >"):
         optimize([{"params": [w]}], lambda step: (w.sum(), w.sum()), steps=1, lr=0.0, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"lr": float("inf")}, ValueError, "lr must be finite"),
+        ({"lr": float("nan")}, ValueError, "lr must be finite"),
+        ({"weight_decay": float("nan")}, ValueError, "weight_decay must be finite"),
+        ({"grad_clip": float("inf")}, ValueError, "grad_clip must be finite"),
+        ({"seed": 2**64}, ValueError, "seed must be an int <="),
+        ({"lr": "1e-3"}, TypeError, "lr must be a real number"),
+    ],
+)
+def test_non_finite_and_oversized_settings_are_refused_at_construction(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        TrainConfig(**kwargs)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch without CUDA")
+def test_cuda_on_a_cpu_build_is_a_clear_error():
+    with pytest.raises(ValueError, match="no usable CUDA device"):
+        TrainConfig(device="cuda")

@@ -1,62 +1,121 @@
-"""Sphinx extension: the posgeo API reference, generated from ``posgeo.__all__`` at build time.
+"""Sphinx extension: the posgeo API reference, generated from the package at build time.
 
 ``book/api_reference.md`` holds a marker line (:data:`MARKER`). When Sphinx reads that page,
-this extension replaces the marker with one section per private module of ``posgeo`` (the
-topic), titled by :data:`TOPICS` (or, for a module not listed there, by the first line of
-its docstring), and in it one autodoc directive per public name that the module exports:
-constants first, then classes, then functions, each alphabetically. The docstrings are
-numpydoc-style and rendered by ``sphinx.ext.napoleon``.
+this extension replaces the marker with the three parts of the package, each a top-level
+section of the page, in this order:
 
-Nothing is hand-maintained: a name added to a module's ``__all__`` (and so to
-``posgeo.__all__``) appears on the next build, and a new module gets its own section.
-:func:`generate` raises if a public name would be left out; ``tests/test_book.py`` checks
-the generated text and ``tests/browser`` the built page.
+1. **the library**, ``posgeo.__all__`` (imported flat, ``posgeo.hellinger_matrix``): one
+   section per module of ``posgeo.LIBRARY_MODULES``, in that order, titled by :data:`TOPICS`
+   (or, for a module not listed there, by the first sentence of its docstring); then the
+   public module ``posgeo.validation`` and the package metadata;
+2. **the experiments**, ``posgeo.experiments``: its own ``__all__``, then one section per
+   module of the package (each with its own ``__all__``), in the order and with the topics of
+   the module table in ``posgeo/experiments/__init__.py``'s docstring (a module missing from
+   the table is appended, titled by its docstring); names are documented under their module,
+   ``posgeo.experiments.separation.train_separation``;
+3. **the audit**, ``posgeo.audit.__all__`` (documented as ``posgeo.audit.audit``), read at
+   build time and grouped by the submodule that defines each name, in ``__all__`` order.
+
+In each section, one autodoc directive per name: constants first, then classes, then
+functions, each alphabetically. The docstrings are numpydoc-style and rendered by
+``sphinx.ext.napoleon``; ``sphinx.ext.viewcode`` adds a ``[source]`` link to every class and
+function (the highlighted source of the installed version, under ``_modules/``).
+
+Nothing is hand-maintained: a name added to an ``__all__`` appears on the next build, and a
+new library module (added to ``LIBRARY_MODULES``), experiments module or audit submodule gets
+its own section. :func:`generate` raises if a public name would be left out;
+``tests/test_book.py`` checks the generated text and ``tests/browser`` the built page.
 
 Module-level constants are written as ``py:data`` entries whose text is the docstring that
-follows the assignment in the source module (autodoc's ``autodata`` would look in
-``posgeo/__init__.py``, find nothing, and show the docstring of ``str`` or ``dict``).
+follows the assignment in the source module (autodoc's ``autodata`` would look in the
+namespace's ``__init__.py``, find nothing, and show the docstring of ``str`` or ``dict``).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
+import re
+import sys
 import textwrap
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 MARKER = "<!-- posgeo-api-reference -->"
 DOCNAME = "book/api_reference"
+PACKAGE = "posgeo"
+VALIDATION = "posgeo.validation"
+EXPERIMENTS = "posgeo.experiments"
+AUDIT = "posgeo.audit"
 
-# Reading order and readable titles of the sections; a module missing here is appended after
-# them, titled by the first line of its docstring.
+# Readable titles of the library's sections (their order is posgeo.LIBRARY_MODULES); a module
+# missing here is titled by the first sentence of its docstring.
 TOPICS: dict[str, str] = {
-    "_geometry": "Hellinger geometry, MDS and stress",
-    "_encodings": "Standard positional encodings",
+    "_sequences": "Token sequences and labelled corpora",
     "_corpus": "Corpora and tokenisation",
-    "_marginals": "Positional marginals and their noise floor",
     "_synthetic": "The synthetic corpus",
-    "_analysis": "Corpus-level analyses",
-    "_equivariance": "Permutation equivariance (P1, Theorem 1)",
-    "_separation": "Positional separation (P1, Theorem 4)",
-    "_circulant": "Circulant structure and sinusoids",
-    "_lowrank": "Effective rank and low-rank encodings (P1, Observation 8)",
-    "_monotonicity": "Monotonicity violation rate (P1, Conjecture 5)",
-    "_ntk": "Learned position tables and the NTK regime",
-    "_layers": "Positions through the layers of a pretrained encoder",
-    "_adjacency": "Cosine similarity and the adjacency score (P2)",
-    "_nope": "Causal transformers without positional encodings (P2)",
-    "_tasks": "The synthetic tasks of P2",
+    "_marginals": "Positional marginals and the estimators of a corpus's geometry",
+    "_geometry": "Hellinger geometry, MDS and stress",
+    "_linalg": "Shared linear algebra",
+    "_encodings": "Standard positional encodings",
     "_model": "A small transformer",
     "_train": "Training",
+    "_metrics": "Metrics of position tables: separation, monotonicity, adjacency",
+    "_layers": "Positions through the layers of a pretrained encoder",
     "_pretrained": "Pretrained models",
-    "_audit": "Auditing a model",
     "_plotting": "Charts",
-    "_profiles": "Experiment profiles",
     "_cache": "Result cache",
+    "_progress": "Progress bars",
+    "_profiles": "Experiment profiles",
 }
+VALIDATION_TITLE = "Input validation"
 PACKAGE_TITLE = "Package metadata"
 PACKAGE_DOCS = {"__version__": "The installed version of ``posgeo`` (from the package metadata)."}
+EXPERIMENTS_PACKAGE_TITLE = "Shared by the chapters"
+
+PART_TITLES = {
+    "library": "The library: `posgeo`",
+    "experiments": "The experiments: `posgeo.experiments`",
+    "audit": "The audit: `posgeo.audit`",
+}
+PART_INTROS = {
+    "library": (
+        "The reusable tools, imported flat from the package: `import posgeo as pg`, then "
+        "`pg.hellinger_matrix(...)`. One section per module of `posgeo.LIBRARY_MODULES`, in that "
+        "order (data, geometry, encodings, model and training, metrics, pretrained models, "
+        "infrastructure); the module named under each heading only says where the code lives. "
+        "Then the public module `posgeo.validation`, which is imported as such."
+    ),
+    "experiments": (
+        "Each chapter's recipes, built only from the library's public names: "
+        "`from posgeo.experiments import separation as ex`, then `ex.train_separation(...)`. "
+        "One section per module, in chapter order; every name is documented under its module."
+    ),
+    "audit": (
+        "The `posgeo audit` tool (chapter 11): `import posgeo.audit as au`, then "
+        "`au.audit(...)`. The names of `posgeo.audit.__all__`, grouped by the submodule that "
+        "defines them; import them from `posgeo.audit`."
+    ),
+}
+
+
+class Section(NamedTuple):
+    """One section of the reference: ``names`` of ``namespace``, whose code lives in ``module``."""
+
+    title: str
+    module: ModuleType  # where the code lives: the "From" line, and the constants' docstrings
+    namespace: str  # where the names are imported from: each entry is "<namespace>.<name>"
+    names: tuple[str, ...]
+    note: str = ""  # extra words for the "From" line
+    summary: bool = True  # quote the first paragraph of the module's docstring
+
+
+class Part(NamedTuple):
+    key: str
+    title: str
+    intro: str
+    sections: tuple[Section, ...]
 
 
 def _summary(module: ModuleType) -> str:
@@ -64,27 +123,10 @@ def _summary(module: ModuleType) -> str:
     return doc.strip().split("\n\n", 1)[0].replace("\n", " ").strip()
 
 
-def _title(modname: str, module: ModuleType) -> str:
-    if modname in TOPICS:
-        return TOPICS[modname]
-    line = (_summary(module).split(". ")[0] or modname).rstrip(".")
-    return line.replace("``", "").replace("`", "")
-
-
-def public_modules(package: ModuleType) -> list[tuple[str, ModuleType]]:
-    """The private modules of ``package`` that export names in ``package.__all__``, in topic order."""
-    found = {}
-    for name, value in vars(package).items():
-        if (
-            isinstance(value, ModuleType)
-            and name.startswith("_")
-            and not name.startswith("__")
-            and value.__name__ == f"{package.__name__}.{name}"
-            and getattr(value, "__all__", None)
-        ):
-            found[name] = value
-    order = [m for m in TOPICS if m in found] + sorted(m for m in found if m not in TOPICS)
-    return [(m, found[m]) for m in order]
+def _docstring_title(module: ModuleType) -> str:
+    line = (_summary(module).split(". ")[0] or module.__name__).rstrip(".")
+    line = re.sub(r":[\w:]+:`~?([^`]+)`", r"`\1`", line)  # reST roles: a heading is MyST
+    return line.replace("``", "`")
 
 
 def _kind(obj: Any) -> str:
@@ -95,6 +137,132 @@ def _kind(obj: Any) -> str:
     return "data"
 
 
+def _exports(module: ModuleType) -> list[str]:
+    names = getattr(module, "__all__", None)
+    if names is None:
+        raise RuntimeError(f"{module.__name__} has no __all__; list its public names there")
+    return list(names)
+
+
+# ---------------------------------------------------------------------------------- the parts
+def library_sections(package_name: str = PACKAGE) -> list[Section]:
+    """``posgeo.__all__`` by module of ``posgeo.LIBRARY_MODULES``, then validation and metadata."""
+    package = importlib.import_module(package_name)
+    public = list(package.__all__)
+    modules = list(package.LIBRARY_MODULES)
+    owner: dict[str, ModuleType] = {}
+    for module in modules:
+        for name in _exports(module):
+            if name in public:
+                owner.setdefault(name, module)
+    orphans = [n for n in public if n not in owner and n not in PACKAGE_DOCS]
+    if orphans:
+        raise RuntimeError(
+            f"{package_name}.__all__ names {orphans}, which no module of {package_name}.LIBRARY_MODULES "
+            "exports in its __all__; export each public name from the module that defines it"
+        )
+    sections = []
+    for module in modules:
+        short = module.__name__.rsplit(".", 1)[-1]
+        names = tuple(n for n in _exports(module) if owner.get(n) is module)
+        if names:
+            title = TOPICS.get(short) or _docstring_title(module)
+            sections.append(Section(title, module, package_name, names))
+    validation = importlib.import_module(VALIDATION)
+    sections.append(
+        Section(
+            f"{VALIDATION_TITLE}: `{VALIDATION}`",
+            validation,
+            VALIDATION,
+            tuple(_exports(validation)),
+            note="a public module: ``from posgeo.validation import check_int``",
+        )
+    )
+    extra = tuple(n for n in public if n in PACKAGE_DOCS)
+    if extra:
+        sections.append(Section(PACKAGE_TITLE, package, package_name, extra, summary=False))
+    return sections
+
+
+_TABLE_ROW = re.compile(r"^\s*((?:``\w+``,?\s*)+?)\s{2,}(\S+)\s{2,}(\S.*?)\s*$")
+
+
+def experiments_table(package: ModuleType) -> dict[str, tuple[str, str]]:
+    """``{module: (chapter, topic)}`` from the module table of the package's docstring, in order."""
+    table: dict[str, tuple[str, str]] = {}
+    for line in (inspect.getdoc(package) or "").splitlines():
+        row = _TABLE_ROW.match(line)
+        if row:
+            for name in re.findall(r"``(\w+)``", row.group(1)):
+                table.setdefault(name, (row.group(2), row.group(3)))
+    return table
+
+
+def experiments_modules(package_name: str = EXPERIMENTS) -> list[ModuleType]:
+    """Every public module of ``posgeo.experiments``, in the order of its docstring's table."""
+    package = importlib.import_module(package_name)
+    found = sorted(
+        info.name for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_")
+    )
+    table = experiments_table(package)
+    order = [m for m in table if m in found] + [m for m in found if m not in table]
+    return [importlib.import_module(f"{package_name}.{m}") for m in order]
+
+
+def experiments_sections(package_name: str = EXPERIMENTS) -> list[Section]:
+    package = importlib.import_module(package_name)
+    table = experiments_table(package)
+    sections = []
+    if getattr(package, "__all__", None):
+        sections.append(
+            Section(EXPERIMENTS_PACKAGE_TITLE, package, package_name, tuple(package.__all__), summary=False)
+        )
+    for module in experiments_modules(package_name):
+        short = module.__name__.rsplit(".", 1)[-1]
+        chapter, topic = table.get(short, ("", ""))
+        title = f"`{short}` — {topic or _docstring_title(module)}"
+        note = "" if not chapter else ("every chapter" if chapter == "all" else f"chapter {chapter}")
+        sections.append(Section(title, module, module.__name__, tuple(_exports(module)), note=note))
+    return sections
+
+
+def _audit_owner(package: ModuleType, name: str) -> ModuleType:
+    """The submodule of ``package`` that defines ``name`` (or exports it), else the package."""
+    obj = getattr(package, name)
+    prefix = package.__name__ + "."
+    if inspect.isclass(obj) or inspect.isroutine(obj):
+        modname = getattr(obj, "__module__", "") or ""
+        if modname.startswith(prefix) and modname in sys.modules:
+            return sys.modules[modname]
+    for modname in sorted(sys.modules):
+        module = sys.modules[modname]
+        if modname.startswith(prefix) and name in (getattr(module, "__all__", None) or ()):
+            return module
+    return package
+
+
+def audit_sections(package_name: str = AUDIT) -> list[Section]:
+    """``posgeo.audit.__all__``, one section per defining submodule, in ``__all__`` order."""
+    package = importlib.import_module(package_name)
+    groups: dict[str, list[str]] = {}
+    modules: dict[str, ModuleType] = {}
+    for name in _exports(package):
+        module = _audit_owner(package, name)
+        modules[module.__name__] = module
+        groups.setdefault(module.__name__, []).append(name)
+    return [
+        Section(_docstring_title(modules[m]), modules[m], package_name, tuple(names))
+        for m, names in groups.items()
+    ]
+
+
+def parts() -> list[Part]:
+    """The reference's three parts, in page order: library, experiments, audit."""
+    build = {"library": library_sections, "experiments": experiments_sections, "audit": audit_sections}
+    return [Part(key, PART_TITLES[key], PART_INTROS[key], tuple(f())) for key, f in build.items()]
+
+
+# ------------------------------------------------------------------------------ the markdown
 def _attr_doc(module: ModuleType, name: str) -> str:
     """The docstring (or ``#:`` comment) of a module-level assignment, via Sphinx's analyser."""
     from sphinx.pycode import ModuleAnalyzer
@@ -107,7 +275,7 @@ def _attr_doc(module: ModuleType, name: str) -> str:
 
 
 def _short_repr(value: Any, limit: int = 70) -> str:
-    text = repr(value)
+    text = repr(value).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 4] + " ..."
 
 
@@ -115,10 +283,10 @@ def _indent(text: str, prefix: str = "   ") -> str:
     return textwrap.indent(text, prefix, lambda line: bool(line.strip()))
 
 
-def _data_block(qualname: str, value: Any, doc: str) -> str:
+def _data_block(name: str, value: Any, doc: str) -> str:
     body = doc or "(undocumented)"
     return (
-        f".. py:data:: {qualname}\n   :type: {type(value).__name__}\n   :value: {_short_repr(value)}\n\n"
+        f".. py:data:: {name}\n   :type: {type(value).__name__}\n   :value: {_short_repr(value)}\n\n"
         f"{_indent(body)}"
     )
 
@@ -134,60 +302,59 @@ def _rst_block(parts: list[str]) -> str:
     return "```{eval-rst}\n" + "\n\n".join(parts) + "\n```"
 
 
-def generate(package_name: str = "posgeo") -> str:
-    """MyST markdown documenting every name of ``<package>.__all__``, grouped by module.
-
-    Raises ``RuntimeError`` if a public name is not exported by any private module (except
-    the package metadata in :data:`PACKAGE_DOCS`) or is missing from the output.
-    """
-    package = importlib.import_module(package_name)
-    public = list(package.__all__)
-    modules = public_modules(package)
-    owner: dict[str, str] = {}
-    for modname, module in modules:
-        for name in module.__all__:
-            if name in public:
-                owner.setdefault(name, modname)
-    orphans = [n for n in public if n not in owner and n not in PACKAGE_DOCS]
-    if orphans:
-        raise RuntimeError(
-            f"{package_name}.__all__ names {orphans}, which no private module exports in its __all__; "
-            "export each public name from the module that defines it"
-        )
-
+def _section_text(section: Section) -> tuple[str, list[str]]:
+    """The markdown of one section and the qualified names it documents."""
+    namespace = importlib.import_module(section.namespace)
     rank = {"data": 0, "class": 1, "function": 2}
-    parts: list[str] = []
+    names = sorted(section.names, key=lambda n: (rank[_kind(getattr(namespace, n))], n.lower()))
+    where = f"From ``{section.module.__name__}``" + (f" ({section.note})" if section.note else "")
+    summary = _summary(section.module) if section.summary else ""
+    if summary.rstrip(".") == section.module.__name__.rsplit(".", 1)[-1]:  # a placeholder docstring
+        summary = ""
+    blocks = [f".. currentmodule:: {section.namespace}", f"{where}: {summary}" if summary else f"{where}."]
+    documented = []
+    for name in names:
+        obj = getattr(namespace, name)
+        kind = _kind(obj)
+        if kind == "data":
+            doc = PACKAGE_DOCS.get(name) if section.namespace == PACKAGE else None
+            blocks.append(_data_block(name, obj, doc or _attr_doc(section.module, name)))
+        else:
+            blocks.append(_object_block(f"{section.namespace}.{name}", kind))
+        documented.append(f"{section.namespace}.{name}")
+    return f"## {section.title}\n\n{_rst_block(blocks)}", documented
+
+
+def expected_names() -> list[str]:
+    """Every qualified name the reference must document, from the packages' ``__all__``."""
+    names = [f"{PACKAGE}.{n}" for n in importlib.import_module(PACKAGE).__all__]
+    names += [f"{VALIDATION}.{n}" for n in importlib.import_module(VALIDATION).__all__]
+    names += [f"{EXPERIMENTS}.{n}" for n in getattr(importlib.import_module(EXPERIMENTS), "__all__", ())]
+    for module in experiments_modules():
+        names += [f"{module.__name__}.{n}" for n in module.__all__]
+    names += [f"{AUDIT}.{n}" for n in importlib.import_module(AUDIT).__all__]
+    return names
+
+
+def generate() -> str:
+    """MyST markdown documenting the three parts of posgeo, one top-level section each.
+
+    Raises ``RuntimeError`` if a name of ``posgeo.__all__`` is not exported by a module of
+    ``posgeo.LIBRARY_MODULES`` (except the package metadata in :data:`PACKAGE_DOCS`), if a
+    module has no ``__all__``, or if a public name is missing from the output.
+    """
+    text: list[str] = []
     documented: list[str] = []
-    for modname, module in modules:
-        names = [n for n in module.__all__ if owner.get(n) == modname]
-        if not names:
-            continue
-        names.sort(key=lambda n: (rank[_kind(getattr(package, n))], n.lower()))
-        parts.append(f"## {_title(modname, module)}")
-        summary = _summary(module)
-        blocks = [f".. currentmodule:: {package_name}", f"From ``{package_name}.{modname}``: {summary}" if summary else f"From ``{package_name}.{modname}``."]
-        for name in names:
-            obj = getattr(package, name)
-            kind = _kind(obj)
-            qualname = f"{package_name}.{name}"
-            if kind == "data":
-                blocks.append(_data_block(name, obj, _attr_doc(module, name)))
-            else:
-                blocks.append(_object_block(qualname, kind))
-            documented.append(name)
-        parts.append(_rst_block(blocks))
-    extra = [n for n in public if n in PACKAGE_DOCS]
-    if extra:
-        parts.append(f"## {PACKAGE_TITLE}")
-        blocks = [f".. currentmodule:: {package_name}"]
-        for name in extra:
-            blocks.append(_data_block(name, getattr(package, name), PACKAGE_DOCS[name]))
-            documented.append(name)
-        parts.append(_rst_block(blocks))
-    missing = sorted(set(public) - set(documented))
+    for part in parts():
+        text += [f"# {part.title}", part.intro]
+        for section in part.sections:
+            body, names = _section_text(section)
+            text.append(body)
+            documented += names
+    missing = sorted(set(expected_names()) - set(documented))
     if missing:  # pragma: no cover - guarded by construction; kept as the page's promise
         raise RuntimeError(f"the API reference would leave out {missing}")
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join(text) + "\n"
 
 
 def _fill_page(app: Any, docname: str, source: list[str]) -> None:
@@ -208,10 +375,11 @@ def _always_reread(app: Any, env: Any, added: set[str], changed: set[str], remov
 def setup(app: Any) -> dict[str, Any]:
     app.setup_extension("sphinx.ext.autodoc")
     app.setup_extension("sphinx.ext.napoleon")
+    app.setup_extension("sphinx.ext.viewcode")  # a [source] link on every class and function
     app.connect("source-read", _fill_page)
     app.connect("env-get-outdated", _always_reread)
-    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
 if __name__ == "__main__":  # print the generated markdown, for a look without a build
-    print(textwrap.dedent(generate()))
+    print(generate())

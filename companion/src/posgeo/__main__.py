@@ -1,6 +1,6 @@
 """The ``posgeo`` command line: ``posgeo audit DATASET [options]`` (also ``python -m posgeo``).
 
-``posgeo audit`` runs :func:`posgeo.audit` and writes ``report.html`` (self-contained: it
+``posgeo audit`` runs :func:`posgeo.audit.audit` and writes ``report.html`` (self-contained: it
 loads nothing from anywhere) and ``report.json`` (the same numbers) into ``--out``. Input
 problems (a missing file or column, an empty split, a model that cannot be loaded offline,
 sequences shorter than ``--positions``) are reported in one line on stderr, with exit
@@ -120,8 +120,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _run_audit(args: argparse.Namespace) -> int:
-    from posgeo.audit._core import audit
-    from ._corpus import CorpusUnavailableError
+    from posgeo import CorpusUnavailableError
+    from posgeo.audit import audit  # lazily: `posgeo --help` needs none of it
 
     if args.no_progress:  # also the bars of transformers (loading weights); this process is ours
         from transformers.utils import logging as hf_logging

@@ -148,6 +148,22 @@ def cached(
 
 
 def array_digest(*arrays: np.ndarray) -> str:
+    """A short content hash of arrays (dtype, shape and bytes): identifies data in cache keys and names.
+
+    Parameters
+    ----------
+    *arrays : numpy.ndarray
+
+    Returns
+    -------
+    str
+        16 hex digits.
+
+    Examples
+    --------
+    >>> array_digest(np.zeros(3)) == array_digest(np.zeros(3)), array_digest(np.zeros(3)) == array_digest(np.zeros(4))
+    (True, False)
+    """
     h = hashlib.sha256()
     for a in arrays:
         a = np.ascontiguousarray(a)

@@ -34,8 +34,11 @@ __all__ = [
     'DATA_ENV_VAR',
     'CorpusUnavailableError',
     'load_texts',
+    'hub_unreachable_reason',
+    'corpus_source',
     'default_tokenizer',
     'tokenize',
+    'subset_indices',
     'load_corpus',
 ]
 
@@ -82,8 +85,33 @@ def _local_path(data_dir: Path, name: str, split: str) -> Path:
     return data_dir / name / f"{split}.parquet"
 
 
-def _hub_unreachable_reason(timeout: float = 3.0) -> str | None:
-    """Return why the Hugging Face hub cannot be reached, or ``None`` if a TCP connection works."""
+def hub_unreachable_reason(timeout: float = 3.0) -> str | None:
+    """Why the Hugging Face hub cannot be reached now, or ``None`` when it can.
+
+    The probe that :func:`load_texts` runs before contacting the hub: ``HF_HUB_OFFLINE``
+    set to a true value answers at once; otherwise a TCP connection is opened to the host of
+    ``$HF_ENDPOINT`` (default ``huggingface.co``, port 443, or 80 for ``http://``), in a
+    daemon thread so that a hanging name lookup cannot outlast ``timeout``.
+
+    Parameters
+    ----------
+    timeout : float, default 3.0
+        Seconds to wait for the connection.
+
+    Returns
+    -------
+    str or None
+        A short reason (``"HF_HUB_OFFLINE is set"``, ``"cannot connect to host:port (...)"``,
+        ``"no connection to host:port within ... s"``), or ``None`` when the connection works.
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"HF_HUB_OFFLINE": "1"}):
+    ...     hub_unreachable_reason()
+    'HF_HUB_OFFLINE is set'
+    """
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
         return "HF_HUB_OFFLINE is set"
     endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
@@ -165,7 +193,7 @@ def load_texts(name: str, split: str = "train", *, data_dir: str | os.PathLike[s
             )
         df = pd.read_parquet(path)
     else:
-        reason = _hub_unreachable_reason()
+        reason = hub_unreachable_reason()
         if reason is not None:
             raise CorpusUnavailableError(
                 f"cannot load {name!r}: no local copy ({DATA_ENV_VAR} is not set and no data_dir was "
@@ -347,7 +375,36 @@ def tokenize(
 # --------------------------------------------------------------------------------------
 
 
-def _subset_indices(m: int, max_sequences: int | None, seed: int) -> np.ndarray | None:
+def subset_indices(m: int, max_sequences: int | None, *, seed: int = 0) -> np.ndarray | None:
+    """The random subset that ``max_sequences`` selects: ``max_sequences`` of ``m`` indices.
+
+    The draw of :func:`load_corpus`: uniformly without replacement with
+    ``np.random.default_rng(seed)``, returned in increasing order (dataset order).
+
+    Parameters
+    ----------
+    m : int
+        Number of items (texts, sequences).
+    max_sequences : int or None
+        Size of the subset; ``None``, or at least ``m``, keeps everything.
+    seed : int, default 0
+        Seed of the draw.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (max_sequences,), or None
+        Sorted indices into ``0..m-1``; ``None`` when every item is kept.
+
+    Raises
+    ------
+    ValueError
+        If ``max_sequences`` is not a positive int or ``None``.
+
+    Examples
+    --------
+    >>> subset_indices(10, 3, seed=0).tolist(), subset_indices(10, None), subset_indices(10, 12)
+    ([5, 6, 9], None, None)
+    """
     if max_sequences is None:
         return None
     if isinstance(max_sequences, bool) or not isinstance(max_sequences, (int, np.integer)) or max_sequences <= 0:
@@ -358,7 +415,44 @@ def _subset_indices(m: int, max_sequences: int | None, seed: int) -> np.ndarray 
     return np.sort(rng.choice(m, size=int(max_sequences), replace=False))
 
 
-def _data_source(name: str, split: str, data_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+def corpus_source(name: str, split: str = "train", *, data_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Where :func:`load_texts` reads a corpus from, as a fingerprint for cache keys; reads no text.
+
+    Parameters
+    ----------
+    name : {"sst2", "imdb"}
+        Which corpus.
+    split : str, default "train"
+        As in :func:`load_texts`.
+    data_dir : path, optional
+        Local data directory; default ``$POSGEO_DATA_DIR``, else the hub.
+
+    Returns
+    -------
+    dict
+        ``{"source": path, "size": bytes, "mtime_ns": int}`` for a local parquet file (resolved
+        path, so a changed file is a new fingerprint), or ``{"source": "hub", "id": hub id}``.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``name`` or ``split``.
+    FileNotFoundError
+        A local directory is configured but lacks the file (as :func:`load_texts`).
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "sst2").mkdir()
+    >>> pd.DataFrame({"idx": [0], "sentence": ["a fine film"], "label": [1]}).to_parquet(d / "sst2" / "test.parquet")
+    >>> sorted(corpus_source("sst2", "test", data_dir=d))
+    ['mtime_ns', 'size', 'source']
+    >>> corpus_source("imdb", "validation")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown split 'validation' for 'imdb'; valid splits are ['train', 'test']
+    """
+    _check_name_split(name, split)
     local = _resolve_data_dir(data_dir)
     if local is None:
         return {"source": "hub", "id": _HUB_IDS[name]}
@@ -438,7 +532,7 @@ def load_corpus(
         from ._synthetic import synthetic_corpus
 
         corpus = synthetic_corpus(split, seed=seed, **synthetic_options)
-        idx = _subset_indices(len(corpus), max_sequences, seed)
+        idx = subset_indices(len(corpus), max_sequences, seed=seed)
         if idx is None:
             return corpus
         return Corpus(
@@ -457,8 +551,7 @@ def load_corpus(
             f"options {sorted(synthetic_options)} only apply to name='synthetic'; "
             f"remove them to load {name!r}"
         )
-    _check_name_split(name, split)
-    source = _data_source(name, split, data_dir)
+    source = corpus_source(name, split, data_dir=data_dir)
     if tokenizer is None:
         tokenizer = default_tokenizer()
     vocab_size = _vocab_size(tokenizer)
@@ -479,7 +572,7 @@ def load_corpus(
 
     def compute() -> tuple[Sequences, np.ndarray]:
         df = load_texts(name, split, data_dir=data_dir)
-        idx = _subset_indices(len(df), max_sequences, seed)
+        idx = subset_indices(len(df), max_sequences, seed=seed)
         if idx is not None:
             df = df.iloc[idx]
         seqs = tokenize(df["text"], tokenizer=tokenizer, add_special_tokens=add_special_tokens, progress=progress)

@@ -1,4 +1,5 @@
-"""_layers."""
+"""Projected stress of hidden states: how well each layer's positional component keeps the
+corpus geometry (P1 section 8); the per-layer table the audit and chapter 9 show."""
 
 from __future__ import annotations
 

@@ -42,6 +42,25 @@ _AUTO_ARPACK_MAX_SHARE = 1 / 16  # Lanczos pays for few eigenpairs; syevr (subse
 
 
 def resolve_eig_method(method: str, n: int, k: int) -> str:
+    """The eigensolver :func:`top_eigenpairs` uses for ``k`` eigenpairs of an ``n x n`` matrix.
+
+    Parameters
+    ----------
+    method : {"auto", "full", "subset", "arpack"}
+        ``"auto"`` picks by size: a full ``eigh`` below 1024, ARPACK (Lanczos) for few
+        eigenpairs (``k <= n / 16``), LAPACK's subset solver otherwise.
+    n, k : int
+
+    Returns
+    -------
+    str
+        ``"full"``, ``"subset"`` or ``"arpack"``.
+
+    Examples
+    --------
+    >>> resolve_eig_method("auto", 4096, 16), resolve_eig_method("auto", 100, 3)
+    ('arpack', 'full')
+    """
     if method not in ("auto", "full", "subset", "arpack"):
         raise ValueError(f"unknown method {method!r}; use 'auto', 'full', 'subset' or 'arpack'")
     if method != "auto":

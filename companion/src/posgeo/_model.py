@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 from ._encodings import alibi_slopes, rope_frequencies, sinusoidal_encoding
-from .validation import check_int
+from .validation import check_float, check_int
 
 __all__ = [
     'POSITION_KINDS',
@@ -166,14 +166,15 @@ class TransformerConfig:
             raise ValueError(f"rank={self.rank} is only used with position='lowrank', got position={self.position!r}; pass rank=None")
         if not isinstance(self.causal, bool):
             raise TypeError(f"causal must be a bool, got {self.causal!r}")
-        if not 0.0 <= float(self.dropout) < 1.0:
+        if not 0.0 <= check_float(self.dropout, "dropout") < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.n_classes is not None:
             check_int(self.n_classes, "n_classes")
         if self.pooling not in _POOLINGS:
             raise ValueError(f"unknown pooling {self.pooling!r}; choose one of {', '.join(map(repr, _POOLINGS))}")
-        if not float(self.init_std) > 0:
-            raise ValueError(f"init_std must be > 0, got {self.init_std}")
+        check_float(self.init_std, "init_std", minimum=0.0, strict_minimum=True)
+        if not isinstance(self.tie_embeddings, bool):
+            raise TypeError(f"tie_embeddings must be a bool, got {self.tie_embeddings!r}")
         if not math.isfinite(float(self.init_mean)):
             raise ValueError(f"init_mean must be finite, got {self.init_mean}")
         if self.norm not in _NORMS:

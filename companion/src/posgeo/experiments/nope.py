@@ -1,11 +1,11 @@
 """Position information without positional encodings: P2's adjacency pattern, measured.
 
 P2 (Zuo, Guerzhoy & Guerzhoy 2024) trains causal transformers *without* positional
-encodings (NoPE) on four synthetic tasks (:mod:`posgeo._tasks`) and observes that, from the
+encodings (NoPE) on four synthetic tasks (:mod:`posgeo.experiments.tasks`) and observes that, from the
 first causal attention layer on, hidden states of nearby positions are more similar than those
 of distant ones. This module provides everything the book's chapter needs to measure that:
 
-* :class:`P2Task`: a task of :mod:`posgeo._tasks` as a :class:`posgeo.Task` for
+* :class:`P2Task`: a task of :mod:`posgeo.experiments.tasks` as a :class:`posgeo.Task` for
   :func:`posgeo.train` (causal LM, loss on the answer only);
 * :func:`answer_accuracy`, :func:`greedy_answers`: exact-match accuracy;
 * :func:`layer_hidden_states`, :func:`adjacency_by_layer`, :func:`similarity_profile`: the
@@ -99,7 +99,7 @@ __all__ = [
 SCORE_OPTIONS: dict[str, Any] = {"include_diagonal": False, "ties": "half"}
 """Options of :func:`posgeo.adjacency_score` used throughout (see the module docstring)."""
 
-# P2's maximum prompt lengths (characters, "=" included), as in posgeo._tasks
+# P2's maximum prompt lengths (characters, "=" included), as in posgeo.experiments.tasks
 
 
 # ============================================================================ settings

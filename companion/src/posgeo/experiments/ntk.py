@@ -852,7 +852,8 @@ def from_scratch_text_tables(
     Examples
     --------
     >>> import dataclasses
-    >>> from posgeo import load_corpus, separation_settings
+    >>> from posgeo import load_corpus
+    >>> from posgeo.experiments.separation import separation_settings
     >>> s = dataclasses.replace(separation_settings("small"), d_model=8, n_heads=2, d_ff=16, steps=2,
     ...                         snapshot_every=1, text_seq_len=6, top_k=10)
     >>> toy = load_corpus("synthetic", n_sequences=50)

@@ -7,7 +7,7 @@ from typing import Mapping
 
 __all__ = ['PAPER_P1', 'PAPER_P1_LOWRANK', 'P2Reported', 'P2_REPORTED', 'P2_MAX_LEN']
 
-# P2's longest prompt (tokens) per task.
+#: P2's longest prompt (tokens) per task.
 P2_MAX_LEN = {"addition": 9, "reversal": 22, "indexing": 20, "sorting": 18}
 
 

@@ -1,0 +1,799 @@
+"""The audit's report: :class:`AuditReport`, its JSON and HTML, and the charts of the page.
+
+:class:`AuditReport` holds every number of an audit (:func:`posgeo.audit.audit` returns one)
+and the matrices behind its charts. :meth:`AuditReport.to_json` writes the numbers
+(``schema`` ``"posgeo-audit/1"``), :meth:`AuditReport.to_html` a self-contained page: inline
+CSS, every chart an inline SVG (``plot_audit_*``), no script, no external address; the bytes
+of both depend only on the report.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import io
+import json
+import math
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from posgeo import classical_mds, distance_by_offset, pairwise_distances
+from posgeo import plot_distance_heatmaps, plot_spectra, plot_stress_bars
+from posgeo.experiments.papers import PAPER_P1
+
+from .inputs import AuditError
+
+__all__ = [
+    'AuditReport',
+    'plot_audit_heatmap',
+    'plot_audit_offsets',
+    'plot_audit_maps',
+    'plot_audit_stress',
+    'plot_audit_layers',
+]
+
+_SCHEMA = "posgeo-audit/1"
+_TARGETS = ("plug-in", "corrected")
+
+
+# --------------------------------------------------------------------------- the report
+def _plain(value: Any) -> Any:
+    """JSON-able copy: numpy scalars to Python, NaN/inf to None, tuples to lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot put a {type(value).__name__} into the audit JSON")
+
+
+def _table_records(df: pd.DataFrame | None) -> dict[str, dict[str, Any]] | None:
+    if df is None:
+        return None
+    return {str(idx): {str(c).replace(" ", "_"): row[c] for c in df.columns} for idx, row in df.iterrows()}
+
+
+@dataclass(frozen=True, eq=False)
+class AuditReport:
+    """The result of :func:`audit`: every number of the report, and the matrices behind the charts.
+
+    Attributes
+    ----------
+    parameters : dict
+        The inputs: ``dataset``, ``split``, ``column``, ``model``, ``n_positions``,
+        ``max_sequences``, ``seed``, ``min_reach``, ``mds_dims``.
+    dataset : dict
+        ``description``, ``source`` (``"known"``, ``"parquet"``, ``"text"`` or ``"hub"``),
+        ``text_column``, ``sequences`` (analysed), ``tokens``, ``median_length``,
+        ``max_length``, ``vocab_size``, ``tokenizer``.
+    model : dict
+        ``label``, ``model_type``, ``positional_kind`` (one of
+        :data:`posgeo.POSITIONAL_KINDS`), ``encoding`` (how the position vectors were
+        obtained, or ``None``), ``position_offset``, ``special_tokens_prepended``,
+        ``position_id_shift``, ``dimension`` (of the position vectors), ``hidden_size``,
+        ``n_heads``, ``head_dim``, ``n_layers``, ``table_rows``.
+    corpus : dict
+        ``metric``, ``n_positions``, ``reach_first`` / ``reach_last`` (sequences reaching
+        the first / last position), ``flagged_positions`` (reached by fewer than 100),
+        ``mean_distance``, ``adjacent_distance`` (mean at offset 1), the same two
+        ``_corrected``, ``noise_share`` (:func:`posgeo.noise_share`), ``effective_rank``:
+        ``{"plug-in" | "corrected": {"rank_90", "rank_99", "entropy_rank"}}``.
+    stress : dict of str to pandas.DataFrame or None
+        ``"plug-in"`` and ``"corrected"`` (``None`` when the noise correction leaves no
+        positive distance): :func:`posgeo.stress_table` of ``PMDS full``, ``PMDS k=…``,
+        ``SMACOF k=…``, ``model`` (when the model has position vectors), ``sinusoidal``
+        and ``random`` (baselines of the model's width); columns ``dim``, ``raw``,
+        ``optimal``, ``alpha``.
+    separation : dict or None
+        :meth:`posgeo.SeparationStats.as_dict` of the model's position vectors.
+    monotonicity : pandas.DataFrame
+        Index ``corpus``, ``model``, ``random``; columns ``offset`` (P1's Conjecture 5:
+        pairs ordered by ``|i - j|``) and ``hellinger`` (pairs ordered by the plug-in
+        distance; not defined for the corpus itself). ``NaN`` where not applicable.
+    layers : dict of str to pandas.DataFrame or None
+        ``"plug-in"`` / ``"corrected"``: :func:`posgeo.layer_stress_table` (index layer,
+        0 = the positional input; columns ``raw``, ``optimal``, ``distance ratio``).
+    notes : dict of str to str
+        Why a section is empty (``"model"``, ``"layers"``, ``"corrected"``) and other caveats.
+    hellinger, hellinger_corrected : numpy.ndarray, shape (n, n)
+        Plug-in and noise-corrected chord Hellinger distances.
+    counts : numpy.ndarray, shape (n,)
+        Sequences reaching each position.
+    encoding : numpy.ndarray or None, shape (n, k)
+        The model's position vectors (``None`` without a positional signal).
+    version : str
+        posgeo version that computed the report.
+    """
+
+    parameters: dict[str, Any]
+    dataset: dict[str, Any]
+    model: dict[str, Any]
+    corpus: dict[str, Any]
+    stress: dict[str, pd.DataFrame | None]
+    separation: dict[str, Any] | None
+    monotonicity: pd.DataFrame
+    layers: dict[str, pd.DataFrame] | None
+    notes: dict[str, str]
+    hellinger: np.ndarray
+    hellinger_corrected: np.ndarray
+    counts: np.ndarray
+    encoding: np.ndarray | None
+    version: str
+
+    # ----------------------------------------------------------------- derived values
+    @property
+    def command(self) -> str:
+        """The ``posgeo audit`` command line that reproduces this report."""
+        p = self.parameters
+        args = ["posgeo", "audit", str(p["dataset"]), "--split", str(p["split"])]
+        if p.get("column") is not None:
+            args += ["--column", str(p["column"])]
+        if p.get("model") is not None:
+            args += ["--model", str(p["model"])]
+        args += ["--positions", str(p["n_positions"])]
+        if p.get("max_sequences") is not None:
+            args += ["--max-sequences", str(p["max_sequences"])]
+        if p.get("seed", 0) != 0:
+            args += ["--seed", str(p["seed"])]
+        if p.get("data_dir") is not None:
+            args += ["--data-dir", str(p["data_dir"])]
+        return " ".join(shlex.quote(a) for a in args)
+
+    def paper_reference(self) -> dict[str, float]:
+        """P1's reported values that apply to this report (``posgeo.PAPER_P1`` keys).
+
+        The stress values P1 reports for sinusoidal, RoPE and ALiBi were measured on SST-2;
+        they are included only when the dataset is ``"sst2"``.
+
+        Returns
+        -------
+        dict of str to float
+        """
+        keys = ["stress/real/pmds", "monotonicity/pmds", "monotonicity/pretrained", "monotonicity/random"]
+        if self.parameters["dataset"] == "sst2":
+            keys += ["stress/sst2/sinusoidal", "stress/sst2/rope", "stress/sst2/alibi"]
+        return {k: PAPER_P1[k] for k in keys}
+
+    def _model_p1_stress(self) -> float | None:
+        if self.parameters["dataset"] != "sst2":
+            return None
+        key = {"rotary": "stress/sst2/rope", "alibi": "stress/sst2/alibi"}.get(self.model["positional_kind"])
+        return PAPER_P1[key] if key else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every number of the report as plain JSON-able Python (floats, ints, str, None).
+
+        Keys (stable; ``schema`` names the layout):
+
+        - ``schema`` (``"posgeo-audit/1"``), ``posgeo_version``, ``command``;
+        - ``parameters``, ``dataset``, ``model``: as the attributes of the same name;
+        - ``corpus``: the attribute, plus ``hellinger`` and ``hellinger_corrected``
+          (``n x n`` nested lists) and ``reach_per_position`` (length n);
+        - ``stress``: ``{"plug-in" | "corrected": {row: {"dim", "raw", "optimal", "alpha"}}}``
+          with rows ``"PMDS full"``, ``"PMDS k=1"``, ..., ``"SMACOF k=1"``, ...,
+          ``"model"`` (``null`` without position vectors), ``"sinusoidal"``, ``"random"``;
+          ``"corrected"`` is ``null`` when the noise correction leaves no positive distance;
+        - ``separation``: ``min_dist``, ``normalised``, ``relative``, ``mean_dist``,
+          ``mean_norm``, ``q05`` … ``q95``, ``i``, ``j`` (or ``null``);
+        - ``monotonicity``: ``{"offset": {"corpus", "model", "random"}, "hellinger":
+          {"model", "random"}}`` (violation rates; ``null`` where not applicable);
+        - ``layers``: ``{"plug-in" | "corrected": {layer: {"raw", "optimal",
+          "distance_ratio"}}}`` (layer ``"0"`` is the positional input) or ``null``;
+        - ``paper``: P1's reported values that apply (:meth:`paper_reference`);
+        - ``notes``: why a section is ``null``, and caveats.
+
+        Returns
+        -------
+        dict
+        """
+        stress: dict[str, Any] = {}
+        for target in _TARGETS:
+            records = _table_records(self.stress.get(target))
+            if records is not None and "model" not in records:
+                records["model"] = None
+            stress[target] = records
+        mono = self.monotonicity
+        out = {
+            "schema": _SCHEMA,
+            "posgeo_version": self.version,
+            "command": self.command,
+            "parameters": self.parameters,
+            "dataset": self.dataset,
+            "model": self.model,
+            "corpus": {
+                **self.corpus,
+                "reach_per_position": self.counts,
+                "hellinger": self.hellinger,
+                "hellinger_corrected": self.hellinger_corrected,
+            },
+            "stress": stress,
+            "separation": self.separation,
+            "monotonicity": {
+                "offset": {name: mono.loc[name, "offset"] for name in ("corpus", "model", "random")},
+                "hellinger": {name: mono.loc[name, "hellinger"] for name in ("model", "random")},
+            },
+            "layers": None if self.layers is None else {t: _table_records(df) for t, df in self.layers.items()},
+            "paper": self.paper_reference(),
+            "notes": self.notes,
+        }
+        return _plain(out)
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as JSON text (deterministic; a trailing newline)."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
+
+    def summary(self) -> pd.DataFrame:
+        """The headline numbers, one row each, with P1's reported value where it exists.
+
+        Values below ``1e-12`` in absolute value are shown as 0 (rounding level).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index (``section``, ``quantity``); columns ``value`` and ``P1`` (``NaN`` where
+            P1 reports nothing comparable).
+        """
+        paper = self.paper_reference()
+        rows: list[tuple[str, str, Any, Any]] = []
+        c = self.corpus
+        rows += [
+            ("corpus", "sequences", self.dataset["sequences"], None),
+            ("corpus", f"sequences reaching position {c['n_positions'] - 1}", c["reach_last"], None),
+            ("corpus", "mean Hellinger distance", c["mean_distance"], None),
+            ("corpus", "noise share", c["noise_share"], None),
+        ]
+        for target in _TARGETS:
+            er = c["effective_rank"].get(target)
+            if er is not None:
+                rows.append(("corpus", f"effective rank 90% ({target})", er["rank_90"], None))
+        rows.append(("corpus", "monotonicity violation rate (offset)", self.monotonicity.loc["corpus", "offset"],
+                     paper["monotonicity/pmds"]))
+        plug = self.stress["plug-in"]
+        assert plug is not None
+        rows.append(("best fit", "PMDS full rank, raw stress", plug.loc["PMDS full", "raw"], paper["stress/real/pmds"]))
+        for k in self.parameters["mds_dims"]:
+            rows.append(("best fit", f"PMDS k={k}, raw stress", plug.loc[f"PMDS k={k}", "raw"], None))
+            rows.append(("best fit", f"SMACOF k={k}, raw stress", plug.loc[f"SMACOF k={k}", "raw"], None))
+        kind = self.model["positional_kind"]
+        has_model = "model" in plug.index
+        rows.append(("model", f"raw stress ({kind})", plug.loc["model", "raw"] if has_model else None, self._model_p1_stress()))
+        rows.append(("model", "scale-optimal stress", plug.loc["model", "optimal"] if has_model else None, None))
+        corr = self.stress.get("corrected")
+        rows.append(("model", "scale-optimal stress (corrected)",
+                     corr.loc["model", "optimal"] if has_model and corr is not None else None, None))
+        rows.append(("model", "closest pair distance / mean distance",
+                     self.separation["relative"] if self.separation else None, None))
+        rows.append(("model", "monotonicity violation rate (offset)", self.monotonicity.loc["model", "offset"],
+                     paper["monotonicity/pretrained"]))
+        rows.append(("model", "monotonicity violation rate (Hellinger)", self.monotonicity.loc["model", "hellinger"], None))
+        sin_p1 = paper.get("stress/sst2/sinusoidal")
+        rows += [
+            ("baselines", "sinusoidal, raw stress", plug.loc["sinusoidal", "raw"], sin_p1),
+            ("baselines", "sinusoidal, scale-optimal stress", plug.loc["sinusoidal", "optimal"], None),
+            ("baselines", "random, scale-optimal stress", plug.loc["random", "optimal"], None),
+            ("baselines", "random, monotonicity violation rate (offset)", self.monotonicity.loc["random", "offset"],
+             paper["monotonicity/random"]),
+        ]
+        if self.layers is not None:
+            t = self.layers["plug-in"].drop(index=0)
+            rows.append(("layers", "peak layer, raw projected stress", int(t["raw"].idxmax()), 3))
+            rows.append(("layers", "peak layer, scale-optimal projected stress", int(t["optimal"].idxmax()), None))
+        else:
+            rows.append(("layers", "peak layer, raw projected stress", None, 3))
+        index = pd.MultiIndex.from_tuples([(s, q) for s, q, _, _ in rows], names=["section", "quantity"])
+
+        def num(v: Any) -> float:
+            if v is None:
+                return float("nan")
+            v = float(v)
+            return 0.0 if abs(v) < 1e-12 else v
+
+        return pd.DataFrame({"value": [num(v) for *_, v, _ in rows], "P1": [num(p) for *_, p in rows]}, index=index)
+
+    def to_html(self) -> str:
+        """A self-contained HTML page: inline CSS, charts as inline SVG, no script, no URL.
+
+        The bytes depend only on the report (no timestamp), so the same inputs give the
+        same page.
+
+        Returns
+        -------
+        str
+        """
+        return _render_html(self)
+
+    def write(self, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+        """Write ``report.html`` and ``report.json`` into ``out_dir`` (created if needed).
+
+        Parameters
+        ----------
+        out_dir : path
+
+        Returns
+        -------
+        tuple of pathlib.Path
+            The paths of ``report.html`` and ``report.json``.
+        """
+        out = Path(out_dir).expanduser()
+        if out.exists() and not out.is_dir():
+            raise AuditError(f"--out {str(out)!r} is a file; pass a directory for report.html and report.json")
+        out.mkdir(parents=True, exist_ok=True)
+        html_path, json_path = out / "report.html", out / "report.json"
+        html_path.write_text(self.to_html(), encoding="utf-8")
+        json_path.write_text(self.to_json(), encoding="utf-8")
+        return html_path, json_path
+
+    def __repr__(self) -> str:
+        return (
+            f"AuditReport(dataset={self.parameters['dataset']!r}, model={self.model['label']!r}, "
+            f"kind={self.model['positional_kind']!r}, n_positions={self.parameters['n_positions']})"
+        )
+
+
+# --------------------------------------------------------------------------- charts
+def _fig(ncols: int = 1, *, width: float = 4.2, height: float = 3.4) -> tuple[Figure, np.ndarray]:
+    fig = Figure(figsize=(width * ncols, height), dpi=96, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, ncols, squeeze=False)).ravel()
+    return fig, axes
+
+
+def _title(report: AuditReport) -> str:
+    return f"{report.parameters['dataset']}, n = {report.parameters['n_positions']}"
+
+
+def plot_audit_heatmap(report: AuditReport) -> Figure:
+    """Heatmaps of the corpus's Hellinger distances, plug-in and noise-corrected.
+
+    Parameters
+    ----------
+    report : AuditReport
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    vmax = float(max(report.hellinger.max(), report.hellinger_corrected.max()))
+    return plot_distance_heatmaps(
+        {f"plug-in ({_title(report)})": report.hellinger, "noise-corrected": report.hellinger_corrected},
+        vmax=vmax if vmax > 0 else 1.0,
+        label="chord Hellinger distance",
+    )
+
+
+def _alpha(report: AuditReport, name: str = "model") -> float:
+    return float(report.stress["plug-in"].loc[name, "alpha"])  # type: ignore[union-attr]
+
+
+def plot_audit_offsets(report: AuditReport) -> Figure:
+    """Distance against offset ``|i - j|``: the corpus and the model's (rescaled) vectors.
+
+    The corpus curves are the mean plug-in and noise-corrected Hellinger distance at every
+    offset (band: min to max over pairs); the model's curve is the same for its position
+    vectors multiplied by the scale-optimal factor :math:`\\alpha` (so that it is on the
+    Hellinger scale; the shape is what scale-optimal stress compares).
+
+    Parameters
+    ----------
+    report : AuditReport
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fig, (ax,) = _fig(1, width=6.0, height=3.4)
+    curves = [("corpus, plug-in", report.hellinger, "C0"), ("corpus, noise-corrected", report.hellinger_corrected, "C2")]
+    if report.encoding is not None:
+        E = _alpha(report) * pairwise_distances(report.encoding)
+        curves.append((f"model x {_alpha(report):.3g} (scale-optimal)", E, "C3"))
+    for label, M, colour in curves:
+        prof = distance_by_offset(M)
+        ax.fill_between(prof["offset"], prof["min"], prof["max"], alpha=0.15, color=colour, lw=0)
+        ax.plot(prof["offset"], prof["mean"], color=colour, label=label)
+    ax.set_xlabel("offset |i - j|")
+    ax.set_ylabel("distance")
+    ax.set_ylim(0, None)
+    ax.set_title(f"distance by offset ({_title(report)})", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def plot_audit_maps(report: AuditReport) -> Figure:
+    """Two-dimensional maps of the positions: the corpus (PMDS, k = 2) and the model.
+
+    The model's map is classical MDS (k = 2) of its position vectors' distances, rescaled
+    by the scale-optimal factor, so both panels are on the Hellinger scale. Points are
+    coloured by position and joined in order; position 0 is labelled.
+
+    Parameters
+    ----------
+    report : AuditReport
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    panels = [("corpus: PMDS (k = 2)", classical_mds(report.hellinger, 2).coords)]
+    if report.encoding is not None:
+        E = _alpha(report) * pairwise_distances(report.encoding)
+        panels.append(("model: its vectors, MDS (k = 2)", classical_mds(E, 2).coords))
+    fig, axes = _fig(len(panels), width=3.8, height=3.6)
+    sc = None
+    for ax, (title, X) in zip(axes, panels):
+        pos = np.arange(X.shape[0])
+        y = X[:, 1] if X.shape[1] > 1 else np.zeros(X.shape[0])
+        ax.plot(X[:, 0], y, color="0.75", lw=0.8, zorder=1)
+        sc = ax.scatter(X[:, 0], y, c=pos, cmap="viridis", s=18, zorder=2)
+        ax.annotate("0", (X[0, 0], y[0]), fontsize=8, xytext=(3, 3), textcoords="offset points")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("MDS axis 1")
+        ax.set_ylabel("MDS axis 2")
+        ax.set_aspect("equal", adjustable="datalim")
+    fig.colorbar(sc, ax=list(axes), shrink=0.8, label="position")
+    return fig
+
+
+def plot_audit_stress(report: AuditReport) -> Figure:
+    """Scale-optimal stress of every fitted and compared encoding, against both targets.
+
+    Parameters
+    ----------
+    report : AuditReport
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    table = pd.DataFrame({t: df["optimal"] for t, df in report.stress.items() if df is not None})
+    fig = plot_stress_bars(table.drop(index="PMDS full"), column="scale-optimal")
+    fig.axes[0].set_title(f"scale-optimal stress ({_title(report)}; lower is better)", fontsize=10)
+    return fig
+
+
+def plot_audit_layers(report: AuditReport) -> Figure:
+    """Projected stress per layer (scale-optimal and raw), against both targets.
+
+    Parameters
+    ----------
+    report : AuditReport
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        When the report has no per-layer numbers (the reason is in ``report.notes``).
+    """
+    if report.layers is None:
+        raise ValueError(f"this report has no per-layer numbers: {report.notes.get('layers', '')}")
+    fig, axes = _fig(2, width=4.0, height=3.2)
+    for ax, column in zip(axes, ("optimal", "raw")):
+        for c, (label, t) in enumerate(report.layers.items()):
+            ax.plot(t.index, t[column], marker="o", color=f"C{c}", label=label)
+        ax.set_xlabel("layer (0 = input)")
+        ax.set_ylabel(f"{'scale-optimal' if column == 'optimal' else 'raw'} projected stress")
+        ax.set_xticks(list(t.index))
+    if axes[1].get_ylim()[1] > 50 * max(1e-12, axes[1].get_ylim()[0]):
+        axes[1].set_yscale("log")
+    axes[0].legend(fontsize=8)
+    return fig
+
+
+def _plot_spectrum(report: AuditReport) -> Figure:
+    spectra = {"plug-in": classical_mds(report.hellinger).eigenvalues}
+    if report.stress.get("corrected") is not None:
+        spectra["noise-corrected"] = classical_mds(report.hellinger_corrected).eigenvalues
+    return plot_spectra(spectra, top=min(40, report.hellinger.shape[0]))
+
+
+# --------------------------------------------------------------------------- HTML
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0; color: #1d2330; background: #fff; }
+main { max-width: 1000px; margin: 0 auto; padding: 1.5em 1.2em 3em; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #d6dae3; padding-bottom: 0.2em; }
+.sub { color: #5a6275; margin-top: 0; }
+code, pre { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
+pre { background: #f4f6fa; padding: 0.6em 0.8em; overflow-x: auto; border-radius: 4px; }
+table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.92em; }
+th, td { border-bottom: 1px solid #e3e6ee; padding: 0.25em 0.7em; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f6fa; }
+.read { background: #f7f9fc; border-left: 3px solid #6b8fd6; padding: 0.5em 0.9em; margin: 0.8em 0; }
+.note { background: #fff8e6; border-left: 3px solid #e0a800; padding: 0.5em 0.9em; margin: 0.8em 0; }
+figure { margin: 0.8em 0; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { color: #5a6275; font-size: 0.9em; }
+footer { margin-top: 3em; color: #5a6275; font-size: 0.85em; }
+"""
+
+
+def _esc(value: Any) -> str:
+    return _html.escape(str(value), quote=True)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if not math.isfinite(v):
+            return "n/a"
+        if v == 0:
+            return "0"
+        if abs(v) < 1e-12:
+            return "0 (below 1e-12)"
+        if abs(v) >= 1e4:
+            return f"{v:,.0f}"
+        return f"{v:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v) for v in value)
+    return _esc(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = []
+        for j, v in enumerate(row):
+            numeric = j > 0 and (v is None or isinstance(v, (int, float, np.integer, np.floating)))
+            cells.append(f'<td class="num">{_fmt(v)}</td>' if numeric else f"<td>{_fmt(v)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _frame_table(df: pd.DataFrame, index_name: str) -> str:
+    header = [index_name] + [str(c) for c in df.columns]
+    rows = [[str(idx)] + [(None if isinstance(v, float) and not math.isfinite(v) else v) for v in row]
+            for idx, row in zip(df.index, df.itertuples(index=False))]
+    return _table(header, rows)
+
+
+_SVG_DROP = [
+    re.compile(r"<\?xml[^>]*\?>\s*"),
+    re.compile(r"<!DOCTYPE[^>]*>\s*"),
+    re.compile(r"<metadata>.*?</metadata>\s*", re.S),
+    re.compile(r'\s+xmlns(:\w+)?="[^"]*"'),
+]
+
+
+def _svg(fig: Figure, name: str) -> str:
+    """The figure as an inline ``<svg>`` element: deterministic, ids prefixed with ``name``."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": f"posgeo-{name}", "svg.fonttype": "path"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    svg = buf.getvalue()
+    for pattern in _SVG_DROP:
+        svg = pattern.sub("", svg)
+    prefix = f"{name}-"
+    seen: dict[str, int] = {}
+
+    def rename(match: re.Match[str]) -> str:  # prefix every id; number repeats (matplotlib reuses image ids)
+        ident = match.group(1)
+        seen[ident] = seen.get(ident, 0) + 1
+        suffix = "" if seen[ident] == 1 else f"-{seen[ident]}"
+        return f'id="{prefix}{ident}{suffix}"'
+
+    svg = re.sub(r'\bid="([^"]+)"', rename, svg)
+    svg = re.sub(r'((?:xlink:)?href)="#([^"]+)"', lambda m: f'{m.group(1)}="#{prefix}{m.group(2)}"', svg)
+    svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
+    return svg.strip()
+
+
+def _figure(fig: Figure, name: str, caption: str) -> str:
+    return f'<figure id="fig-{name}">{_svg(fig, name)}<figcaption>{_esc(caption)}</figcaption></figure>'
+
+
+def _glance(r: AuditReport) -> list[str]:
+    """A few sentences comparing the headline numbers (no judgement beyond the comparisons)."""
+    c, n = r.corpus, r.parameters["n_positions"]
+    lines = [
+        f"Corpus: {r.dataset['sequences']:,} sequences, positions 0..{n - 1} ({c['reach_last']:,} sequences reach "
+        f"the last one). Sampling noise makes up {c['noise_share']:.0%} of the squared plug-in distances."
+    ]
+    er = c["effective_rank"]
+    target = "corrected" if r.stress.get("corrected") is not None else "plug-in"
+    lines.append(
+        f"The {target} geometry needs {er[target]['rank_90']} of {n} dimensions for 90% of its spectral energy "
+        f"(entropy rank {er[target]['entropy_rank']:.1f})."
+    )
+    table = r.stress[target]
+    assert table is not None
+    if "model" in table.index:
+        mine = float(table.loc["model", "optimal"])
+        better = [k for k in r.parameters["mds_dims"] if table.loc[f"SMACOF k={k}", "optimal"] <= mine]
+        if better:
+            lines.append(
+                f"Against the {target} distances the model's positions (dimension {r.model['dimension']}) have "
+                f"scale-optimal stress {mine:.3g}; a stress-optimal embedding in {better[0]} dimension(s) does at "
+                f"least as well ({table.loc[f'SMACOF k={better[0]}', 'optimal']:.3g})."
+            )
+        else:
+            kmax = max(r.parameters["mds_dims"])
+            lines.append(
+                f"Against the {target} distances the model's positions (dimension {r.model['dimension']}) have "
+                f"scale-optimal stress {mine:.3g}, lower than a stress-optimal embedding in {kmax} dimensions "
+                f"({table.loc[f'SMACOF k={kmax}', 'optimal']:.3g})."
+            )
+        lines.append(
+            f"Baselines of the same width: random vectors {table.loc['random', 'optimal']:.3g}, sinusoidal "
+            f"{table.loc['sinusoidal', 'optimal']:.3g} (scale-optimal stress, lower is better)."
+        )
+        mono = r.monotonicity
+        lines.append(
+            f"Monotonicity violation rate (offset order): model {mono.loc['model', 'offset']:.3f}, the corpus "
+            f"distances themselves {mono.loc['corpus', 'offset']:.3f}, random vectors {mono.loc['random', 'offset']:.3f}."
+        )
+    else:
+        lines.append(f"The model has no position vectors to score: {r.notes.get('model', '')}")
+    return lines
+
+
+def _render_html(r: AuditReport) -> str:
+    p, c, m = r.parameters, r.corpus, r.model
+    n = p["n_positions"]
+    paper = r.paper_reference()
+    plug = r.stress["plug-in"]
+    assert plug is not None
+    corr = r.stress.get("corrected")
+    has_model = "model" in plug.index
+    parts: list[str] = []
+    add = parts.append
+    title = f"Position audit: {m['label']} on {p['dataset']}"
+    add("<!DOCTYPE html>")
+    add('<html lang="en"><head><meta charset="utf-8">')
+    add('<meta name="viewport" content="width=device-width, initial-scale=1">')
+    add(f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body><main>")
+    add(f"<h1>{_esc(title)}</h1>")
+    add(f'<p class="sub">posgeo {_esc(r.version)} &middot; {_esc(r.dataset["description"])}</p>')
+    add("<p>How well do this model's positions fit the positional geometry of this corpus? The corpus "
+        "defines a distance between every two positions: the chord Hellinger distance between the token "
+        "distributions seen there. An encoding fits when the distances between its position vectors reproduce "
+        "those distances; <em>stress</em> scores the mismatch (0 is a perfect fit). This report gives the "
+        "corpus geometry, the best fit any encoding can reach, the model's own fit, and what its layers do.</p>")
+    add("<h2>At a glance</h2>")
+    add("<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in _glance(r)) + "</ul>")
+    if r.notes:
+        add("<h2>Notes</h2>")
+        for key, text in r.notes.items():
+            add(f'<p class="note"><strong>{_esc(key)}:</strong> {_esc(text)}</p>')
+
+    # summary
+    add("<h2>Summary</h2>")
+    summary = r.summary()
+    rows = [[f"{s}: {q}", v if math.isfinite(v) else None, pv if math.isfinite(pv) else ""]
+            for (s, q), (v, pv) in zip(summary.index, summary.itertuples(index=False))]
+    add(_table(["quantity", "value", "P1 reports"], rows))
+    add('<p class="read"><strong>How to read this.</strong> Raw stress is P1\'s criterion; it compares distances on '
+        "an absolute scale, so long vectors score badly whatever their shape. Scale-optimal stress multiplies the "
+        "vectors by the best factor first and compares shapes (0 to 1). A monotonicity violation rate of 0 means "
+        "that nearer positions always get nearer vectors; random vectors score about 0.5. The P1 column holds the "
+        "values reported by Cirrincione (2026) where a comparable one exists (its stress values for sinusoidal, "
+        "RoPE and ALiBi were measured on SST-2; its pretrained model is BERT-base).</p>")
+
+    # dataset and model
+    add("<h2>Dataset and model</h2>")
+    add(_table(["dataset", "value"], [[k, v] for k, v in r.dataset.items()]))
+    add(_table(["model", "value"], [[k, v] for k, v in m.items()]))
+    add('<p class="read"><strong>How to read this.</strong> Corpus position <em>i</em> is the <em>i</em>-th token of a '
+        "text tokenised without special tokens. For a learned table it is row <em>i</em> + position_offset of the "
+        "table: the special tokens the tokenizer prepends (BERT's [CLS]) plus the architecture's position-id shift "
+        "(RoBERTa starts at padding_idx + 1). RoPE and ALiBi act inside attention; their vectors are the "
+        "constructions of the book's MDS chapter, whose distances depend on the offset only.</p>")
+
+    # corpus geometry
+    add("<h2>The corpus geometry</h2>")
+    add(_figure(plot_audit_heatmap(r), "heatmap",
+                f"Chord Hellinger distance between the token distributions of positions 0..{n - 1}: plug-in (left) "
+                "and corrected for sampling noise (right)."))
+    geo_rows = [[k, v] for k, v in c.items() if k != "effective_rank"]
+    add(_table(["corpus", "value"], geo_rows))
+    er_rows = [[t, v["rank_90"], v["rank_99"], v["entropy_rank"]] for t, v in c["effective_rank"].items() if v is not None]
+    add(_table(["target", "rank (90% energy)", "rank (99% energy)", "entropy rank"], er_rows))
+    add(_figure(_plot_spectrum(r), "spectrum", "Eigenvalues of the double-centred Gram matrix (classical MDS) and the "
+                "energy held by the top r."))
+    add(_figure(plot_audit_offsets(r), "offsets",
+                "Mean distance at every offset |i - j| (band: min to max over pairs)."))
+    add('<p class="read"><strong>How to read this.</strong> Distances near 0 mean two positions see the same '
+        "tokens; near 1, disjoint tokens. Plug-in distances include sampling noise, which inflates them and adds a "
+        "full-rank random component; the noise share is the part of the squared distances that the correction "
+        "removes. The effective rank is how many dimensions an encoding needs to reproduce the geometry: P1 "
+        "(Observation 8) expects it to be small. A curve that rises with the offset is a geometry an ordered "
+        "encoding can follow; a flat one says that, beyond the first positions, positions look alike.</p>")
+
+    # best fit
+    add("<h2>The best possible fit</h2>")
+    add(_figure(plot_audit_maps(r), "maps", "Positions in two dimensions, coloured by position and joined in order: "
+                "the corpus geometry (PMDS, left) and the model's vectors (right), on the same scale."))
+    for target, df in r.stress.items():
+        if df is None:
+            continue
+        add(f"<h3>Stress against the {_esc(target)} distances</h3>")
+        add(_frame_table(df, "encoding"))
+    add(_figure(plot_audit_stress(r), "stress", "Scale-optimal stress of each encoding (PMDS and SMACOF at k = "
+                + ", ".join(map(str, p["mds_dims"])) + "; the model; sinusoidal and random baselines of the model's width)."))
+    add('<p class="read"><strong>How to read this.</strong> PMDS (P1\'s Algorithm 1, classical MDS) at full rank '
+        f"reproduces the chord Hellinger distance exactly, because that distance is Euclidean: P1 reports "
+        f"{_fmt(paper['stress/real/pmds'])} on real corpora. At a fixed low dimension SMACOF minimises stress "
+        "directly and is never worse than PMDS. These rows are the floor: no encoding of that dimension can do "
+        "better. alpha is the scale-optimal factor.</p>")
+
+    # model
+    add("<h2>The model's positions</h2>")
+    if has_model:
+        model_rows = [["raw stress (plug-in)", plug.loc["model", "raw"]],
+                      ["scale-optimal stress (plug-in)", plug.loc["model", "optimal"]],
+                      ["scale-optimal factor alpha", plug.loc["model", "alpha"]]]
+        if corr is not None:
+            model_rows += [["raw stress (corrected)", corr.loc["model", "raw"]],
+                           ["scale-optimal stress (corrected)", corr.loc["model", "optimal"]]]
+        add(_table(["model", "value"], model_rows))
+    else:
+        add(f'<p class="note">{_esc(r.notes.get("model", "no position vectors"))}</p>')
+    if r.separation is not None:
+        sep = r.separation
+        add(_table(["separation of the position vectors", "value"], [[k, v] for k, v in sep.items()]))
+    add(_frame_table(r.monotonicity, "monotonicity violation rate"))
+    add('<p class="read"><strong>How to read this.</strong> Separation (P1, Theorem 4): a trained model should keep '
+        "distinct positions apart; min_dist is the closest pair's distance, relative divides it by the mean "
+        "distance. Monotonicity (P1, Conjecture 5): the share of comparisons in which a position nearer to an "
+        "anchor gets a farther vector, with pairs ordered by the offset |i - j| or by the corpus distance. The "
+        f"corpus row is the rate of the corpus distances themselves (PMDS at full rank has the same); P1 reports "
+        f"{_fmt(paper['monotonicity/pmds'])} for PMDS, {_fmt(paper['monotonicity/pretrained'])} for a pretrained "
+        f"model and {_fmt(paper['monotonicity/random'])} for random vectors, without saying at which n: rates grow "
+        "with the range of positions.</p>")
+
+    # layers
+    add("<h2>The layers</h2>")
+    if r.layers is not None:
+        add(_figure(plot_audit_layers(r), "layers", "Projected stress of the positional input through each layer's "
+                    "query and key maps (layer 0: the input itself)."))
+        for target, df in r.layers.items():
+            add(f"<h3>Projected stress against the {_esc(target)} distances</h3>")
+            add(_frame_table(df, "layer"))
+        add('<p class="read"><strong>How to read this.</strong> The positional part of the embedding layer\'s output '
+            "is pushed through every layer's query and key maps, and the result is scored by stress. P1 reports a "
+            "peak of raw stress at layer 3 of BERT-base. Raw projected stress mostly measures how much a layer's maps "
+            "stretch (see the distance ratio); scale-optimal stress compares the shape that each layer's attention "
+            "sees.</p>")
+    else:
+        add(f'<p class="note">{_esc(r.notes.get("layers", "no per-layer numbers"))}</p>')
+
+    add("<h2>Reproduce</h2>")
+    add(f"<pre>{_esc(r.command)}</pre>")
+    add(_table(["parameter", "value"], [[k, "not set" if v is None else ", ".join(map(str, v)) if isinstance(v, list) else v]
+                                         for k, v in p.items()]))
+
+    add("<h2>Reference values (P1)</h2>")
+    add(_table(["key", "reported"], [[k, v] for k, v in paper.items()]))
+    add(f"<footer>Generated by posgeo {_esc(r.version)} (<code>{_esc(r.command)}</code>). The same numbers are in "
+        "report.json. Every chart is inline SVG; this page loads nothing from anywhere.</footer>")
+    add("</main></body></html>")
+    return "\n".join(parts) + "\n"
