@@ -25,7 +25,7 @@ import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 from torch import nn
@@ -45,7 +45,6 @@ __all__ = [
 POSITION_KINDS = ("none", "sinusoidal", "learned", "lowrank", "rope", "alibi")
 """Valid values of :attr:`TransformerConfig.position`."""
 
-_ADDITIVE = ("sinusoidal", "learned", "lowrank")
 _NORMS = ("pre", "post")
 _POOLINGS = ("mean", "first", "last")
 
@@ -275,6 +274,84 @@ class _Block(nn.Module):
         return x, probs
 
 
+
+# --------------------------------------------------------------------------- the positional kinds
+# Each kind of TransformerConfig.position as one row: what it adds to the model at
+# construction (``build``: parameters or buffers, created right after the token embedding so
+# the parameter order is fixed), how it initialises them from the model's generator
+# (``init``, after the token embedding), the additive table it adds to the input (``additive``)
+# and what it passes to attention (``attention``: an ALiBi bias or RoPE's cos/sin).
+def _nothing(*args: Any) -> None:
+    return None
+
+
+def _no_attention(model: Any, idx: torch.Tensor, dtype: torch.dtype) -> tuple[None, None]:
+    return None, None
+
+
+def _build_learned(model: Any, cfg: "TransformerConfig") -> None:
+    model.pos = nn.Parameter(torch.empty(cfg.max_len, cfg.d_model))
+
+
+def _init_learned(model: Any, g: torch.Generator, std: float) -> None:
+    model.pos.copy_(torch.randn(model.pos.shape, generator=g) * std)
+
+
+def _build_lowrank(model: Any, cfg: "TransformerConfig") -> None:
+    assert cfg.rank is not None
+    model.pos_a = nn.Parameter(torch.empty(cfg.max_len, cfg.rank))
+    model.pos_b = nn.Parameter(torch.empty(cfg.d_model, cfg.rank))
+
+
+def _init_lowrank(model: Any, g: torch.Generator, std: float) -> None:
+    s = math.sqrt(std) / model.config.rank ** 0.25  # entries of A @ B.T then have std `std`
+    model.pos_a.copy_(torch.randn(model.pos_a.shape, generator=g) * s)
+    model.pos_b.copy_(torch.randn(model.pos_b.shape, generator=g) * s)
+
+
+def _build_sinusoidal(model: Any, cfg: "TransformerConfig") -> None:
+    table = torch.from_numpy(sinusoidal_encoding(cfg.max_len, cfg.d_model))  # float64: exact
+    model.register_buffer("pos_fixed", table, persistent=False)
+
+
+def _build_rope(model: Any, cfg: "TransformerConfig") -> None:
+    theta = torch.from_numpy(rope_frequencies(cfg.head_dim))  # float64
+    model.register_buffer("rope_theta", theta, persistent=False)  # (head_dim/2,)
+
+
+def _rope_attention(model: Any, idx: torch.Tensor, dtype: torch.dtype) -> tuple[None, tuple[torch.Tensor, torch.Tensor]]:
+    angles = idx[:, None] * model.rope_theta.to(torch.float64)[None, :]  # (n, hd/2)
+    return None, (angles.cos().to(dtype), angles.sin().to(dtype))
+
+
+def _build_alibi(model: Any, cfg: "TransformerConfig") -> None:
+    slopes = torch.as_tensor(np.asarray(alibi_slopes(cfg.n_heads), dtype=np.float64))
+    model.register_buffer("alibi_m", slopes, persistent=False)  # (n_heads,)
+
+
+def _alibi_attention(model: Any, idx: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, None]:
+    dist = (idx[:, None] - idx[None, :]).abs()  # (n, n)
+    return (-model.alibi_m.to(torch.float64)[:, None, None] * dist).to(dtype)[None], None  # (1, H, n, n)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Kind:
+    build: Callable[[Any, Any], None] = _nothing
+    init: Callable[[Any, torch.Generator, float], None] = _nothing
+    additive: Callable[[Any], torch.Tensor | None] = _nothing
+    attention: Callable[[Any, torch.Tensor, torch.dtype], tuple[Any, Any]] = _no_attention
+
+
+_KINDS: dict[str, _Kind] = {
+    "none": _Kind(),
+    "sinusoidal": _Kind(build=_build_sinusoidal, additive=lambda m: m.pos_fixed),
+    "learned": _Kind(build=_build_learned, init=_init_learned, additive=lambda m: m.pos),
+    "lowrank": _Kind(build=_build_lowrank, init=_init_lowrank, additive=lambda m: m.pos_a @ m.pos_b.T),
+    "rope": _Kind(build=_build_rope, attention=_rope_attention),
+    "alibi": _Kind(build=_build_alibi, attention=_alibi_attention),
+}
+assert tuple(_KINDS) == POSITION_KINDS
+
 class Transformer(nn.Module):
     """Encoder (``causal=False``) or causal decoder with a pluggable positional signal.
 
@@ -305,21 +382,7 @@ class Transformer(nn.Module):
         self.config = cfg = config
         with torch.random.fork_rng(devices=[]):  # module constructors draw from the global RNG
             self.tok = nn.Embedding(cfg.vocab_size, cfg.d_model)
-            if cfg.position == "learned":
-                self.pos = nn.Parameter(torch.empty(cfg.max_len, cfg.d_model))
-            elif cfg.position == "lowrank":
-                assert cfg.rank is not None
-                self.pos_a = nn.Parameter(torch.empty(cfg.max_len, cfg.rank))
-                self.pos_b = nn.Parameter(torch.empty(cfg.d_model, cfg.rank))
-            elif cfg.position == "sinusoidal":
-                table = torch.from_numpy(sinusoidal_encoding(cfg.max_len, cfg.d_model))  # float64: exact
-                self.register_buffer("pos_fixed", table, persistent=False)
-            if cfg.position == "rope":
-                theta = torch.from_numpy(rope_frequencies(cfg.head_dim))  # float64
-                self.register_buffer("rope_theta", theta, persistent=False)  # (head_dim/2,)
-            if cfg.position == "alibi":
-                slopes = torch.as_tensor(np.asarray(alibi_slopes(cfg.n_heads), dtype=np.float64))
-                self.register_buffer("alibi_m", slopes, persistent=False)  # (n_heads,)
+            _KINDS[cfg.position].build(self, cfg)
             self.drop = nn.Dropout(cfg.dropout)
             self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.n_layers))
             self.ln_f = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
@@ -343,22 +406,10 @@ class Transformer(nn.Module):
                 module.weight.fill_(1.0)
                 module.bias.zero_()
         self.tok.weight.copy_(torch.randn(self.tok.weight.shape, generator=g) * std + float(cfg.init_mean))
-        if cfg.position == "learned":
-            self.pos.copy_(torch.randn(self.pos.shape, generator=g) * std)
-        elif cfg.position == "lowrank":
-            s = math.sqrt(std) / cfg.rank ** 0.25  # entries of A @ B.T then have std `std`
-            self.pos_a.copy_(torch.randn(self.pos_a.shape, generator=g) * s)
-            self.pos_b.copy_(torch.randn(self.pos_b.shape, generator=g) * s)
+        _KINDS[cfg.position].init(self, g, std)
 
     def _additive_table(self) -> torch.Tensor | None:
-        pos = self.config.position
-        if pos == "learned":
-            return self.pos
-        if pos == "lowrank":
-            return self.pos_a @ self.pos_b.T
-        if pos == "sinusoidal":
-            return self.pos_fixed
-        return None
+        return _KINDS[self.config.position].additive(self)
 
     def position_table(self) -> np.ndarray | None:
         """The effective additive position table, or ``None`` for ``none``/``rope``/``alibi``.
@@ -451,14 +502,8 @@ class Transformer(nn.Module):
             km = key_mask[:, None, None, :]
             allowed = km if allowed is None else allowed & km
 
-        bias = rope = None
         idx = torch.arange(n, device=x.device, dtype=torch.float64)
-        if cfg.position == "alibi":
-            dist = (idx[:, None] - idx[None, :]).abs()  # (n, n)
-            bias = (-self.alibi_m.to(torch.float64)[:, None, None] * dist).to(x.dtype)[None]  # (1, H, n, n)
-        elif cfg.position == "rope":
-            angles = idx[:, None] * self.rope_theta.to(torch.float64)[None, :]  # (n, hd/2)
-            rope = (angles.cos().to(x.dtype), angles.sin().to(x.dtype))
+        bias, rope = _KINDS[cfg.position].attention(self, idx, x.dtype)
 
         hidden = [x] if return_hidden else None
         attentions = [] if return_attention else None
