@@ -1,4 +1,4 @@
-"""Tests for posgeo._adjacency (cosine self-similarity and P2's adjacency score)."""
+"""Tests for posgeo._metrics (adjacency part) (cosine self-similarity and P2's adjacency score)."""
 
 from __future__ import annotations
 
@@ -185,3 +185,37 @@ def test_errors() -> None:
         adjacency_score(np.ones((3, 3)), ties="loose", progress=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="method"):
         adjacency_score(np.ones((3, 3)), method="quick", progress=False)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------- complex input, extreme scales
+def test_complex_input_is_refused_not_truncated() -> None:
+    X = np.array([[1.0, 0.0], [1j, 0.0], [1.0, 1.0]])  # cos(x0, x1) is not cos of the real parts
+    with pytest.raises(TypeError, match="X must be real, got a complex array"):
+        cosine_similarity_matrix(X)
+    with pytest.raises(TypeError, match="X must be real, got a complex array"):
+        cosine_similarity_matrix(torch.tensor(X))
+    C = np.eye(3) + 0j
+    for f in (adjacency_score, adjacency_row_scores):
+        with pytest.raises(TypeError, match="C must be real, got a complex array"):
+            f(C, progress=False)
+        with pytest.raises(TypeError, match="C must be real, got a complex array"):
+            f(torch.tensor(C), progress=False)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-160, 1e160, 1e200, 1e300])
+def test_cosine_is_scale_invariant_per_row(scale: float) -> None:
+    X = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, -3.0]])
+    expected = cosine_similarity_matrix(X)
+    np.testing.assert_allclose(expected[0], [1.0, 1.0, np.sqrt(0.5), -np.sqrt(0.5)], rtol=1e-15)
+    for rows in ([0], [0, 1], [0, 1, 2, 3]):
+        Y = X.copy()
+        Y[rows] *= scale
+        np.testing.assert_allclose(cosine_similarity_matrix(Y), expected, rtol=1e-15, atol=1e-16)
+        np.testing.assert_allclose(cosine_similarity_matrix(Y[None]), expected[None], rtol=1e-15, atol=1e-16)
+
+
+def test_cosine_of_huge_rows_in_torch_float32() -> None:
+    X = torch.tensor([[1e20, 1e20], [1e20, 1e20], [1e-30, 0.0]], dtype=torch.float32)
+    C = cosine_similarity_matrix(X)
+    assert C.dtype == torch.float32
+    np.testing.assert_allclose(C.numpy(), [[1, 1, 0.70710677], [1, 1, 0.70710677], [0.70710677, 0.70710677, 1]], rtol=1e-6)

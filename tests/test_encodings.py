@@ -84,7 +84,6 @@ def test_random_encoding_seeded():
 @pytest.mark.parametrize(
     "call, exc, msg",
     [
-        (lambda: sinusoidal_encoding(4, 3), ValueError, "even"),
         (lambda: sinusoidal_encoding(0, 4), ValueError, ">= 1"),
         (lambda: sinusoidal_encoding(4.0, 4), TypeError, "int"),
         (lambda: alibi_slopes(0), ValueError, ">= 1"),
@@ -94,3 +93,56 @@ def test_random_encoding_seeded():
 def test_bad_arguments(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+@pytest.mark.parametrize("base", [0, 0.0, -2.0, 1, 1.0, float("nan"), float("inf"), -float("inf")])
+def test_base_must_be_finite_and_above_one(base):
+    for call in (
+        lambda: sinusoidal_encoding(4, 4, base=base),
+        lambda: rope_frequencies(4, base=base),
+        lambda: rope_encoding(4, 4, base=base),
+    ):
+        with pytest.raises(ValueError, match=r"base must be (> 1|finite).*usual value is 10000"):
+            call()
+
+
+def test_base_must_be_a_real_number():
+    with pytest.raises(TypeError, match="base must be a real number"):
+        rope_frequencies(4, base="10000")
+    with pytest.raises(TypeError, match="base must be a real number"):
+        sinusoidal_encoding(4, 4, base=True)
+    np.testing.assert_allclose(rope_frequencies(4, base=np.float32(100)), [1.0, 0.1], rtol=1e-15)
+
+
+@pytest.mark.parametrize("d", [1, 3, 7, 15])
+def test_odd_d_follows_the_papers_formula(d):
+    # Vaswani et al.: PE(pos, 2i) = sin(pos / base^(2i/d)), PE(pos, 2i+1) = cos(pos / base^(2i/d)),
+    # read column by column; for odd d the last column (index d-1 = 2i) is a sine
+    n, base = 30, 10000.0
+    P = sinusoidal_encoding(n, d)
+    assert P.shape == (n, d)
+    pos = np.arange(n)
+    for col in range(d):
+        i = col // 2
+        f = np.sin if col % 2 == 0 else np.cos
+        np.testing.assert_allclose(P[:, col], f(pos / base ** (2 * i / d)), rtol=0, atol=1e-15)
+    assert P[0, d - 1] == 0.0  # the lone last column is a sine
+
+
+def test_even_d_is_unchanged_by_odd_support():
+    # the column pairs of even d: exactly the historical computation
+    n, d = 40, 16
+    omega = 10000.0 ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    angles = np.arange(n, dtype=np.float64)[:, None] * omega[None, :]
+    expected = np.empty((n, d))
+    expected[:, 0::2], expected[:, 1::2] = np.sin(angles), np.cos(angles)
+    np.testing.assert_array_equal(sinusoidal_encoding(n, d), expected)
+
+
+def test_alibi_refuses_absurd_head_counts():
+    with pytest.raises(ValueError, match=r"num_heads must be an int <= 65536"):
+        alibi_slopes(2**40)
+    with pytest.raises(TypeError, match="num_heads must be an int"):
+        alibi_slopes(True)
+    s = alibi_slopes(2**16)
+    assert s.shape == (2**16,) and np.all((s > 0) & (s < 1))

@@ -241,7 +241,7 @@ def test_scale_optimal_stress_is_minimum_over_alpha(P, seed):
     for alpha in np.geomspace(1e-3, 1e3, 25):
         assert s_opt <= stress(alpha * P, D) + 1e-9
     a = scale_optimal_alpha(P, D)
-    if a > 0:
+    if 0 < a < np.inf:  # alpha* overflows for subnormal encodings (distances ~1e-313)
         assert stress(a * P, D) == pytest.approx(s_opt, abs=1e-9)
 
 
@@ -277,3 +277,113 @@ def test_effective_rank_of_low_rank_configuration():
         effective_rank(res.eigenvalues, energy=0)
     with pytest.raises(ValueError, match="no positive eigenvalue"):
         effective_rank([0.0, -1.0])
+
+
+# ----------------------------------------------------------------------------- degenerate and extreme inputs
+def _decimal_hellinger(p, q):
+    """Chord and Fisher-Rao distances of two float vectors, evaluated in 60-digit decimal arithmetic."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 60
+    s = sum((Decimal(float(a)).sqrt() - Decimal(float(b)).sqrt()) ** 2 for a, b in zip(p, q))
+    x = s.sqrt() / 2  # sin of a quarter of the Fisher-Rao angle: FR = 4 arcsin(|sqrt p - sqrt q| / 2)
+    arcsin = x + x**3 / 6 + 3 * x**5 / 40  # x < 1e-4 here: the series is exact to 1e-28
+    return float((s / 2).sqrt()), float(4 * arcsin)
+
+
+def test_all_zero_distances_embed_every_point_at_the_origin():
+    Z = np.zeros((4, 4))
+    full = classical_mds(Z)
+    assert full.coords.shape == (4, 1) and not full.coords.any()
+    assert full.stress == 0.0 and not full.eigenvalues.any() and full.eigenvalues.shape == (4,)
+    assert full.negative_fraction == 0.0
+    two = classical_mds(Z, dim=2)
+    assert two.coords.shape == (4, 2) and not two.coords.any() and two.stress == 0.0
+    for kwargs in ({}, {"n_init": 2}, {"init": np.ones((4, 2))}):
+        sm = stress_optimal_mds(Z, 2, **kwargs)
+        assert sm.coords.shape == (4, 2) and not sm.coords.any()
+        assert sm.stress == 0.0 and sm.n_iter == 0 and sm.method == "smacof"
+    with pytest.raises(ValueError, match="columns but dim"):
+        stress_optimal_mds(Z, 2, init=np.ones((4, 3)))  # init is still checked
+
+
+TRIANGLE = np.array([[0.0, 3.0, 5.0], [3.0, 0.0, 4.0], [5.0, 4.0, 0.0]])  # 3-4-5 right triangle
+
+
+@pytest.mark.parametrize("s", [1e-300, 1e-170, 1e-120, 1e120, 1e170, 1e200, 1e300])
+def test_extreme_scales_are_equivariant(s):
+    # classical MDS reproduces the triangle exactly at any scale
+    res = classical_mds(TRIANGLE * s)
+    assert res.dim == 2 and res.stress < 1e-20
+    np.testing.assert_allclose(pairwise_distances(res.coords), TRIANGLE * s, rtol=1e-12)
+    ref = classical_mds(TRIANGLE)
+    if 1e-150 < s < 1e150:  # the eigenvalues (scale s**2) are representable
+        np.testing.assert_allclose(res.eigenvalues, ref.eigenvalues * s**2, rtol=1e-12, atol=1e-12 * s**2 * 16)
+        assert res.negative_fraction == pytest.approx(ref.negative_fraction, abs=1e-12)
+    else:  # s**2 is not a float64: the eigenvalues overflow (or underflow) and say so
+        assert np.isnan(res.negative_fraction) if s > 1 else not res.eigenvalues.any()
+    # SMACOF: three equidistant points on a line, optimum 1/9 at s * (-2/3, 0, 2/3)
+    eq = stress_optimal_mds((1.0 - np.eye(3)) * s, 1, tol=1e-14)
+    assert eq.stress == pytest.approx(1 / 9, abs=1e-9)
+    np.testing.assert_allclose(np.sort(eq.coords[:, 0]) / s, [-2 / 3, 0, 2 / 3], atol=1e-6)
+    # stress, its scale-optimal version and alpha*
+    P = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 5.0]])
+    for scale in ("raw", "optimal"):
+        assert stress(P * s, TRIANGLE * s, scale=scale) == pytest.approx(stress(P, TRIANGLE, scale=scale), rel=1e-12)
+    assert stress(P, TRIANGLE * s, scale="optimal") == pytest.approx(stress(P, TRIANGLE, scale="optimal"), rel=1e-12)
+    assert scale_optimal_alpha(P, TRIANGLE * s) == pytest.approx(s * scale_optimal_alpha(P, TRIANGLE), rel=1e-12)
+    np.testing.assert_allclose(pairwise_distances(P * s), pairwise_distances(P) * s, rtol=1e-15)
+
+
+def test_stress_of_huge_targets_is_finite():
+    D = pairwise_distances(np.arange(4.0)[:, None])
+    # the encoding's distances are negligible next to the targets: raw stress is 1 (not NaN)
+    assert stress(np.arange(4.0)[:, None], D * 1e200) == pytest.approx(1.0, abs=1e-12)
+    assert stress(np.arange(4.0)[:, None], D * 1e200, scale="optimal") == pytest.approx(0.0, abs=1e-15)
+
+
+def test_hellinger_small_distances_are_accurate():
+    p, q = [0.5, 0.5], [0.5 + 1e-9, 0.5 - 1e-9]
+    chord, fisher_rao = _decimal_hellinger(p, q)
+    assert chord == pytest.approx(1e-9 / np.sqrt(2), rel=1e-6)  # about 7.1e-10
+    D = hellinger_matrix([p, q])
+    assert D[0, 1] == pytest.approx(chord, rel=1e-12) and D[1, 0] == D[0, 1]
+    fr = hellinger_matrix([p, q], metric="fisher-rao")
+    assert fr[0, 1] == pytest.approx(fisher_rao, rel=1e-12) and fr[1, 0] == fr[0, 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.floats(-14, -5.5), st.sampled_from([0.0, 0.5]))
+def test_hellinger_matches_high_precision_reference(seed, log_eps, sparsity):
+    rng = np.random.default_rng(seed)
+    p = random_distributions(rng, 1, 12, sparsity=sparsity)[0]
+    q = p * np.exp(10**log_eps * rng.normal(size=12))  # a nearby distribution, same support
+    q /= q.sum()
+    far = random_distributions(rng, 1, 12)[0]
+    mu = np.stack([p, q, far])
+    for metric, col in (("chord", 0), ("fisher-rao", 1)):
+        D = hellinger_matrix(mu, metric=metric)
+        assert D[0, 1] == pytest.approx(_decimal_hellinger(p, q)[col], rel=1e-12, abs=1e-300)
+        np.testing.assert_array_equal(D, D.T)
+    assert hellinger_matrix(np.stack([p, p]))[0, 1] == 0.0  # identical rows: exactly zero
+
+
+def test_stress_optimal_mds_checks_its_options():
+    D = 1.0 - np.eye(3)
+    with pytest.raises(ValueError, match="n_init must be an int >= 0"):
+        stress_optimal_mds(D, 1, n_init=-3)
+    with pytest.raises(ValueError, match="n_init must be an int <= 1000"):
+        stress_optimal_mds(D, 1, n_init=10**8)
+    with pytest.raises(TypeError, match="n_init must be an int"):
+        stress_optimal_mds(D, 1, n_init=1e8)
+    with pytest.raises(ValueError, match="max_iter must be an int <= 100000"):
+        stress_optimal_mds(D, 1, max_iter=10**9)
+    with pytest.raises(ValueError, match="max_iter must be an int >= 0"):
+        stress_optimal_mds(D, 1, max_iter=-1)
+    with pytest.raises(ValueError, match="tol must be finite"):
+        stress_optimal_mds(D, 1, tol=float("nan"))
+    with pytest.raises(ValueError, match="tol must be >= 0"):
+        stress_optimal_mds(D, 1, tol=-1e-6)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        stress_optimal_mds(D, 1, seed=0.5)
+    assert stress_optimal_mds(D, 1, max_iter=0, tol=0.0).n_iter == 0

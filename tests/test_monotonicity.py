@@ -1,4 +1,4 @@
-"""Tests for posgeo._monotonicity (P1 Conjecture 5 violation rate)."""
+"""Tests for posgeo._metrics (monotonicity part) (P1 Conjecture 5 violation rate)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from posgeo import MonotonicityResult, monotonicity_violation_rate, monotonicity_violations, offset_reference
+from posgeo import (
+    MonotonicityResult,
+    encoding_distances,
+    monotonicity_violation_rate,
+    monotonicity_violations,
+    offset_reference,
+)
 from posgeo._metrics import _dense_ranks, _strict_inversions
 
 
@@ -266,5 +272,36 @@ def test_too_few_positions_and_bad_options() -> None:
         monotonicity_violations(np.zeros((4, 2)), anchors=[0, 4], progress=False)
     with pytest.raises(TypeError, match="numeric"):
         monotonicity_violations(distances=[["a", "b"], ["c", "d"]], progress=False)
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
         offset_reference(0)
+
+
+def test_offset_reference_refuses_infinite_float_and_bool() -> None:
+    with pytest.raises(TypeError, match="n must be an int"):
+        offset_reference(float("inf"))
+    with pytest.raises(TypeError, match="n must be an int"):
+        offset_reference(True)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="n must be an int"):
+        offset_reference(3.0)  # type: ignore[arg-type]
+    assert offset_reference(np.int64(2)).tolist() == [[0, 1], [1, 0]]
+
+
+def test_complex_input_is_refused_not_truncated() -> None:
+    P = np.arange(5.0)[:, None] * (1 + 1j)  # a line in the complex plane
+    E = np.abs(np.subtract.outer(np.arange(5.0), np.arange(5.0)))
+    match = "must be real, got a complex array"
+    with pytest.raises(TypeError, match="P " + match):
+        monotonicity_violations(P, progress=False)
+    with pytest.raises(TypeError, match="P " + match):
+        monotonicity_violation_rate(P, progress=False)
+    with pytest.raises(TypeError, match="distances " + match):
+        monotonicity_violations(distances=E + 0j, progress=False)
+    with pytest.raises(TypeError, match="reference " + match):
+        monotonicity_violations(distances=E, reference=E * 1j, progress=False)
+    with pytest.raises(TypeError, match="P " + match):
+        encoding_distances(P)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="P " + match):
+        monotonicity_violations(torch.tensor(P), progress=False)
+    # object arrays of real numbers are still read
+    assert monotonicity_violations(distances=E.astype(object), progress=False).rate == 0.0

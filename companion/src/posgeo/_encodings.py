@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import numpy as np
-from .validation import check_int
+from .validation import check_float, check_int
 
 __all__ = [
     'sinusoidal_encoding',
@@ -28,43 +28,62 @@ __all__ = [
     'random_encoding',
 ]
 
+_MAX_HEADS = 2**16
+"""Largest head count :func:`alibi_slopes` accepts (real models use at most a few hundred)."""
+
+
+def _check_base(base: object) -> float:
+    """The frequency base, a finite real number > 1 (else every frequency is 1, 0 or NaN)."""
+    return check_float(base, "base", minimum=1.0, strict_minimum=True,
+                       hint="the frequencies are base**(-2k/d); the usual value is 10000 (Vaswani et al.)")
+
 
 def sinusoidal_encoding(n: int, d: int, *, base: float = 10000.0) -> np.ndarray:
     r"""The sinusoidal encoding of Vaswani et al. (2017).
 
     :math:`P_{m,2k} = \sin(m\,\omega_k)`, :math:`P_{m,2k+1} = \cos(m\,\omega_k)`,
-    :math:`\omega_k = \mathrm{base}^{-2k/d}`. Its Gram matrix
-    :math:`\langle p_m, p_n\rangle = \sum_k \cos((m-n)\omega_k)` is exactly Toeplitz.
+    :math:`\omega_k = \mathrm{base}^{-2k/d}`, column by column as in the paper. For even d its
+    Gram matrix :math:`\langle p_m, p_n\rangle = \sum_k \cos((m-n)\omega_k)` is exactly
+    Toeplitz. For odd d the same formula makes the last column (index d-1 = 2k) a lone sine
+    of frequency :math:`\mathrm{base}^{-(d-1)/d}`, so the Gram matrix is Toeplitz only up to
+    that column's term :math:`\sin(m\omega)\sin(n\omega)`.
 
     Parameters
     ----------
     n : int
         Number of positions (0 .. n-1).
     d : int
-        Even model dimension.
+        Model dimension (even for sin/cos pairs only; odd d follows the paper's formula).
     base : float, keyword-only
+        Finite, > 1.
 
     Returns
     -------
     numpy.ndarray, shape (n, d)
+
+    Raises
+    ------
+    TypeError
+        ``n`` or ``d`` is not an int, or ``base`` not a real number.
+    ValueError
+        ``n`` or ``d`` is below 1, or ``base`` is not finite or not > 1.
 
     Examples
     --------
     >>> P = sinusoidal_encoding(4, 2)
     >>> P[:, 0].round(4).tolist(), P[:, 1].round(4).tolist()
     ([0.0, 0.8415, 0.9093, 0.1411], [1.0, 0.5403, -0.4161, -0.99])
+    >>> sinusoidal_encoding(3, 3, base=100.0).round(4).tolist()  # odd d: the last column is a sine
+    [[0.0, 1.0, 0.0], [0.8415, 0.5403, 0.0464], [0.9093, -0.4161, 0.0927]]
     """
     n = check_int(n, "n")
     d = check_int(d, "d")
-    if d % 2:
-        raise ValueError(f"d must be even for sin/cos pairs, got {d}; use d={d + 1} and drop a column if needed")
-    if base <= 1:
-        raise ValueError(f"base must be > 1, got {base}")
-    omega = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    base = _check_base(base)
+    omega = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # ceil(d/2) frequencies
     angles = np.arange(n, dtype=np.float64)[:, None] * omega[None, :]
     P = np.empty((n, d))
     P[:, 0::2] = np.sin(angles)
-    P[:, 1::2] = np.cos(angles)
+    P[:, 1::2] = np.cos(angles[:, : d // 2])
     return P
 
 
@@ -83,10 +102,18 @@ def rope_frequencies(d: int, *, head_dim: int | None = None, base: float = 10000
     head_dim : int, optional
         Per-head dimension (even, divides d). Default d.
     base : float
+        Finite, > 1.
 
     Returns
     -------
     numpy.ndarray, shape (d // 2,)
+
+    Raises
+    ------
+    TypeError
+        ``d`` or ``head_dim`` is not an int, or ``base`` not a real number.
+    ValueError
+        A size is odd, below 1 or does not divide ``d``, or ``base`` is not finite or not > 1.
 
     Examples
     --------
@@ -95,6 +122,7 @@ def rope_frequencies(d: int, *, head_dim: int | None = None, base: float = 10000
     """
     d = check_int(d, "d")
     hd = d if head_dim is None else check_int(head_dim, "head_dim")
+    base = _check_base(base)
     if d % 2 or hd % 2:
         raise ValueError(f"d and head_dim must be even (rotation planes), got d={d}, head_dim={hd}")
     if d % hd:
@@ -121,6 +149,7 @@ def rope_encoding(n: int, d: int, *, head_dim: int | None = None, base: float = 
     head_dim : int, optional
         Per-head dimension; see :func:`rope_frequencies`.
     base : float
+        Finite, > 1.
 
     Returns
     -------
@@ -153,11 +182,19 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
     Parameters
     ----------
     num_heads : int
+        1 <= num_heads <= 65536 (2**16).
 
     Returns
     -------
     numpy.ndarray, shape (num_heads,)
         Positive, in (0, 1).
+
+    Raises
+    ------
+    TypeError
+        ``num_heads`` is not an int.
+    ValueError
+        ``num_heads`` is below 1 or above 65536.
 
     Examples
     --------
@@ -166,7 +203,8 @@ def alibi_slopes(num_heads: int) -> np.ndarray:
     >>> alibi_slopes(6).round(4).tolist()
     [0.25, 0.0625, 0.0156, 0.0039, 0.5, 0.125]
     """
-    h = check_int(num_heads, "num_heads")
+    h = check_int(num_heads, "num_heads", maximum=_MAX_HEADS,
+                  hint="one slope per attention head; real models use at most a few hundred heads")
 
     def power_of_two(k: int) -> list[float]:
         start = 2.0 ** (-(2.0 ** -(math.log2(k) - 3)))

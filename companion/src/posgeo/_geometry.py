@@ -7,6 +7,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 from typing import Literal
+from .validation import check_float, check_int
 
 __all__ = [
     'distance_by_offset',
@@ -115,6 +116,28 @@ Metric = Literal["chord", "fisher-rao"]
 _PARTIAL_EIG_MIN_N = 1024
 """From this size on, a low-dimensional classical MDS computes only the eigenvectors it needs."""
 
+_SAFE_SCALE = (1e-50, 1e50)
+"""Largest distances (or coordinates) in this range are used as given; outside it, MDS and
+stress work on the input divided by its largest entry and scale the result back. Squares and
+fourth powers of values in the range neither overflow nor underflow, so the direct formulas
+are exact there (and ordinary inputs keep their historical bit patterns); outside it they
+would overflow to inf/NaN or underflow to zero."""
+
+_DIRECT_CHORD_BELOW = 1e-4
+"""Hellinger entries whose ``sqrt(1 - BC)`` falls below this are recomputed from the
+difference of square roots: ``1 - BC`` cancels catastrophically for nearby distributions."""
+
+_MAX_SMACOF_ITER = 100_000
+"""Largest ``max_iter`` of :func:`stress_optimal_mds` (each iteration costs O(n^2 k))."""
+
+_MAX_SMACOF_STARTS = 1000
+"""Largest ``n_init`` of :func:`stress_optimal_mds` (each start runs up to ``max_iter`` iterations)."""
+
+
+def _outside_safe_scale(top: float) -> bool:
+    """Whether a positive largest value ``top`` needs the normalised (divide-by-``top``) path."""
+    return top > 0.0 and not (_SAFE_SCALE[0] <= top <= _SAFE_SCALE[1])
+
 
 # --------------------------------------------------------------------------- validation
 def as_distribution_matrix(mu: object, *, name: str = "mu", atol: float = 1e-6) -> np.ndarray:
@@ -219,7 +242,9 @@ def check_distance_matrix(D: object, *, name: str = "D", atol: float = 1e-8) -> 
         )
     if np.any(np.abs(np.diag(arr)) > atol * scale):
         raise ValueError(f"{name} must have a zero diagonal (distance of a point to itself)")
-    out = 0.5 * (arr + arr.T)
+    # 0.5 * (a + b) overflows when a + b exceeds the float64 maximum; 0.5 * a + 0.5 * b is
+    # identical (halving is exact) except below the subnormal threshold, so use it only there
+    out = 0.5 * (arr + arr.T) if scale < 1e300 else 0.5 * arr + 0.5 * arr.T
     np.fill_diagonal(out, 0.0)
     return out
 
@@ -269,6 +294,15 @@ def hellinger_matrix(mu: object, *, metric: Metric = "chord") -> np.ndarray:
     numpy.ndarray, shape (n, n)
         Symmetric, zero diagonal.
 
+    Notes
+    -----
+    Both metrics are computed from BC (one matrix product). Near BC = 1, ``1 - BC`` cancels:
+    a chord below about 1e-5 would be pure rounding. Entries whose chord ``sqrt(1 - BC)`` is
+    below 1e-4 are therefore recomputed from the square roots, as
+    :math:`\lVert (p - q) / (\sqrt p + \sqrt q) \rVert` (full relative precision), and the
+    Fisher-Rao distance there as :math:`4 \arcsin(\lVert\sqrt p - \sqrt q\rVert / 2)`;
+    identical rows get exactly 0. All other entries keep the BC formula's values.
+
     Examples
     --------
     >>> hellinger_matrix([[1, 0], [0, 1], [0.5, 0.5]]).round(4)
@@ -277,6 +311,8 @@ def hellinger_matrix(mu: object, *, metric: Metric = "chord") -> np.ndarray:
            [0.5412, 0.5412, 0.    ]])
     >>> float(hellinger_matrix([[1, 0], [0, 1]], metric="fisher-rao")[0, 1].round(4))
     3.1416
+    >>> float(hellinger_matrix([[0.5, 0.5], [0.5 + 1e-9, 0.5 - 1e-9]])[0, 1])  # about 1e-9 / sqrt(2)
+    7.07106780814358e-10
     """
     if metric not in ("chord", "fisher-rao"):
         raise ValueError(f"unknown metric {metric!r}; use 'chord' (Hellinger) or 'fisher-rao' (geodesic)")
@@ -284,13 +320,38 @@ def hellinger_matrix(mu: object, *, metric: Metric = "chord") -> np.ndarray:
     root = np.sqrt(arr)
     bc = np.clip(root @ root.T, 0.0, 1.0)
     np.fill_diagonal(bc, 1.0)
-    if metric == "chord":
-        D = np.sqrt(np.clip(1.0 - bc, 0.0, None))
-    else:
-        D = 2.0 * np.arccos(bc)
+    chord = np.sqrt(np.clip(1.0 - bc, 0.0, None))
+    D = chord if metric == "chord" else 2.0 * np.arccos(bc)
+    # 1 - BC cancels for nearby rows (chord below ~1e-5 is pure rounding): recompute those
+    # entries from sqrt(p) - sqrt(q) = (p - q) / (sqrt(p) + sqrt(q)); the others keep the
+    # fast formula's values exactly
+    near = chord < _DIRECT_CHORD_BELOW
+    np.fill_diagonal(near, False)
+    if np.any(near):
+        ii, jj = np.nonzero(near)
+        half = _root_difference_norms(arr, root, ii, jj) / 2.0  # |sqrt p - sqrt q| / 2
+        D[ii, jj] = np.sqrt(2.0) * half if metric == "chord" else 4.0 * np.arcsin(half)
     D = 0.5 * (D + D.T)
     np.fill_diagonal(D, 0.0)
     return D
+
+
+def _root_difference_norms(arr: np.ndarray, root: np.ndarray, ii: np.ndarray, jj: np.ndarray) -> np.ndarray:
+    """``|| sqrt(arr[i]) - sqrt(arr[j]) ||`` for the pairs (ii, jj), without cancellation.
+
+    ``sqrt p - sqrt q = (p - q) / (sqrt p + sqrt q)``: ``p - q`` is exact for close p and q,
+    so the result has full relative precision however small it is. Pairs are processed in
+    chunks of bounded memory.
+    """
+    out = np.empty(ii.size)
+    step = max(1, (1 << 22) // max(1, arr.shape[1]))
+    for s in range(0, ii.size, step):
+        a, b = ii[s : s + step], jj[s : s + step]
+        num = arr[a] - arr[b]
+        den = root[a] + root[b]
+        diff = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+        out[s : s + step] = np.linalg.norm(diff, axis=1)
+    return out
 
 
 def pairwise_distances(P: object) -> np.ndarray:
@@ -311,6 +372,9 @@ def pairwise_distances(P: object) -> np.ndarray:
            [5., 0.]])
     """
     arr = _check_encoding(P)
+    top = float(np.abs(arr).max(initial=0.0))
+    if _outside_safe_scale(top):  # squared norms would overflow or underflow
+        return pairwise_distances(arr / top) * top
     sq = np.einsum("ij,ij->i", arr, arr)
     G = arr @ arr.T
     D2 = np.clip(sq[:, None] + sq[None, :] - 2.0 * G, 0.0, None)
@@ -351,6 +415,13 @@ def scale_optimal_alpha(P: object, D: object) -> float:
     Dm = check_distance_matrix(D)
     E = pairwise_distances(_check_encoding(P, Dm.shape[0]))
     e, d = _upper(E), _upper(Dm)
+    e_top, d_top = float(e.max()), float(d.max())
+    if e_top == 0.0:
+        return 0.0
+    if _outside_safe_scale(e_top) or _outside_safe_scale(d_top):
+        # alpha* = (d_top / e_top) * alpha*(e / e_top, d / d_top): no overflow or underflow
+        e_unit, d_unit = e / e_top, (d / d_top if d_top > 0 else d)
+        return float(e_unit @ d_unit) / float(e_unit @ e_unit) * (d_top / e_top)
     ee = float(e @ e)
     return 0.0 if ee == 0.0 else float(e @ d) / ee
 
@@ -395,14 +466,21 @@ def stress(P: object, D: object, *, scale: Literal["raw", "optimal"] = "raw") ->
     Dm = check_distance_matrix(D)
     E = pairwise_distances(_check_encoding(P, Dm.shape[0]))
     e, d = _upper(E), _upper(Dm)
-    dd = float(d @ d)
-    if dd == 0.0:
+    d_top = float(d.max())
+    if d_top == 0.0:
         raise ValueError("all target distances are zero: stress is undefined (nothing to reproduce)")
     if scale == "raw":
+        if _outside_safe_scale(d_top):  # raw stress is invariant to scaling e and d together
+            e, d = e / d_top, d / d_top
+        dd = float(d @ d)
         return float(np.sum((e - d) ** 2) / dd)
-    ee = float(e @ e)
-    if ee == 0.0:
+    e_top = float(e.max())
+    if e_top == 0.0:
         return 1.0
+    if _outside_safe_scale(e_top) or _outside_safe_scale(d_top):  # invariant to scaling e and d apart
+        e, d = e / e_top, d / d_top
+    dd = float(d @ d)
+    ee = float(e @ e)
     return float(max(0.0, 1.0 - float(e @ d) ** 2 / (ee * dd)))
 
 
@@ -439,8 +517,14 @@ class MDSResult:
 
     @property
     def negative_fraction(self) -> float:
-        """Share of absolute eigenvalue mass on negative eigenvalues (0 for Euclidean ``D``)."""
+        """Share of absolute eigenvalue mass on negative eigenvalues (0 for Euclidean ``D``).
+
+        ``nan`` when the eigenvalues overflowed (a ``D`` with distances above about 1e154;
+        compute it on ``D / D.max()``, the share does not depend on the scale).
+        """
         lam = self.eigenvalues
+        if not np.all(np.isfinite(lam)):
+            return float("nan")
         tot = float(np.abs(lam).sum())
         return 0.0 if tot == 0 else float(max(0.0, -lam[lam < 0].sum() / tot))
 
@@ -508,16 +592,34 @@ def classical_mds(D: object, dim: int | None = None) -> MDSResult:
     while all eigenvalues still come from a full symmetric eigenvalue solve
     (``benchmarks/bench_mds.py`` measures the gain).
 
+    Scales: when the largest distance s lies outside [1e-50, 1e50] (where :math:`D^{\circ2}`
+    would overflow or underflow), the embedding of ``D / s`` is computed and scaled back:
+    ``coords`` scale with s, ``stress`` is unchanged, ``eigenvalues`` scale with s**2 (so they
+    overflow to inf above s of about 1e154, and lose precision, then underflow to 0, below
+    about 1e-154). An all-zero ``D`` embeds every point at the origin (as scikit-learn does), with
+    zero eigenvalues and stress 0 (the embedding reproduces ``D`` exactly).
+
     Examples
     --------
     >>> D = [[0, 3, 5], [3, 0, 4], [5, 4, 0]]   # a 3-4-5 right triangle
     >>> res = classical_mds(D)
     >>> res.dim, round(res.stress, 12)
     (2, 0.0)
+    >>> huge = classical_mds(np.array(D) * 1e200)  # scale-equivariant
+    >>> bool(np.allclose(pairwise_distances(huge.coords), np.array(D) * 1e200)), huge.stress < 1e-20
+    (True, True)
     """
     Dm = check_distance_matrix(D)
     n = Dm.shape[0]
     k = _resolve_dim(dim, n)
+    top = float(Dm.max())
+    if top == 0.0:
+        return MDSResult(coords=np.zeros((n, 1 if k is None else k)), eigenvalues=np.zeros(n), stress=0.0, method="classical")
+    if _outside_safe_scale(top):
+        unit = classical_mds(Dm / top, dim)
+        with np.errstate(over="ignore", under="ignore"):
+            lam = unit.eigenvalues * top * top  # (lam * top) * top: never 0 * inf
+        return MDSResult(coords=unit.coords * top, eigenvalues=lam, stress=unit.stress, method="classical")
     B = double_centered_gram(Dm)
     if k is not None and n >= _PARTIAL_EIG_MIN_N and k <= n // 10:
         # all eigenvalues (they are reported) but only k eigenvectors: ARPACK for the
@@ -600,18 +702,26 @@ def stress_optimal_mds(
     init : array_like, shape (n, dim), optional
         Start configuration; default the classical MDS solution.
     max_iter : int
-        Maximum Guttman iterations per start.
+        Maximum Guttman iterations per start, 0 <= max_iter <= 100000.
     tol : float
-        Stop when one iteration lowers the (normalised) stress by less than ``tol``, an
-        absolute criterion like scikit-learn's ``eps``.
+        Stop when one iteration lowers the (normalised) stress by less than ``tol`` (finite,
+        >= 0), an absolute criterion like scikit-learn's ``eps``.
     n_init : int
-        Extra random starts (Gaussian, seeded by ``seed``) besides the classical one.
+        Extra random starts (Gaussian, seeded by ``seed``) besides the classical one,
+        0 <= n_init <= 1000.
     seed : int
+        Non-negative seed of the random starts.
 
     Returns
     -------
     MDSResult
         ``method="smacof"``; ``eigenvalues`` are those of classical MDS on ``D``.
+
+    Notes
+    -----
+    Like :func:`classical_mds`, a ``D`` whose largest distance is outside [1e-50, 1e50] is
+    embedded as ``D / s`` (``init`` likewise divided) and scaled back, and an all-zero ``D``
+    embeds every point at the origin (stress 0, no iteration).
 
     Examples
     --------
@@ -626,20 +736,35 @@ def stress_optimal_mds(
     k = _resolve_dim(dim, n)
     if k is None:
         raise ValueError("dim is required for stress_optimal_mds; pass an int between 1 and n")
-    if max_iter < 0:
-        raise ValueError(f"max_iter must be >= 0, got {max_iter}")
+    max_iter = check_int(max_iter, "max_iter", minimum=0, maximum=_MAX_SMACOF_ITER,
+                         hint="SMACOF rarely needs more than a few thousand iterations; raise tol instead")
+    n_init = check_int(n_init, "n_init", minimum=0, maximum=_MAX_SMACOF_STARTS,
+                       hint="each extra start runs up to max_iter iterations")
+    tol = check_float(tol, "tol", minimum=0.0, hint="pass a small non-negative stress decrease, e.g. 1e-6")
+    seed = check_int(seed, "seed", minimum=0)
+    X_init = None
+    if init is not None:
+        X_init = _check_encoding(init, n, name="init")
+        if X_init.shape[1] != k:
+            raise ValueError(f"init has {X_init.shape[1]} columns but dim={k}; pass an (n, dim) array")
+    top = float(Dm.max())
+    if top == 0.0:  # every point at the origin reproduces D exactly
+        return MDSResult(coords=np.zeros((n, k)), eigenvalues=np.zeros(n), stress=0.0, method="smacof", n_iter=0)
+    if _outside_safe_scale(top):
+        unit = stress_optimal_mds(Dm / top, k, init=None if X_init is None else X_init / top,
+                                  max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
+        with np.errstate(over="ignore", under="ignore"):
+            lam = unit.eigenvalues * top * top
+        return MDSResult(coords=unit.coords * top, eigenvalues=lam, stress=unit.stress, method="smacof", n_iter=unit.n_iter)
     cmds = classical_mds(Dm, k)
     starts: list[np.ndarray] = []
-    if init is None:
+    if X_init is None:
         starts.append(cmds.coords)
     else:
-        X0 = _check_encoding(init, n, name="init")
-        if X0.shape[1] != k:
-            raise ValueError(f"init has {X0.shape[1]} columns but dim={k}; pass an (n, dim) array")
-        starts.append(X0)
+        starts.append(X_init)
     rng = np.random.default_rng(seed)
     scale = float(np.sqrt(np.mean(Dm**2)))
-    for _ in range(int(n_init)):
+    for _ in range(n_init):
         starts.append(rng.normal(scale=scale / np.sqrt(2 * k), size=(n, k)))
 
     best: tuple[float, np.ndarray, int] | None = None

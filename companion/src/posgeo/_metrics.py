@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 import math
 from dataclasses import dataclass
 from typing import Any
-from .validation import check_table
+from .validation import check_int, check_not_complex, check_real_array, check_table
 
 __all__ = [
     'cosine_similarity_matrix',
@@ -26,8 +26,11 @@ __all__ = [
 ]
 
 
-_TIES = ("strict", "half")
+# The adjacency score and the monotonicity rate accept different tie policies: the two
+# tuples must have distinct names (one module since the merge of _adjacency and _monotonicity).
+_ADJACENCY_TIES = ("strict", "half")
 _METHODS = ("fast", "naive")
+# Elements (rows x padded row length) handled at once by the fast methods (~32 MiB int64).
 _CHUNK_ELEMENTS = 1 << 22
 
 
@@ -45,6 +48,8 @@ def cosine_similarity_matrix(X: Any) -> Any:
         Same array library as the input (numpy results are float64; torch keeps the input's
         floating dtype and device). Values are clipped to ``[-1, 1]`` and the diagonal is
         set to exactly 1, so rounding never makes ``C[k, k]`` differ from its true value.
+        Rows whose norm would overflow or underflow (e.g. ``[1e200, 1e200]``) are divided
+        by their largest entry first, which leaves their cosines unchanged.
 
     Raises
     ------
@@ -52,7 +57,7 @@ def cosine_similarity_matrix(X: Any) -> Any:
         If ``X`` is not 2-D or 3-D, holds NaN/inf, or has a zero vector (its cosine is
         undefined; drop that position or add a small offset).
     TypeError
-        If ``X`` is not numeric.
+        If ``X`` is not numeric, or is complex (pass its real part or modulus explicitly).
 
     Examples
     --------
@@ -65,17 +70,31 @@ def cosine_similarity_matrix(X: Any) -> Any:
         import torch
 
         T = X.detach()
+        check_not_complex(T, "X")
         if not torch.is_floating_point(T):
             T = T.to(torch.get_default_dtype())
         shape = tuple(T.shape)
         finite = bool(torch.isfinite(T).all())
         norms_t = T.norm(dim=-1)
+        if T.ndim in (2, 3) and finite:
+            # a norm that overflowed (inf) or may have lost its squares to underflow: divide
+            # those rows by their largest entry (cosines are invariant); other rows untouched
+            bad = ~torch.isfinite(norms_t) | (norms_t < torch.finfo(T.dtype).tiny ** 0.25)
+            fix = bad & (T.abs().amax(dim=-1) > 0)
+            if bool(fix.any()):
+                T = T.clone()
+                T[fix] = T[fix] / T[fix].abs().amax(dim=-1, keepdim=True)
+                norms_t = norms_t.clone()
+                norms_t[fix] = T[fix].norm(dim=-1)
         zero = (norms_t == 0).cpu().numpy() if T.ndim in (2, 3) else None
     else:
         A = _as_numpy(X, "X")
         shape = A.shape
         finite = bool(np.all(np.isfinite(A)))
-        norms_a = np.linalg.norm(A, axis=-1) if A.ndim in (2, 3) else None
+        with np.errstate(over="ignore", under="ignore"):  # handled by _rescale_extreme_rows
+            norms_a = np.linalg.norm(A, axis=-1) if A.ndim in (2, 3) else None
+        if norms_a is not None and finite:
+            A, norms_a = _rescale_extreme_rows(A, norms_a)
         zero = (norms_a == 0) if norms_a is not None else None
     if len(shape) not in (2, 3):
         raise ValueError(
@@ -101,6 +120,32 @@ def cosine_similarity_matrix(X: Any) -> Any:
     idx = np.arange(shape[-2])
     Cn[..., idx, idx] = 1.0
     return Cn
+
+
+_TINY_NORM = np.finfo(np.float64).tiny ** 0.25
+"""Below this norm (about 1e-77) the squares of a row's entries may have underflowed."""
+
+
+def _rescale_extreme_rows(A: NDArray[np.float64], norms: NDArray[np.float64]) -> tuple[
+    NDArray[np.float64], NDArray[np.float64]
+]:
+    """Divide the rows whose norm overflowed or may have underflowed by their largest entry.
+
+    Cosines are invariant to scaling a row, so this changes nothing but the rounding, and
+    only in those rows: every row with a finite norm above :data:`_TINY_NORM` keeps its
+    exact values. Zero rows stay zero (and are reported by the caller).
+    """
+    bad = ~np.isfinite(norms) | (norms < _TINY_NORM)
+    if not bad.any():
+        return A, norms
+    top = np.max(np.abs(A), axis=-1)
+    fix = bad & (top > 0)
+    if not fix.any():
+        return A, norms
+    A, norms = A.copy(), norms.copy()
+    A[fix] = A[fix] / top[fix][:, None]
+    norms[fix] = np.linalg.norm(A[fix], axis=-1)
+    return A, norms
 
 
 def _check_C(C: Any) -> NDArray[np.float64]:
@@ -188,8 +233,8 @@ def adjacency_row_scores(
     >>> adjacency_row_scores(np.ones((4, 4)), ties="half", progress=False).tolist()
     [nan, 0.5, 0.5, 0.5]
     """
-    if ties not in _TIES:
-        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    if ties not in _ADJACENCY_TIES:
+        raise ValueError(f"ties must be one of {_ADJACENCY_TIES}, got {ties!r}")
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     A = _check_C(C)
@@ -280,10 +325,7 @@ def adjacency_score(
     return float(per_matrix.mean())
 
 TiesPolicy = Literal["half", "violation", "ignore"]
-_TIES = ("half", "violation", "ignore")
-_METHODS = ("fast", "naive")
-# Elements (anchors x padded row length) handled at once by the fast method (~32 MiB int64).
-_CHUNK_ELEMENTS = 1 << 22
+_MONOTONICITY_TIES = ("half", "violation", "ignore")
 
 
 @dataclass(frozen=True)
@@ -312,16 +354,19 @@ class MonotonicityResult:
 
 
 def _as_numpy(x: Any, name: str) -> NDArray[np.float64]:
+    """``x`` (array-like or torch tensor) as float64; complex input is refused, not truncated."""
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch.Tensor without importing torch
         x = x.detach().cpu().numpy()
     try:
-        arr = np.asarray(x, dtype=np.float64)
+        arr = np.asarray(x)
+        if arr.dtype == object:  # e.g. a list mixing Python and numpy scalars
+            arr = np.asarray(arr, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"{name} must be a numeric array, got {type(x).__name__}; pass a numpy array or "
             "torch tensor of real numbers"
         ) from exc
-    return arr
+    return check_real_array(arr, name)
 
 
 def _check_square(M: NDArray[np.float64], name: str) -> None:
@@ -351,6 +396,8 @@ def offset_reference(n: int) -> NDArray[np.int64]:
 
     Raises
     ------
+    TypeError
+        If ``n`` is not an int (``bool`` and floats, even integral ones, are refused).
     ValueError
         If ``n < 1``.
 
@@ -359,13 +406,37 @@ def offset_reference(n: int) -> NDArray[np.int64]:
     >>> offset_reference(3).tolist()
     [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
     """
-    if int(n) != n or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}; pass the number of positions")
-    idx = np.arange(int(n), dtype=np.int64)
+    n = check_int(n, "n", hint="pass the number of positions")
+    idx = np.arange(n, dtype=np.int64)
     return np.abs(idx[:, None] - idx[None, :])
 
 
 def encoding_distances(P: Any) -> NDArray[np.float64]:
+    """Euclidean distances between the rows of an encoding, exactly symmetric.
+
+    Parameters
+    ----------
+    P : array_like or torch.Tensor of shape (n, d)
+        One real vector per position.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, n), float64
+        Computed pairwise with :func:`scipy.spatial.distance.pdist` (no Gram-matrix
+        cancellation), zero diagonal.
+
+    Raises
+    ------
+    TypeError
+        If ``P`` is not numeric, or is complex (pass its real part or modulus explicitly).
+    ValueError
+        If ``P`` is not 2-D or holds NaN/inf.
+
+    Examples
+    --------
+    >>> encoding_distances([[0.0, 0.0], [3.0, 4.0]]).tolist()
+    [[0.0, 5.0], [5.0, 0.0]]
+    """
     from scipy.spatial.distance import pdist, squareform
 
     arr = _as_numpy(P, "P")
@@ -550,8 +621,8 @@ def monotonicity_violations(
     >>> monotonicity_violations(distances=E, progress=False).rate
     1.0
     """
-    if ties not in _TIES:
-        raise ValueError(f"ties must be one of {_TIES}, got {ties!r}")
+    if ties not in _MONOTONICITY_TIES:
+        raise ValueError(f"ties must be one of {_MONOTONICITY_TIES}, got {ties!r}")
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     if (P is None) == (distances is None):

@@ -20,7 +20,7 @@ import math
 from typing import Any
 import torch
 
-__all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array']
+__all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array', 'check_not_complex', 'check_texts', 'suggest_name']
 
 
 # --------------------------------------------------------------------------- statistics
@@ -45,7 +45,9 @@ MAX_SIZE = 2**31 - 1
 """Largest size (sequence length, vocabulary, count of draws) a check accepts by default."""
 
 
-def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+def check_int(
+    value: Any, name: str, *, minimum: int = 1, maximum: int | None = None, hint: str | None = None
+) -> int:
     """Return ``value`` as an ``int`` after checking its type and range.
 
     Parameters
@@ -57,6 +59,8 @@ def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = 
     minimum : int, keyword-only, default 1
     maximum : int, keyword-only, optional
         Default :data:`MAX_SIZE`.
+    hint : str, keyword-only, optional
+        Appended to every error message (after ``"; "``), e.g. why the bound exists.
 
     Returns
     -------
@@ -73,14 +77,19 @@ def check_int(value: Any, name: str, *, minimum: int = 1, maximum: int | None = 
     --------
     >>> check_int(np.int64(4), "k", minimum=2)
     4
+    >>> check_int(10**9, "n_init", minimum=0, maximum=1000, hint="each start runs a full optimisation")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_init must be an int <= 1000, got 1000000000; pass a smaller value; each start runs a full optimisation
     """
+    tail = f"; {hint}" if hint else ""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}{tail}")
     top = MAX_SIZE if maximum is None else maximum
     if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value}")
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value}{tail}")
     if value > top:
-        raise ValueError(f"{name} must be an int <= {top}, got {value}; pass a smaller value")
+        raise ValueError(f"{name} must be an int <= {top}, got {value}; pass a smaller value{tail}")
     return int(value)
 
 
@@ -91,6 +100,7 @@ def check_float(
     minimum: float | None = None,
     maximum: float | None = None,
     strict_minimum: bool = False,
+    hint: str | None = None,
 ) -> float:
     """Return ``value`` as a finite ``float`` after checking its type and range.
 
@@ -103,6 +113,8 @@ def check_float(
         Bounds (inclusive, unless ``strict_minimum``).
     strict_minimum : bool, keyword-only, default False
         Require ``value > minimum``.
+    hint : str, keyword-only, optional
+        Appended to every error message (after ``"; "``), e.g. the usual value.
 
     Returns
     -------
@@ -116,17 +128,51 @@ def check_float(
     --------
     >>> check_float(0.5, "p", minimum=0.0, maximum=1.0)
     0.5
+    >>> check_float(float("nan"), "base", minimum=1.0, strict_minimum=True, hint="the usual value is 10000")
+    Traceback (most recent call last):
+    ...
+    ValueError: base must be finite, got nan; the usual value is 10000
     """
+    tail = f"; {hint}" if hint else ""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}{tail}")
     v = float(value)
     if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v}")
+        raise ValueError(f"{name} must be finite, got {v}{tail}")
     if minimum is not None and (v <= minimum if strict_minimum else v < minimum):
-        raise ValueError(f"{name} must be {'>' if strict_minimum else '>='} {minimum}, got {v}")
+        raise ValueError(f"{name} must be {'>' if strict_minimum else '>='} {minimum}, got {v}{tail}")
     if maximum is not None and v > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {v}")
+        raise ValueError(f"{name} must be <= {maximum}, got {v}{tail}")
     return v
+
+
+def check_not_complex(value: Any, name: str) -> None:
+    """Refuse a complex numpy array or torch tensor, which float conversions would truncate.
+
+    For callers that keep their input's array library (a torch tensor stays on its device);
+    :func:`check_real_array` calls it before converting to float64.
+
+    Parameters
+    ----------
+    value : array-like or torch.Tensor
+    name : str
+
+    Raises
+    ------
+    TypeError
+        ``value`` has a complex dtype.
+
+    Examples
+    --------
+    >>> check_not_complex(torch.ones(2), "X")
+    >>> check_not_complex(torch.ones(2, dtype=torch.complex64), "X")
+    Traceback (most recent call last):
+    ...
+    TypeError: X must be real, got a complex array; pass its real part or its modulus explicitly
+    """
+    complex_ = value.is_complex() if isinstance(value, torch.Tensor) else np.iscomplexobj(value)
+    if complex_:
+        raise TypeError(f"{name} must be real, got a complex array; pass its real part or its modulus explicitly")
 
 
 def check_real_array(value: Any, name: str) -> np.ndarray:
@@ -156,8 +202,181 @@ def check_real_array(value: Any, name: str) -> np.ndarray:
     TypeError: x must be real, got a complex array; pass its real part or its modulus explicitly
     """
     arr = np.asarray(value)
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real, got a complex array; pass its real part or its modulus explicitly")
+    check_not_complex(arr, name)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
     return arr.astype(np.float64, copy=False)
+
+
+# --------------------------------------------------------------------------- texts
+
+
+def _is_missing(value: Any) -> bool:
+    """``None``, a float NaN, ``pandas.NA`` or ``pandas.NaT`` (without importing pandas)."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(np.isnan(value))
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _shown(value: Any, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def check_texts(
+    values: Any,
+    name: str,
+    *,
+    drop_empty: bool = False,
+    allow_empty: bool = False,
+    drop_hint: str | None = None,
+) -> list[str]:
+    """Return a column of texts as a list of ``str``, refusing what is not text.
+
+    The one check of text input, used by every loader (:func:`posgeo.load_texts`,
+    :func:`posgeo.tokenize`, the audit's readers): nothing is converted with ``str()``, so
+    an integer column is not turned into digit tokens and a null into the word ``"nan"``.
+
+    Parameters
+    ----------
+    values : iterable of str
+        A list, tuple, numpy array or pandas Series of texts (numpy ``str_`` items are
+        returned as ``str``). A bare ``str`` or ``bytes``, a DataFrame or a non-iterable is
+        refused.
+    name : str
+        What the values are (e.g. ``"column 'sentence' of train.parquet"``), used in messages.
+    drop_empty : bool, keyword-only, default False
+        Drop missing values (``None``, NaN, ``pandas.NA``) and empty or blank strings
+        instead of raising.
+    allow_empty : bool, keyword-only, default False
+        Keep empty or blank strings (a tokeniser makes them empty sequences); missing values
+        are still reported (or dropped with ``drop_empty``).
+    drop_hint : str, keyword-only, optional
+        How the caller drops missing or empty texts, replacing ``"pass drop_empty=True to
+        drop them, or fill them in"`` in the message (e.g. a command-line flag).
+
+    Returns
+    -------
+    list of str
+        The texts in order, without the dropped ones.
+
+    Raises
+    ------
+    TypeError
+        ``values`` is a single string, a DataFrame or not iterable, or an item is neither
+        text nor missing (the message names the first such row, 0-based, and its type).
+    ValueError
+        Missing or empty texts and ``drop_empty=False``: the message gives their count,
+        their first rows (0-based) and how to drop them.
+
+    Examples
+    --------
+    >>> check_texts(["a fine film", "dull"], "texts")
+    ['a fine film', 'dull']
+    >>> check_texts(["a fine film", None, ""], "texts", drop_empty=True)
+    ['a fine film']
+    >>> check_texts(["a fine film", None, ""], "texts")
+    Traceback (most recent call last):
+    ...
+    ValueError: texts has 2 missing or empty texts (rows 1, 2); pass drop_empty=True to drop them, or fill them in
+    >>> check_texts([3, 4], "column 'label'")
+    Traceback (most recent call last):
+    ...
+    TypeError: column 'label' holds int values, not text (row 0: 3); pass strings: pick the column that holds the text, or convert the values yourself
+    >>> check_texts("hello world", "texts")
+    Traceback (most recent call last):
+    ...
+    TypeError: texts is a single str ('hello world'), not a list of texts; pass a list of texts, e.g. [text]
+    """
+    if isinstance(values, str):
+        raise TypeError(f"{name} is a single str ({_shown(values)}), not a list of texts; pass a list of texts, e.g. [text]")
+    if isinstance(values, (bytes, bytearray)):
+        raise TypeError(
+            f"{name} is bytes, not a list of texts; decode it and pass a list of texts, e.g. [data.decode('utf-8')]"
+        )
+    if hasattr(values, "columns") and hasattr(values, "iloc"):
+        raise TypeError(f"{name} is a DataFrame, not a list of texts; pass one column of it, e.g. df['text']")
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be an iterable of str (a list, array or pandas Series of texts), got {type(values).__name__}"
+        ) from None
+    texts: list[str] = []
+    empty: list[int] = []
+    for k, v in enumerate(items):
+        if isinstance(v, str):
+            if not allow_empty and not v.strip():
+                empty.append(k)
+            else:
+                texts.append(v if type(v) is str else str(v))
+        elif _is_missing(v):
+            empty.append(k)
+        else:
+            fix = (
+                "decode them first (value.decode('utf-8'))"
+                if isinstance(v, (bytes, bytearray))
+                else "pass strings: pick the column that holds the text, or convert the values yourself"
+            )
+            raise TypeError(f"{name} holds {type(v).__name__} values, not text (row {k}: {_shown(v)}); {fix}")
+    if empty and not drop_empty:
+        shown = ", ".join(str(k) for k in empty[:5]) + (", ..." if len(empty) > 5 else "")
+        plural = "s" if len(empty) > 1 else ""
+        hint = drop_hint or "pass drop_empty=True to drop them, or fill them in"
+        raise ValueError(f"{name} has {len(empty)} missing or empty text{plural} (row{plural} {shown}); {hint}")
+    return texts
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Optimal-string-alignment distance: insertions, deletions, substitutions, adjacent swaps."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[-1]
+
+
+def suggest_name(value: str, choices: Any, *, max_distance: int = 2) -> str | None:
+    """The choice that ``value`` most likely misspells, for a "did you mean" hint.
+
+    Compared without case by edit distance (insertions, deletions, substitutions and swaps
+    of adjacent letters each count 1).
+
+    Parameters
+    ----------
+    value : str
+        The name as given.
+    choices : iterable of str
+        The valid names, in order of preference (the first of equally close ones wins).
+    max_distance : int, keyword-only, default 2
+        Largest distance still suggested.
+
+    Returns
+    -------
+    str or None
+        The closest choice within ``max_distance`` that differs from ``value``; ``None``
+        when ``value`` is itself a choice or nothing is close.
+
+    Examples
+    --------
+    >>> suggest_name("sst3", ["synthetic", "sst2", "imdb"])
+    'sst2'
+    >>> suggest_name("wikitext", ["sst2", "imdb"]) is None
+    True
+    """
+    names = [str(c) for c in choices]
+    if not isinstance(value, str) or value in names:
+        return None
+    best: tuple[int, str] | None = None
+    for c in names:
+        d = _edit_distance(value.lower(), c.lower())
+        if d <= max_distance and (best is None or d < best[0]):
+            best = (d, c)
+    return None if best is None else best[1]
