@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -387,3 +388,45 @@ def test_stress_optimal_mds_checks_its_options():
     with pytest.raises(TypeError, match="seed must be an int"):
         stress_optimal_mds(D, 1, seed=0.5)
     assert stress_optimal_mds(D, 1, max_iter=0, tol=0.0).n_iter == 0
+
+
+# --------------------------------------------------------------------------- order-free baselines
+def test_regular_simplex_is_equidistant():
+    from posgeo import regular_simplex
+
+    E = pairwise_distances(regular_simplex(6))
+    off = E[~np.eye(6, dtype=bool)]
+    assert np.allclose(off, 1.0) and np.allclose(np.diag(E), 0.0)
+
+
+def test_order_free_baselines_closed_forms():
+    from posgeo import order_free_baselines
+
+    D = pairwise_distances(np.arange(10.0)[:, None])
+    line = np.arange(10.0)[:, None]
+    noise = np.random.default_rng(1).normal(size=(10, 3))
+    t = order_free_baselines(D, {"line": line, "noise": noise}, n_permutations=200, seed=0)
+    # the encoding's own column equals the library's scale-optimal stress
+    assert t.loc["line", "optimal"] == pytest.approx(stress(line, D, scale="optimal"), abs=1e-12)
+    assert t.loc["noise", "optimal"] == pytest.approx(stress(noise, D, scale="optimal"), abs=1e-12)
+    # the simplex: 1 - (sum d)^2 / (m sum d^2)
+    d = D[np.triu_indices(10, 1)]
+    assert t.loc["regular simplex", "optimal"] == pytest.approx(1 - d.sum() ** 2 / (d.size * (d @ d)))
+    # the line knows the order: no permutation fits as well; the permuted interval brackets its mean
+    assert t.loc["line", "p"] == pytest.approx(1 / 201) and t.loc["line", "gain"] > 0.1
+    assert t.loc["line", "permuted low"] <= t.loc["line", "permuted mean"] <= t.loc["line", "permuted high"]
+    # seeded
+    again = order_free_baselines(D, {"line": line, "noise": noise}, n_permutations=200, seed=0)
+    pd.testing.assert_frame_equal(t, again)
+
+
+def test_order_free_baselines_reject_bad_input():
+    from posgeo import order_free_baselines
+
+    D = pairwise_distances(np.arange(5.0)[:, None])
+    with pytest.raises(ValueError, match="level"):
+        order_free_baselines(D, {}, level=1.0)
+    with pytest.raises(ValueError):
+        order_free_baselines(D, {"short": np.zeros((4, 2))})
+    with pytest.raises(ValueError, match="n_permutations"):
+        order_free_baselines(D, {}, n_permutations=0)

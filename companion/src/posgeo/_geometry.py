@@ -24,6 +24,8 @@ __all__ = [
     'stress_optimal_mds',
     'SpectrumSummary',
     'effective_rank',
+    'regular_simplex',
+    'order_free_baselines',
 ]
 
 
@@ -840,3 +842,116 @@ def effective_rank(eigenvalues: object, *, energy: float = 0.99) -> SpectrumSumm
     p = pos[pos > 0] / total
     ent = float(np.exp(-(p * np.log(p)).sum()))
     return SpectrumSummary(eigenvalues=lam, rank_at_energy=min(r, lam.size), energy=energy, entropy_rank=ent, cumulative_energy=cum)
+
+
+# --------------------------------------------------------------------------- order-free baselines
+def _optimal_stress_from_distances(e: np.ndarray, d: np.ndarray) -> float:
+    """Scale-optimal stress ``1 - (e.d)^2 / (|e|^2 |d|^2)`` of two vectors of pairwise distances."""
+    ee, dd = float(e @ e), float(d @ d)
+    if ee == 0.0:
+        return 1.0
+    return max(0.0, 1.0 - float(e @ d) ** 2 / (ee * dd))
+
+
+def regular_simplex(n: int) -> np.ndarray:
+    """``n`` equidistant points (the vertices of a regular simplex): an encoding that knows no order.
+
+    Every pair is at distance 1, so any ranking of positions by it is a tie. Its
+    scale-optimal stress against ``D`` is ``1 - (sum d)^2 / (m sum d^2)`` over the ``m``
+    pairs: what a target distance matrix that is nearly constant rewards without any
+    positional order.
+
+    Parameters
+    ----------
+    n : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+        ``I / sqrt(2)``.
+
+    Examples
+    --------
+    >>> pairwise_distances(regular_simplex(3)).round(12).tolist()
+    [[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
+    """
+    n = check_int(n, "n")
+    return np.eye(n) / np.sqrt(2.0)
+
+
+def order_free_baselines(
+    D: object,
+    encodings: Mapping[str, object],
+    *,
+    n_permutations: int = 100,
+    level: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """How much of each encoding's fit to ``D`` comes from positional order?
+
+    Two baselines that ignore order: the scale-optimal regular simplex (every position
+    equidistant), and each encoding with its rows permuted at random (the same distances,
+    assigned to the wrong pairs of positions). An encoding whose stress is no lower than that
+    of its own permutations fits ``D`` by the spread of its distances, not by their order.
+
+    Parameters
+    ----------
+    D : array-like, shape (n, n)
+        Target distances.
+    encodings : mapping of str to array-like, shape (n, d)
+        Position vectors, one row per position.
+    n_permutations : int, keyword-only, default 100
+    level : float, keyword-only, default 0.95
+        Width of the interval over permutations (percentiles).
+    seed : int, keyword-only, default 0
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: ``"regular simplex"`` then the encodings. Columns: ``optimal`` (scale-optimal
+        stress), ``permuted mean``, ``permuted low``, ``permuted high`` (over row
+        permutations; the simplex is permutation-invariant, so these equal its stress),
+        ``gain`` (``permuted mean - optimal``: what order buys), ``p`` (share of permutations
+        fitting at least as well, ``(k + 1) / (n_permutations + 1)``).
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match ``D``; ``level`` outside (0, 1).
+
+    Examples
+    --------
+    >>> D = pairwise_distances(np.arange(8.0)[:, None])
+    >>> t = order_free_baselines(D, {"line": np.arange(8.0)[:, None]}, n_permutations=50)
+    >>> float(t.loc["line", "optimal"]), bool(t.loc["line", "gain"] > 0.2), float(t.loc["line", "p"])
+    (0.0, True, 0.0196...)
+    """
+    Dm = check_distance_matrix(D)
+    n = Dm.shape[0]
+    B = check_int(n_permutations, "n_permutations", maximum=100_000)
+    lv = check_float(level, "level", minimum=0.0, strict_minimum=True)
+    if lv >= 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}; e.g. 0.95 for a 95% interval")
+    check_int(seed, "seed", minimum=0, maximum=2**63 - 1)
+    iu = np.triu_indices(n, k=1)
+    d = Dm[iu]
+    rng = np.random.default_rng(seed)
+    perms = [rng.permutation(n) for _ in range(B)]
+    q = ((1 - lv) / 2 * 100, (1 + lv) / 2 * 100)
+    simplex = _optimal_stress_from_distances(np.ones_like(d), d)
+    rows: dict[str, dict[str, float]] = {
+        "regular simplex": {"optimal": simplex, "permuted mean": simplex, "permuted low": simplex,
+                            "permuted high": simplex, "gain": 0.0, "p": 1.0},
+    }
+    for name, P in encodings.items():
+        Pm = _check_encoding(P, n, name=name)
+        E = pairwise_distances(Pm)
+        own = _optimal_stress_from_distances(E[iu], d)
+        vals = np.array([_optimal_stress_from_distances(E[np.ix_(p, p)][iu], d) for p in perms])
+        lo, hi = np.percentile(vals, q)
+        rows[name] = {"optimal": own, "permuted mean": float(vals.mean()), "permuted low": float(lo),
+                      "permuted high": float(hi), "gain": float(vals.mean() - own),
+                      "p": float((np.sum(vals <= own) + 1) / (B + 1))}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "encoding"
+    return df
