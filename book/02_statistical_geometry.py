@@ -209,9 +209,7 @@ summary[["noise_share"]].T
 # The synthetic corpus comes with its true distributions (`corpus.true_marginals`), so we
 # can compare plug-in and corrected distances with the truth, for the full sample and for
 # a deliberately small one (300 sequences). The errors are relative Frobenius norms,
-# $\lVert \hat D - D 
-# Vert_F / \lVert D 
-# Vert_F$.
+# $\lVert \hat D - D \rVert_F / \lVert D \rVert_F$.
 
 # %%
 truth = pg.hellinger_matrix(corpora["synthetic"].true_marginals)

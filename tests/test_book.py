@@ -81,6 +81,27 @@ def test_notebook_has_percent_pair_in_sync(notebook: Path) -> None:
         )
 
 
+# A backslash escape eaten by a Python string (``"\rVert"`` -> carriage return + "Vert") leaves
+# either the control character or, once jupytext has split the line, a line that starts with
+# the rest of the LaTeX command.
+_EATEN_ESCAPES = re.compile(r"(?m)^(?:# )?(?:Vert|vert|ightarrow|ight[)\]|.]|ext\{|rac\{|imes\b|heta\b|eta\b|abla\b|ar\{|ec\{|mathrm)")
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=rel)
+def test_markdown_has_no_control_characters_or_eaten_escapes(notebook: Path) -> None:
+    nb = nbformat.read(notebook, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        bad = sorted({repr(ch) for ch in cell.source if ord(ch) < 32 and ch not in "\n\t"})
+        assert not bad, f"{rel(notebook)} markdown cell {i} holds control characters {bad}: an eaten backslash escape?"
+        m = _EATEN_ESCAPES.search(cell.source)
+        assert m is None, (
+            f"{rel(notebook)} markdown cell {i} has a line starting with {m.group(0)!r}: a LaTeX command whose "
+            "backslash escape was eaten (e.g. \\rVert written as \"\\rVert\" in a Python string)"
+        )
+
+
 @pytest.mark.parametrize("script", SCRIPTS, ids=rel)
 def test_script_has_notebook(script: Path) -> None:
     assert script.with_suffix(".ipynb").is_file(), (
