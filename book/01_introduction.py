@@ -23,10 +23,13 @@
 # causal model with no encoding at all, something the causal mask itself creates.
 #
 # This book is an executable companion to two papers on the geometry of that signal.
-# Every number and every figure in it is computed by the code you see, with the
-# companion package `posgeo`, on real corpora (SST-2 and IMDB) and on synthetic ones whose
-# answer is known in advance. Nothing is copied from the papers: where our numbers differ
-# from theirs, the text says so.
+# Every table and figure in it is computed by the code you see, with the companion package
+# `posgeo`, on real corpora (SST-2 and IMDB) and on synthetic ones whose answer is known in
+# advance. The numbers in the prose are read off those outputs, and a claim drawn from
+# them is checked by an assertion in a cell, so the tests fail if it stops holding. The
+# numbers in exercise solutions come from running the code each exercise names; in this
+# chapter a cell below the exercises recomputes and checks them. The papers' own numbers
+# appear only beside ours, for comparison: where ours differ, the text says so.
 #
 # ## What the book shows
 #
@@ -174,8 +177,9 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
 #   hidden states are more similar than distant ones ({doc}`10_nope_adjacency`).
 # - `posgeo audit` asks the book's question of any corpus and model you bring, and writes
 #   a self-contained report ({doc}`11_audit`).
-# - Every number in the book is computed by `posgeo`, the stored outputs are re-checked by
-#   the tests, and where our numbers differ from the papers' the chapters say so and why.
+# - Every table and figure in the book is computed by `posgeo`, the claims drawn from them
+#   are asserted in the cells, the stored outputs are re-checked by the tests, and where
+#   our numbers differ from the papers' the chapters say so and why.
 #   The {doc}`glossary` defines the terms, the {doc}`bibliography` lists every cited work,
 #   the {doc}`api_reference` documents every `posgeo` function and the {doc}`benchmarks`
 #   page reports how fast they are against the obvious baselines.
@@ -240,6 +244,57 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
 # the symmetry, with a margin of 4.5 against norms of 19.6.
 # ```
 #
+# The numbers these solutions quote, recomputed with the code they name (the output is
+# folded, so as not to give the answers away):
+
+# %% tags=["hide-output"]
+import numpy as np
+
+import posgeo as pg
+
+D = pg.hellinger_matrix(np.array([[0.5, 0.5, 0], [0, 0.5, 0.5], [0, 0, 1]]))
+mds = pg.classical_mds(D)
+S = pg.pairwise_distances(pg.sinusoidal_encoding(512, 768))
+i, j = np.triu_indices(512, 1)
+nearest_pairs = np.isclose(S[i, j], S[i, j].min())
+quoted = pd.DataFrame(
+    [
+        (1, "BC(mu_0, mu_1)", "0.5", 1 - D[0, 1] ** 2),
+        (1, "BC(mu_1, mu_2)", "0.7071", 1 - D[1, 2] ** 2),
+        (1, "BC(mu_0, mu_2)", "0", 1 - D[0, 2] ** 2),
+        (1, "d_H(mu_0, mu_1)", "0.7071", D[0, 1]),
+        (1, "d_H(mu_1, mu_2)", "0.5412", D[1, 2]),
+        (1, "d_H(mu_0, mu_2)", "1", D[0, 2]),
+        (2, "eigenvalue 1", "0.5087", mds.eigenvalues[0]),
+        (2, "eigenvalue 2", "0.0889", mds.eigenvalues[1]),
+        (2, "eigenvalue 3", "0", mds.eigenvalues[2]),
+        (2, "stress(P, D)", "0", pg.stress(mds.coords, D)),
+        (2, "stress(2P, D)", "1", pg.stress(2 * mds.coords, D)),
+        (2, "stress(2P, D), scale-optimal", "0", pg.stress(2 * mds.coords, D, scale="optimal")),
+        (2, "d_H(mu_0, mu_1) + d_H(mu_1, mu_2)", "1.2483", D[0, 1] + D[1, 2]),
+        (2, "best line (SMACOF)", "0.0115", pg.stress_optimal_mds(D, 1).stress),
+        (2, "line of classical MDS", "0.0195", pg.classical_mds(D, dim=1).stress),
+        (3, "row norm, smallest", "19.60", np.linalg.norm(pg.sinusoidal_encoding(512, 768), axis=1).min()),
+        (3, "row norm, largest", "19.60", np.linalg.norm(pg.sinusoidal_encoding(512, 768), axis=1).max()),
+        (3, "smallest distance", "4.523", S[i, j].min()),
+        (3, "pairs at the smallest distance", "511", nearest_pairs.sum()),
+        (3, "their offset", "1", np.unique(j[nearest_pairs] - i[nearest_pairs]).item()),
+        (3, "largest distance", "24.10", S[i, j].max()),
+        (3, "its offset", "510", (j - i)[np.argmax(S[i, j])]),
+    ],
+    columns=["exercise", "quantity", "quoted", "computed"],
+).set_index(["exercise", "quantity"])
+quoted.assign(computed=quoted["computed"].map("{:.6g}".format))  # six significant digits
+
+# %%
+decimals = quoted["quoted"].str.partition(".")[2].str.len()
+tolerance = np.where(decimals > 0, 0.5 * 10.0 ** -decimals, 1e-9)  # half a unit of the last quoted digit; exact otherwise
+assert (np.abs(quoted["computed"].astype(float) - quoted["quoted"].astype(float)) <= tolerance).all()
+assert sorted(np.unravel_index(np.argmax(D), D.shape)) == [0, 2] and (mds.eigenvalues[:2] > 0).all()  # 0 and 2 farthest apart
+assert np.allclose(S[1:, 1:], S[:-1, :-1])  # D_ij depends on |i - j| only
+len(quoted)
+
+# %% [markdown]
 # ## References
 #
 # ```{bibliography}
