@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posgeo._cache as cache_mod
-from posgeo import CACHE_ENV_VAR, cache_dir, cache_key, cached
+from posgeo import CACHE_ENV_VAR, cache_dir, cache_key, cached, file_digest, function_digest
 
 
 class Counter:
@@ -187,3 +190,223 @@ def test_no_temporary_files_left_behind(cdir):
         cached("thing", {"n": n}, Counter())
     names = sorted(p.name for p in Path(cdir).iterdir())
     assert len(names) == 3 and all(name.endswith(".pkl") for name in names)
+
+
+# ----------------------------------------------------------------------------- expect=
+def test_expect_must_be_a_type_or_tuple_of_types(cdir):
+    for bad in ("list", (), (list, "x"), 3):
+        with pytest.raises(TypeError, match="expect must be a type"):
+            cached("thing", {"n": 1}, Counter(), expect=bad)
+
+
+def test_a_computed_result_of_the_wrong_type_raises_and_is_not_stored(cdir):
+    with pytest.raises(TypeError, match="returned a dict, not the expected list or tuple"):
+        cached("thing", {"n": 1}, Counter(), expect=(list, tuple))
+    assert not cdir.exists() or not any(cdir.glob("*.pkl"))
+    with pytest.raises(TypeError, match="expected list"):
+        cached("thing", {"n": 1}, Counter(), expect=list, enabled=False)
+
+
+class DictSubclass(dict):
+    pass
+
+
+def test_expect_accepts_subclasses(cdir):
+    assert cached("thing", {"n": 1}, lambda: {"a": 1}, expect=dict) == {"a": 1}
+    assert cached("thing", {"n": 1}, lambda: pytest.fail("a hit"), expect=(dict, list)) == {"a": 1}
+    assert isinstance(cached("other", {"n": 1}, DictSubclass, expect=dict), DictSubclass)
+    assert isinstance(cached("other", {"n": 1}, lambda: pytest.fail("a hit"), expect=dict), DictSubclass)
+
+
+# ----------------------------------------------------------------------------- writing
+def test_keyboard_interrupt_while_writing_leaves_no_temp_file(cdir):
+    class Interrupts:
+        def __reduce__(self):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cached("thing", {"n": 1}, lambda: [b"x" * 200_000, Interrupts()])
+    assert list(cdir.iterdir()) == []
+
+
+def test_an_unpicklable_result_is_returned_with_a_warning(cdir, monkeypatch):
+    monkeypatch.setattr(cache_mod, "_warned_dirs", set())
+    result = {"f": lambda: 1}
+    with pytest.warns(UserWarning, match="cannot be pickled"):
+        assert cached("thing", {"n": 1}, lambda: result) is result
+    assert list(cdir.iterdir()) == []
+
+
+def test_temp_names_are_unique_and_recognised(cdir, monkeypatch):
+    names = []
+    real_open = open
+
+    def spy(file, mode="r", *args, **kwargs):
+        if "x" in mode:
+            names.append(Path(file).name)
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(cache_mod, "open", spy, raising=False)
+    for _ in range(3):
+        cached("thing", {"n": 1}, Counter(), enabled=True, directory=cdir / "x")
+        (cdir / "x" / f"{cache_key('thing', {'n': 1})}.pkl").unlink()
+    assert len(set(names)) == 3
+    assert all(cache_mod._TEMP_NAME.search(n) and n.startswith(cache_key("thing", {"n": 1}) + ".pkl.tmp-") for n in names)
+    assert not cache_mod._TEMP_NAME.search(f"{cache_key('x.tmp-a-1-2-ab', {})}.pkl")  # entries never look like temps
+
+
+def test_entries_whose_name_contains_tmp_are_not_purged(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_mod, "_last_purge", {})
+    cached("data.tmp1", {"n": 1}, Counter(), directory=tmp_path)
+    (entry,) = tmp_path.iterdir()
+    os.utime(entry, (0, 0))  # very old
+    monkeypatch.setattr(cache_mod, "_last_purge", {})
+    cached("data.tmp1", {"n": 2}, Counter(), directory=tmp_path)
+    assert entry.exists()
+
+
+# ----------------------------------------------------------------------------- file_digest
+def test_file_digest_is_the_sha256_of_the_bytes(tmp_path):
+    import hashlib
+
+    f = tmp_path / "f.bin"
+    data = np.random.default_rng(0).bytes(3 * (1 << 20) + 17)  # several chunks
+    f.write_bytes(data)
+    assert file_digest(f) == file_digest(str(f)) == hashlib.sha256(data).hexdigest()
+    link = tmp_path / "link"
+    link.symlink_to(f)
+    assert file_digest(link) == file_digest(f)
+
+
+def test_file_digest_hashes_a_settled_file_once(tmp_path, monkeypatch):
+    f = tmp_path / "f.txt"
+    f.write_bytes(b"abc")
+    calls = []
+    real = cache_mod._hash_file
+    monkeypatch.setattr(cache_mod, "_hash_file", lambda fh: calls.append(1) or real(fh))
+    monkeypatch.setattr(cache_mod, "_RACY_NS", 0)  # treat the file as settled at once
+    first = file_digest(f)
+    assert file_digest(f) == first and len(calls) == 1
+    st = f.stat()
+    f.write_bytes(b"abd")  # same size, in place, then the old mtime restored
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert file_digest(f) != first and len(calls) == 2
+
+
+def test_file_digest_rehashes_a_file_changed_just_now(tmp_path, monkeypatch):
+    f = tmp_path / "f.txt"
+    f.write_bytes(b"abc")
+    calls = []
+    real = cache_mod._hash_file
+    monkeypatch.setattr(cache_mod, "_hash_file", lambda fh: calls.append(1) or real(fh))
+    file_digest(f), file_digest(f)
+    assert len(calls) == 2  # within the racy window nothing is remembered
+
+
+def test_file_digest_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        file_digest(tmp_path / "missing")
+    with pytest.raises(ValueError, match="not a regular file"):
+        file_digest(tmp_path)
+
+
+# ----------------------------------------------------------------------------- function_digest
+FACTOR = 2
+
+
+def uses_global(x):
+    return FACTOR * x
+
+
+def test_function_digest_sees_constants_defaults_closures_and_nested_code():
+    d = function_digest
+    assert d(lambda m: {"a": 1.0}) == d(lambda m: {"a": 1.0})
+    assert d(lambda m: {"a": 1.0}) != d(lambda m: {"a": 2.0})
+    assert d(lambda m: m + 1) != d(lambda m: m - 1)  # bytecode
+    assert d(lambda m, k=1: m + k) != d(lambda m, k=2: m + k)  # defaults
+    assert d(lambda m, *, k=1: m + k) != d(lambda m, *, k=2: m + k)  # keyword defaults
+
+    def make(v):
+        return lambda m: m + v
+
+    assert d(make(1)) == d(make(1)) and d(make(1)) != d(make(2))  # closure cells
+    assert d(make([1, 2])) != d(make([1, 3])) and d(make(np.arange(3))) != d(make(np.arange(4)))
+    assert d(make(torch.zeros(3))) != d(make(torch.ones(3)))
+    assert d(lambda m: [m + 1 for _ in range(2)]) != d(lambda m: [m + 2 for _ in range(2)])  # nested code
+
+
+def test_function_digest_sees_the_globals_it_reads(monkeypatch):
+    before = function_digest(uses_global)
+    monkeypatch.setitem(globals(), "FACTOR", 3)
+    assert function_digest(uses_global) != before
+
+
+def test_function_digest_names_library_functions_and_handles_recursion():
+    import functools
+
+    from posgeo import train
+
+    assert function_digest(train) == function_digest(train)
+    assert function_digest(np.mean) != function_digest(np.median)
+    assert function_digest(functools.partial(uses_global, 1)) != function_digest(functools.partial(uses_global, 2))
+
+    def fact(n):
+        return 1 if n <= 1 else n * fact(n - 1)
+
+    assert len(function_digest(fact)) == 16
+    assert function_digest(len) != function_digest(abs)
+
+
+def test_function_digest_of_objects_and_dataclasses():
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Scale:
+        c: float
+
+        def __call__(self, x):
+            return self.c * x
+
+    assert function_digest(Scale(1.0)) == function_digest(Scale(1.0)) != function_digest(Scale(2.0))
+
+    class Shift:
+        def __init__(self, c):
+            self.c = c
+
+        def apply(self, x):
+            return x + self.c
+
+    assert function_digest(Shift(1).apply) != function_digest(Shift(2).apply)
+    lin = torch.nn.Linear(2, 2)
+    before = function_digest(lambda x: lin(x))
+    with torch.no_grad():
+        lin.weight.add_(1.0)
+    assert function_digest(lambda x: lin(x)) != before  # a module by its weights, not its repr
+
+
+@pytest.mark.parametrize("value", [np.random.default_rng(0), threading.Lock(), iter([1, 2])],
+                         ids=["generator", "lock", "iterator"])
+def test_function_digest_refuses_what_it_cannot_see(value):
+    with pytest.raises(ValueError, match=r"closure variable 'value'.*pass cache=False"):
+        function_digest(lambda: value)
+    with pytest.raises(TypeError, match="needs a callable"):
+        function_digest(3)
+
+
+def test_function_digest_is_the_same_in_every_process():
+    import subprocess
+    import sys
+
+    script = (  # _cache.py alone (it needs only numpy): a child starts in a fraction of a second
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('posgeo_cache_under_test', {cache_mod.__file__!r})\n"
+        "cache = importlib.util.module_from_spec(spec); sys.modules[spec.name] = cache; spec.loader.exec_module(cache)\n"
+        "f = lambda x, k={'a', 'b', 'c'}: (x in {'p', 'q', 'r'}, k, {'z': 1}, cache.array_digest)\n"
+        "print(cache.function_digest(f))\n"
+    )
+    outs = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert len(outs) == 1 and len(outs.pop()) == 16

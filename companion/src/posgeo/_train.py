@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from ._progress import progress_bar
-from ._cache import cached
+from ._cache import cached, function_digest
 from ._model import Transformer, TransformerConfig, eval_mode
 from .validation import check_float, check_int
 
@@ -903,8 +903,11 @@ def train(
     eval_fn : callable, keyword-only, optional
         ``eval_fn(model) -> dict of float``, run (in eval mode, without gradients) every
         ``eval_every`` steps; its values are recorded as ``eval_<name>``. Default: task
-        accuracy on fresh batches (``eval_accuracy``). It must be deterministic; only its
-        qualified name enters the cache key.
+        accuracy on fresh batches (``eval_accuracy``). It must be deterministic; its code,
+        closure and the globals it reads enter the cache key (:func:`posgeo.function_digest`),
+        so two lambdas are two keys. With ``cache=True`` a function whose result could depend
+        on state the key cannot see (a random generator, an open file) raises ``ValueError``;
+        pass ``cache=False`` for it.
     prepare : callable, keyword-only, optional
         Extension point: ``prepare(model) -> model`` runs right after the seeded
         initialisation and returns the model to train (e.g. with degenerate attention, or
@@ -925,8 +928,11 @@ def train(
         Show a tqdm progress bar.
     cache : bool, keyword-only, default True
         Read/write the result through :func:`posgeo.cached` (``POSGEO_CACHE_DIR``), keyed on
-        both configs, the resolved device type, the task's ``cache_key()``, ``eval_fn``,
-        ``position_weight_decay`` and ``cache_options``.
+        both configs, the resolved device type, the task's ``cache_key()``, the code of
+        ``eval_fn`` (and of ``prepare`` where it can be hashed), ``position_weight_decay``,
+        ``cache_options`` and, on the CPU, torch's intra-op thread count (one and two
+        threads sum in different orders and give different weights; on CUDA the weights do
+        not depend on it). An entry that is not a :class:`TrainResult` is recomputed.
 
     Returns
     -------
@@ -939,7 +945,9 @@ def train(
     ValueError
         A task longer than ``max_len``, with more tokens than ``vocab_size``, more classes than
         ``n_classes``; a causal-LM task on a bidirectional model; a ``freeze`` prefix that
-        matches nothing; ``snapshot_every`` without an additive position table.
+        matches nothing; ``snapshot_every`` without an additive position table; with
+        ``cache=True``, an ``eval_fn`` that cannot be hashed (the message says to pass
+        ``cache=False``).
 
     Examples
     --------
@@ -972,11 +980,23 @@ def train(
     options = dict(cache_options or {})
     if position_weight_decay is not None:
         options["position_weight_decay"] = position_weight_decay
-    key = _run_key(
-        model_config, train_config, task,
-        eval_fn=None if eval_fn is None else f"{getattr(eval_fn, '__module__', '')}.{getattr(eval_fn, '__qualname__', repr(eval_fn))}",
-        **options,
-    )
+    key: dict[str, Any] = {}
+    if cache:  # functions by their code and closure, never by name: every lambda is "<lambda>"
+        eval_key = None
+        if eval_fn is not None:
+            try:
+                eval_key = {"name": getattr(eval_fn, "__qualname__", type(eval_fn).__qualname__),
+                            "digest": function_digest(eval_fn)}
+            except ValueError as exc:
+                raise ValueError(f"train() cannot cache a run with this eval_fn: {exc}") from exc
+        key = _run_key(model_config, train_config, task, eval_fn=eval_key, **options)
+        runtime: dict[str, Any] = {}
+        if prepare is not None:  # described by cache_options (required above); its code too when hashable
+            with contextlib.suppress(ValueError):
+                runtime["prepare"] = function_digest(prepare)
+        if resolve_device(train_config.device).type == "cpu":  # reduction order: 1 vs 2 threads differ
+            runtime["torch_threads"] = torch.get_num_threads()
+        key["_runtime"] = runtime
     return cached(
         cache_namespace,
         key,
@@ -985,6 +1005,7 @@ def train(
             prepare=prepare, position_weight_decay=position_weight_decay, desc=desc,
         ),
         enabled=cache,
+        expect=TrainResult,
     )
 
 
