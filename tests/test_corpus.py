@@ -207,8 +207,10 @@ def test_tokenize_batches_agree_and_validate():
     np.testing.assert_array_equal(a.offsets, b.offsets)
     with pytest.raises(ValueError, match="batch_size"):
         tokenize(texts, batch_size=0)
-    with pytest.raises(TypeError, match=r"texts\[1\]"):
+    with pytest.raises(TypeError, match=r"texts holds int values, not text \(row 1: 3\)"):
         tokenize(["ok", 3])
+    with pytest.raises(TypeError, match=r"pass a list of texts, e\.g\. \[text\]"):
+        tokenize("ok")
     with pytest.raises(TypeError, match="fast tokenizer"):
         tokenize(["ok"], tokenizer=object())
 

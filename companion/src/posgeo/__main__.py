@@ -3,23 +3,34 @@
 ``posgeo audit`` runs :func:`posgeo.audit.audit` and writes ``report.html`` (self-contained: it
 loads nothing from anywhere) and ``report.json`` (the same numbers) into ``--out``. Input
 problems (a missing file or column, an empty split, a model that cannot be loaded offline,
-sequences shorter than ``--positions``) are reported in one line on stderr, with exit
-status 2 and no traceback.
+sequences shorter than ``--positions``, text that is not text, an unusable ``--out``, a
+usage error) are reported in one line on stderr, with exit status 2 and no traceback;
+``--out`` is checked before anything is computed, and the two files are written
+atomically (never an HTML report without its JSON).
+
+Exit statuses: 0 success; 2 a usage or input error, or stdout that cannot be written (a
+full disk: one line on stderr); 130 interrupted (Ctrl-C, SIGINT: one line on stderr);
+141 stdout closed by its reader (``posgeo audit ... | head``): nothing more is printed, as a
+tool killed by SIGPIPE (128 + 13) would exit, so that ``set -o pipefail`` still sees it
+(the report files are already written by then).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 __all__ = ['build_parser', 'main']
 
 
 _EXIT_USAGE = 2
+_EXIT_INTERRUPTED = 130  # 128 + SIGINT
+_EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 _DESCRIPTION = "The geometry of positional encodings: tools of the companion package of the book."
 
@@ -59,9 +70,18 @@ _AUDIT_EPILOG = textwrap.dedent(
       posgeo audit reviews.parquet --column body --model ./my-bert --positions 128
       posgeo audit sentences.txt --positions 16 --max-sequences 5000
 
-    exit status: 0 on success, 2 for a usage or input error (one line on stderr).
+    exit status: 0 on success, 2 for a usage or input error or an unwritable stdout (one
+    line on stderr), 130 when interrupted (Ctrl-C), 141 when stdout is closed early (as by
+    `| head`; quietly, like a tool killed by SIGPIPE).
     """
 )
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (with where to find the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(_EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     >>> args.command, args.dataset, args.positions, args.model
     ('audit', 'sst2', 16, None)
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="posgeo",
         description=_DESCRIPTION,
         epilog="Run `posgeo audit --help` for the audit's options.",
@@ -105,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", metavar="DIR", help="local data directory for sst2/imdb (default: $POSGEO_DATA_DIR)")
     p.add_argument("--out", metavar="DIR",
                    help="output directory for report.html and report.json (default: posgeo-audit-DATASET-MODEL)")
+    p.add_argument("--drop-empty", action="store_true",
+                   help="drop missing (null) and empty texts instead of refusing them (default: refuse, naming the rows)")
     p.add_argument("--no-cache", action="store_true", help="recompute everything and store nothing in the cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
@@ -119,16 +141,64 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _error(message: str) -> int:
+    print(f"posgeo audit: error: {message}", file=sys.stderr)
+    return _EXIT_USAGE
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null, so that the interpreter's last flush of what is
+    still buffered neither fails again nor prints "Exception ignored"."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (a replaced sys.stdout)
+        pass
+
+
+def _close_progress_bars() -> None:
+    """Close the open tqdm bars (each ends its line), so that a last message starts a line."""
+    tqdm_module = sys.modules.get("tqdm")
+    bars = list(getattr(getattr(tqdm_module, "tqdm", None), "_instances", ()))
+    # transient bars (leave=False, which end with "\r") first, kept ones (which end with "\n") last
+    for bar in sorted(bars, key=lambda b: getattr(b, "leave", True) is not False):
+        try:
+            bar.close()
+        except Exception:  # a bar interrupted in its constructor may lack attributes
+            pass
+
+
+def _print_summary(report: object, html_path: Path, json_path: Path) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.precision", 4, "display.width", 120, "display.max_colwidth", 60):
+        table = report.summary().to_string(na_rep="")  # type: ignore[attr-defined]
+    print(f"audited {report.model['label']} ({report.model['positional_kind']}) on {report.dataset['description']}")  # type: ignore[attr-defined]
+    print(table)
+    for key, text in report.notes.items():  # type: ignore[attr-defined]
+        print(f"note ({key}): {text}")
+    print(f"report: {html_path}")
+    print(f"json:   {json_path}")
+    sys.stdout.flush()  # a full or closed stdout fails here, not at the interpreter's exit
+
+
 def _run_audit(args: argparse.Namespace) -> int:
     from posgeo import CorpusUnavailableError
-    from posgeo.audit import audit  # lazily: `posgeo --help` needs none of it
+    from posgeo.audit import AuditReport, audit  # lazily: `posgeo --help` needs none of it
 
     if args.no_progress:  # also the bars of transformers (loading weights); this process is ours
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
+    if args.out is not None and not args.out.strip():
+        return _error("--out is empty; pass a directory for report.html and report.json, or omit --out for "
+                      "the default posgeo-audit-DATASET-MODEL")
     out = args.out or f"posgeo-audit-{_slug(args.dataset)}-{_slug(args.model) if args.model else 'all-MiniLM-L6-v2'}"
     try:
+        AuditReport.output_paths(out)  # before computing: an unusable --out fails now, not after the audit
         report = audit(
             args.dataset,
             model=args.model,
@@ -140,21 +210,20 @@ def _run_audit(args: argparse.Namespace) -> int:
             seed=args.seed,
             progress=not args.no_progress,
             cache=not args.no_cache,
+            drop_empty=args.drop_empty,
         )
         html_path, json_path = report.write(out)
     except (ValueError, TypeError, OSError, CorpusUnavailableError) as exc:
-        print(f"posgeo audit: error: {_one_line(exc)}", file=sys.stderr)
-        return _EXIT_USAGE
-    import pandas as pd
-
-    with pd.option_context("display.precision", 4, "display.width", 120, "display.max_colwidth", 60):
-        table = report.summary().to_string(na_rep="")
-    print(f"audited {report.model['label']} ({report.model['positional_kind']}) on {report.dataset['description']}")
-    print(table)
-    for key, text in report.notes.items():
-        print(f"note ({key}): {text}")
-    print(f"report: {html_path}")
-    print(f"json:   {json_path}")
+        return _error(_one_line(exc))
+    try:
+        _print_summary(report, html_path, json_path)
+    except BrokenPipeError:  # the reader went away (`| head`): quietly, as SIGPIPE would
+        _silence_stdout()
+        return _EXIT_BROKEN_PIPE
+    except OSError as exc:  # e.g. ENOSPC: stdout redirected to a full disk
+        _silence_stdout()
+        return _error(f"cannot write to stdout ({exc.strerror or _one_line(exc)}); the reports are written: "
+                      f"{html_path} and {json_path}")
     return 0
 
 
@@ -169,21 +238,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit status: 0 on success, 2 for a usage or input error (reported on stderr in
-        one line).
+        The exit status: 0 on success; 2 for a usage or input error, or a stdout that
+        cannot be written (reported on stderr in one line); 130 when interrupted (Ctrl-C:
+        one line on stderr); 141 when stdout is closed by its reader (nothing printed, as
+        a tool killed by SIGPIPE).
 
     Examples
     --------
     >>> main(["audit", "no-such-file.txt", "--no-progress"])
     2
     """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _close_progress_bars()
+        print("posgeo audit: interrupted", file=sys.stderr)
+        return _EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `posgeo audit --help | head -1`
+        _silence_stdout()
+        return _EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, or a usage error (argparse printed it)
+    except SystemExit as exc:  # --help, --version, or a usage error (printed in one line)
         return int(exc.code) if isinstance(exc.code, int) else (0 if exc.code is None else _EXIT_USAGE)
     if args.command is None:
-        parser.print_help(sys.stderr)
+        print("posgeo: error: no command given; run `posgeo audit DATASET` (see `posgeo --help`)", file=sys.stderr)
         return _EXIT_USAGE
     if args.command == "audit":
         return _run_audit(args)

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 import numpy as np
 import pandas as pd
 from ._sequences import Corpus, Sequences
+from .validation import check_texts, suggest_name
 
 __all__ = [
     'DATA_ENV_VAR',
@@ -67,9 +68,16 @@ class CorpusUnavailableError(RuntimeError):
 # --------------------------------------------------------------------------------------
 
 
+def _did_you_mean(name: Any, choices: Iterable[str]) -> str:
+    guess = suggest_name(name, choices) if isinstance(name, str) else None
+    return f"; did you mean {guess!r}?" if guess else ""
+
+
 def _check_name_split(name: str, split: str) -> None:
     if name not in _SPLITS:
-        raise ValueError(f"unknown corpus {name!r}; valid text corpora are {sorted(_SPLITS)}")
+        raise ValueError(
+            f"unknown corpus {name!r}; valid text corpora are {sorted(_SPLITS)}{_did_you_mean(name, _SPLITS)}"
+        )
     if split not in _SPLITS[name]:
         raise ValueError(f"unknown split {split!r} for {name!r}; valid splits are {list(_SPLITS[name])}")
 
@@ -141,7 +149,9 @@ def hub_unreachable_reason(timeout: float = 3.0) -> str | None:
     return None
 
 
-def load_texts(name: str, split: str = "train", *, data_dir: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+def load_texts(
+    name: str, split: str = "train", *, data_dir: str | os.PathLike[str] | None = None, drop_empty: bool = False
+) -> pd.DataFrame:
     """Load the raw texts and labels of SST-2 or IMDB.
 
     The local directory ``data_dir`` (else ``$POSGEO_DATA_DIR``) is used when given; otherwise
@@ -158,6 +168,9 @@ def load_texts(name: str, split: str = "train", *, data_dir: str | os.PathLike[s
     data_dir : path, optional
         Local data directory laid out as ``<dir>/sst2/{train,validation,test}.parquet``
         and ``<dir>/imdb/{train,test}.parquet``.
+    drop_empty : bool, keyword-only, default False
+        Drop the rows whose text is missing (null) or empty instead of raising
+        (:func:`posgeo.validation.check_texts`).
 
     Returns
     -------
@@ -167,7 +180,11 @@ def load_texts(name: str, split: str = "train", *, data_dir: str | os.PathLike[s
     Raises
     ------
     ValueError
-        Unknown ``name`` or ``split``.
+        Unknown ``name`` or ``split``; a parquet file that cannot be read (truncated or
+        corrupt: the message names it); missing or empty texts without ``drop_empty``.
+    TypeError
+        The text column holds values that are not strings (e.g. integers): the message
+        names the first such row.
     FileNotFoundError
         ``data_dir`` (or ``$POSGEO_DATA_DIR``) is set but lacks the expected parquet file.
     CorpusUnavailableError
@@ -191,7 +208,8 @@ def load_texts(name: str, split: str = "train", *, data_dir: str | os.PathLike[s
             raise FileNotFoundError(
                 f"expected {path} (from {source}={local}); lay the directory out as {_LAYOUT}"
             )
-        df = pd.read_parquet(path)
+        df = _read_parquet(path, name, split)
+        where = str(path)
     else:
         reason = hub_unreachable_reason()
         if reason is not None:
@@ -210,16 +228,43 @@ def load_texts(name: str, split: str = "train", *, data_dir: str | os.PathLike[s
                 f"{DATA_ENV_VAR} to a directory laid out as {_LAYOUT}"
             ) from exc
         df = ds.to_pandas()
+        where = f"{_HUB_IDS[name]} ({split})"
     missing = {column, "label"} - set(df.columns)
     if missing:
         raise ValueError(
             f"{name} {split} lacks column(s) {sorted(missing)} (has {list(df.columns)}); "
             f"expected the layout {_LAYOUT}"
         )
-    out = pd.DataFrame(
-        {"text": df[column].astype(str).to_numpy(dtype=object), "label": df["label"].to_numpy(dtype=np.int64)}
+    values = df[column]
+    texts = check_texts(
+        values,
+        f"column {column!r} of {where}",
+        drop_empty=drop_empty,
+        drop_hint="pass drop_empty=True to drop those rows (and their labels), or fill them in",
     )
+    labels = df["label"].to_numpy(dtype=np.int64)
+    if len(texts) != len(labels):  # drop_empty dropped rows; every value left is a str or missing
+        keep = np.fromiter((isinstance(v, str) and bool(v.strip()) for v in values), dtype=bool, count=len(values))
+        labels = labels[keep]
+    out = pd.DataFrame({"text": np.array(texts, dtype=object), "label": labels})
     return out
+
+
+def _read_parquet(path: Path, name: str, split: str) -> pd.DataFrame:
+    """``pd.read_parquet(path)``, with a corrupt or truncated file named and the fix given."""
+    from pyarrow import ArrowException
+
+    try:
+        return pd.read_parquet(path)
+    except (ValueError, OSError, ArrowException) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise  # a system error (permissions, ...): its own message names it
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise ValueError(
+            f"cannot read {path}: it is not a valid parquet file ({why}); it is probably truncated or corrupt "
+            f"(an interrupted download or copy): re-download it, e.g. `datasets.load_dataset({_HUB_IDS[name]!r}, "
+            f"split={split!r}).to_parquet({str(path)!r})`, or re-write it"
+        ) from exc
 
 
 # --------------------------------------------------------------------------------------
@@ -329,9 +374,12 @@ def tokenize(
     Raises
     ------
     TypeError
-        If an item of ``texts`` is not a string or the tokenizer is not a fast tokenizer.
+        If ``texts`` is a single string (pass ``[text]``), an item of ``texts`` is not a
+        string, or the tokenizer is not a fast tokenizer.
     ValueError
-        If ``batch_size`` is not a positive int.
+        If ``batch_size`` is not a positive int, or an item of ``texts`` is missing (``None``,
+        NaN): see :func:`posgeo.validation.check_texts`. Empty strings are kept (empty
+        sequences).
 
     Examples
     --------
@@ -349,10 +397,12 @@ def tokenize(
         tokenizer = default_tokenizer()
     backend = _backend(tokenizer)
     vocab_size = _vocab_size(tokenizer)
-    texts = list(texts)
-    for k, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise TypeError(f"texts[{k}] must be a str, got {type(t).__name__}; pass raw strings")
+    texts = check_texts(
+        texts,
+        "texts",
+        allow_empty=True,  # an empty text is a text: it becomes an empty sequence
+        drop_hint="drop them before tokenising (e.g. with Series.dropna()), or fill them in",
+    )
     if clean_html:
         texts = [_BR_RE.sub(" ", t) for t in texts]
     chunks: list[np.ndarray] = []
@@ -430,8 +480,10 @@ def corpus_source(name: str, split: str = "train", *, data_dir: str | os.PathLik
     Returns
     -------
     dict
-        ``{"source": path, "size": bytes, "mtime_ns": int}`` for a local parquet file (resolved
-        path, so a changed file is a new fingerprint), or ``{"source": "hub", "id": hub id}``.
+        ``{"source": path, "size": bytes, "sha256": hex digest}`` for a local parquet file
+        (resolved path and a hash of its bytes, :func:`posgeo.file_digest`: a file replaced by
+        another, even of the same size and modification time, is a new fingerprint), or
+        ``{"source": "hub", "id": hub id}``.
 
     Raises
     ------
@@ -446,7 +498,7 @@ def corpus_source(name: str, split: str = "train", *, data_dir: str | os.PathLik
     >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "sst2").mkdir()
     >>> pd.DataFrame({"idx": [0], "sentence": ["a fine film"], "label": [1]}).to_parquet(d / "sst2" / "test.parquet")
     >>> sorted(corpus_source("sst2", "test", data_dir=d))
-    ['mtime_ns', 'size', 'source']
+    ['sha256', 'size', 'source']
     >>> corpus_source("imdb", "validation")
     Traceback (most recent call last):
     ...
@@ -459,8 +511,10 @@ def corpus_source(name: str, split: str = "train", *, data_dir: str | os.PathLik
     path = _local_path(local, name, split)
     if not path.is_file():
         load_texts(name, split, data_dir=local)  # raises the explanatory FileNotFoundError
-    st = path.stat()
-    return {"source": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    from ._cache import file_digest
+
+    # never the mtime: `cp -p`, `rsync -a` and restores keep it (and the size) for new content
+    return {"source": str(path.resolve()), "size": path.stat().st_size, "sha256": file_digest(path)}
 
 
 def load_corpus(
@@ -474,6 +528,7 @@ def load_corpus(
     seed: int = 0,
     cache: bool = True,
     progress: bool = True,
+    drop_empty: bool = False,
     **synthetic_options: Any,
 ) -> Corpus:
     """Load a tokenised corpus: the synthetic corpus, SST-2 or IMDB.
@@ -500,6 +555,9 @@ def load_corpus(
         name and size, options, and the data source: local file path, size and mtime, or "hub").
     progress : bool, default True
         Show progress bars.
+    drop_empty : bool, default False
+        Text corpora: drop the rows whose text is missing or empty (see :func:`load_texts`;
+        without it they are an error). Part of the cache key when set.
     **synthetic_options
         For ``"synthetic"`` only: ``n_positions`` (32), ``vocab_size`` (64), ``n_sequences``
         (20000), ``nonstationarity`` (0.5), ``geometry`` ("ring"), ``concentration`` (4.0),
@@ -512,9 +570,10 @@ def load_corpus(
     Raises
     ------
     ValueError
-        Unknown name or split, or a bad ``max_sequences``.
+        Unknown name (with a "did you mean" for a near miss such as ``"sst3"``) or split,
+        or a bad ``max_sequences``; and see :func:`load_texts`.
     TypeError
-        Synthetic options passed for a text corpus.
+        Synthetic options passed for a text corpus; and see :func:`load_texts`.
     FileNotFoundError, CorpusUnavailableError
         See :func:`load_texts`.
 
@@ -523,9 +582,13 @@ def load_corpus(
     >>> c = load_corpus("synthetic", n_sequences=100, n_positions=8, vocab_size=16)
     >>> len(c), c.true_marginals.shape, c.sequences.lengths.max()
     (100, (8, 16), np.int64(8))
+    >>> load_corpus("sst3")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown corpus 'sst3'; valid corpora are ['synthetic', 'sst2', 'imdb']; did you mean 'sst2'?
     """
     if name not in _CORPORA:
-        raise ValueError(f"unknown corpus {name!r}; valid corpora are {list(_CORPORA)}")
+        raise ValueError(f"unknown corpus {name!r}; valid corpora are {list(_CORPORA)}{_did_you_mean(name, _CORPORA)}")
     if name == "synthetic":
         if split not in _SYNTHETIC_SPLITS:
             raise ValueError(f"unknown split {split!r} for 'synthetic'; valid splits are {list(_SYNTHETIC_SPLITS)}")
@@ -561,6 +624,8 @@ def load_corpus(
         "max_sequences": max_sequences,
         "seed": seed if max_sequences is not None else None,  # the seed only draws the subset
     }
+    if drop_empty:  # only when set: the keys (and options) of every other load stay as they were
+        options["drop_empty"] = True
     key = {
         "name": name,
         "split": split,
@@ -571,7 +636,7 @@ def load_corpus(
     }
 
     def compute() -> tuple[Sequences, np.ndarray]:
-        df = load_texts(name, split, data_dir=data_dir)
+        df = load_texts(name, split, data_dir=data_dir, drop_empty=drop_empty)
         idx = subset_indices(len(df), max_sequences, seed=seed)
         if idx is not None:
             df = df.iloc[idx]

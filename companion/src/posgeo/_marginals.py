@@ -43,7 +43,9 @@ class CorpusGeometry:
     distances : numpy.ndarray, shape (n, n)
         Plug-in distances between the marginals (``metric``).
     matched : numpy.ndarray, shape (n, n)
-        Noise-corrected distances from :func:`matched_hellinger_matrix` (same metric).
+        Noise-corrected distances from :func:`matched_hellinger_matrix` (same metric); NaN
+        off the diagonal in the rows and columns of positions reached by fewer than 2
+        sequences (which have no half-samples to match).
     first_order : numpy.ndarray, shape (n, n)
         The first-order correction ``sqrt(max(0, d^2 - b_i - b_j))`` (same metric), which
         assumes the noise shrinks like 1/N.
@@ -108,7 +110,8 @@ def corpus_geometry(
     corpus : Corpus
         From :func:`load_corpus` (its ``sequences`` and ``vocab_size`` are used).
     n_positions : int
-        Positions 0..n-1 analysed; every one must be reached by some sequence.
+        Positions 0..n-1 analysed; every one must be reached by some sequence (those
+        reached by only one get NaN noise estimates: ``split_half`` and ``matched``).
     metric : {"chord", "fisher-rao"}, keyword-only
     min_count : int, keyword-only
         Positions reached by fewer sequences are flagged as unreliable.
@@ -144,7 +147,15 @@ def corpus_geometry(
         H2 = np.clip(H**2 - nf.bias_sq[:, None] - nf.bias_sq[None, :], 0.0, None)
         Hf = np.sqrt(H2)
         np.fill_diagonal(Hf, 0.0)
-        Hm = matched_hellinger_matrix(seqs, n_positions, vocab, n_splits=n_splits, seed=seed)
+        n = int(n_positions)
+        twice = int((nf.counts >= 2).sum())  # counts do not increase: these are positions 0..twice-1
+        if twice == n:
+            Hm = matched_hellinger_matrix(seqs, n, vocab, n_splits=n_splits, seed=seed)
+        else:  # a position reached by one sequence has no matched half-samples: NaN, as split_half
+            Hm = np.full((n, n), np.nan)
+            if twice:
+                Hm[:twice, :twice] = matched_hellinger_matrix(seqs, twice, vocab, n_splits=n_splits, seed=seed)
+            np.fill_diagonal(Hm, 0.0)
         return CorpusGeometry(
             name=str(getattr(corpus, "name", "corpus")),
             marginals=mu,
@@ -368,7 +379,7 @@ def hellinger_noise_floor(
     n_splits = check_int(n_splits, "n_splits")
     if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 0:
         raise ValueError(f"min_count must be an int >= 0, got {min_count!r}")
-    tokens, offsets = _as_csr(sequences)
+    tokens, offsets = _as_csr(sequences, V)
     _check_ids(tokens, V)
     counts = _reach_counts(offsets, n)
     _check_reach(counts, offsets, n)
@@ -398,8 +409,10 @@ def hellinger_noise_floor(
         in_a = np.empty(order.size, dtype=bool)
         in_a[order] = rank_in_pos < half_a[p_sorted]
         fa, fb = flat[in_a], flat[~in_a]
-        pa = np.bincount(fa, weights=np.ones(fa.size), minlength=n * V).reshape(n, V)
-        pb = np.bincount(fb, weights=np.ones(fb.size), minlength=n * V).reshape(n, V)
+        # float64 also when a half is empty everywhere (one sequence): bincount of an empty
+        # array returns int64 whatever the weights
+        pa = np.bincount(fa, weights=np.ones(fa.size), minlength=n * V).astype(np.float64, copy=False).reshape(n, V)
+        pb = np.bincount(fb, weights=np.ones(fb.size), minlength=n * V).astype(np.float64, copy=False).reshape(n, V)
         with np.errstate(invalid="ignore", divide="ignore"):
             pa /= pa.sum(axis=1, keepdims=True)  # NaN rows where a half is empty
             pb /= pb.sum(axis=1, keepdims=True)
@@ -472,7 +485,7 @@ def first_order_hellinger_matrix(
     from ._geometry import hellinger_matrix
 
     V = check_int(vocab_size, "vocab_size")
-    tokens, offsets = _as_csr(sequences)  # convert a generic iterable once
+    tokens, offsets = _as_csr(sequences, V)  # convert a generic iterable once
     _check_ids(tokens, V)
     seqs = Sequences(tokens=tokens, offsets=offsets, vocab_size=V)
     mu = positional_marginals(seqs, n_positions, V)
@@ -502,8 +515,11 @@ def _to_array(seq: Any, k: int) -> np.ndarray:
     return a
 
 
-def _as_csr(sequences: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(tokens, offsets)`` for a Sequences, Corpus or iterable of integer sequences."""
+def _as_csr(sequences: Any, vocab_size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(tokens, offsets)`` for a Sequences, Corpus or iterable of integer sequences.
+
+    With ``vocab_size``, an id too large for int64 is reported with its real value (the
+    caller checks the other ids with :func:`_check_ids` on the result)."""
     if isinstance(sequences, Corpus):
         sequences = sequences.sequences
     if isinstance(sequences, Sequences):
@@ -519,7 +535,14 @@ def _as_csr(sequences: Any) -> tuple[np.ndarray, np.ndarray]:
         offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         nonempty = [a for a in arrays if a.size]
-        tokens = np.concatenate(nonempty).astype(np.int64, copy=False) if nonempty else np.zeros(0, np.int64)
+        if vocab_size is not None:  # ids beyond int64 (uint64) are checked before the cast wraps them
+            top = max((int(a.max()) for a in nonempty if a.dtype.kind == "u"), default=0)
+            if top > np.iinfo(np.int64).max:
+                _check_id_range(min(int(a.min()) for a in nonempty), top, vocab_size)
+        # each array cast on its own: concatenating int64 with uint64 would promote to float64
+        tokens = (
+            np.concatenate([a.astype(np.int64, copy=False) for a in nonempty]) if nonempty else np.zeros(0, np.int64)
+        )
     if offsets.size <= 1:
         raise ValueError("the corpus is empty (no sequences); pass at least one sequence")
     return tokens, offsets
@@ -552,7 +575,10 @@ def _check_reach(counts: np.ndarray, offsets: np.ndarray, n_positions: int) -> N
 def _check_ids(tokens: np.ndarray, vocab_size: int) -> None:
     if tokens.size == 0:
         return
-    lo, hi = int(tokens.min()), int(tokens.max())
+    _check_id_range(int(tokens.min()), int(tokens.max()), vocab_size)
+
+
+def _check_id_range(lo: int, hi: int, vocab_size: int) -> None:
     if lo < 0:
         raise ValueError(f"token id {lo} is negative; ids must lie in [0, vocab_size={vocab_size})")
     if hi >= vocab_size:
@@ -616,7 +642,7 @@ def positional_marginals(sequences: Any, n_positions: int, vocab_size: int) -> n
     """
     n = check_int(n_positions, "n_positions")
     V = check_int(vocab_size, "vocab_size")
-    tokens, offsets = _as_csr(sequences)
+    tokens, offsets = _as_csr(sequences, V)
     _check_ids(tokens, V)  # always: the arrays of a Sequences could have been edited in place
     counts = _reach_counts(offsets, n)
     _check_reach(counts, offsets, n)

@@ -27,6 +27,31 @@ __all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_ar
 
 
 def check_table(P: Any, what: str = "P") -> NDArray[np.float64]:
+    """Return a position table as a finite float64 ``(n, d)`` array (n >= 2, d >= 1).
+
+    Parameters
+    ----------
+    P : array-like or torch.Tensor, shape (n, d)
+        One row per position (a tensor is detached and copied to the CPU).
+    what : str, default "P"
+        The name used in the messages.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, d)
+
+    Raises
+    ------
+    TypeError
+        Non-numeric input.
+    ValueError
+        Not 2-D, fewer than 2 rows, or NaN/infinite entries.
+
+    Examples
+    --------
+    >>> check_table([[0, 1], [1, 0]]).dtype
+    dtype('float64')
+    """
     if isinstance(P, torch.Tensor):
         P = P.detach().to("cpu", torch.float64).numpy()
     arr = np.asarray(P)

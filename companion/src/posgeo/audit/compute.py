@@ -397,6 +397,7 @@ def data_step(
     seed: int,
     cache: bool,
     progress: bool,
+    drop_empty: bool = False,
 ) -> DataStep:
     """Step 2: tokenise the dataset with the model's tokenizer; check that it reaches ``n_positions``.
 
@@ -408,7 +409,7 @@ def data_step(
     n_positions : int
         At least ``min_reach`` sequences must have ``n_positions`` tokens.
     min_reach : int
-    split, column, data_dir, max_sequences, seed, cache, progress
+    split, column, data_dir, max_sequences, seed, cache, progress, drop_empty
         As in :func:`audit` (see :func:`~posgeo.audit.inputs.load_data`).
 
     Returns
@@ -436,7 +437,8 @@ def data_step(
     (12, 6)
     """
     data = load_data(ds, tokenizer=model.tokenizer, tokenizer_id=model.ref.identifier, split=split, column=column,
-                     data_dir=data_dir, max_sequences=max_sequences, seed=seed, cache=cache, progress=progress)
+                     data_dir=data_dir, max_sequences=max_sequences, seed=seed, cache=cache, progress=progress,
+                     drop_empty=drop_empty)
     seqs = data.corpus.sequences
     lengths = seqs.lengths
     if int((lengths >= n_positions).sum()) < min_reach:
@@ -769,7 +771,7 @@ def compute_report(
         bar.set_postfix_str(_STEPS[1])
         data = data_step(ds, model.loaded, n_positions=n, min_reach=params.min_reach, split=params.split,
                          column=params.column, data_dir=params.data_dir, max_sequences=params.max_sequences,
-                         seed=params.seed, cache=cache, progress=progress)
+                         seed=params.seed, cache=cache, progress=progress, drop_empty=params.drop_empty)
         bar.update()
         bar.set_postfix_str(_STEPS[2])
         geometry = geometry_step(data.corpus, n_positions=n, seed=params.seed, cache=cache, name=ds.spec)
@@ -814,6 +816,7 @@ def audit(
     mds_dims: Sequence[int] = (1, 2, 3),
     progress: bool = True,
     cache: bool = True,
+    drop_empty: bool = False,
 ) -> AuditReport:
     """Audit how well a model's positions fit the positional geometry of a corpus.
 
@@ -855,9 +858,14 @@ def audit(
         Progress bars (tokenisation and every step; ``TQDM_DISABLE=1`` silences them).
     cache : bool, default True
         Read and store the tokens and the whole report in the posgeo cache
-        (``$POSGEO_CACHE_DIR``), keyed on the dataset (path, size and modification time, or
-        the hub id, split and column), the model (its folder's files, or its id), every
-        option and the posgeo version: a second run on the same inputs reads the report.
+        (``$POSGEO_CACHE_DIR``), keyed on the dataset (a hash of the file's bytes,
+        :func:`posgeo.file_digest`, or the hub id, split and column), the model (a hash of
+        each file of its folder, or its id), every option and the posgeo version: a second
+        run on the same inputs reads the report, and a file replaced by another (even of the
+        same size and modification time) is recomputed.
+    drop_empty : bool, default False
+        Drop missing (null) and empty texts of the dataset instead of refusing them
+        (``--drop-empty``; see :func:`posgeo.validation.check_texts`).
 
     Returns
     -------
@@ -900,11 +908,21 @@ def audit(
         min_reach=int(min_reach),
         mds_dims=dims,
         data_dir=None if data_dir is None else os.fspath(data_dir),
+        drop_empty=bool(drop_empty),
     )
-    key = {"data": ds.fingerprint, "model": ref.fingerprint, **{k: v for k, v in params.as_dict().items() if k != "data_dir"}}
+    model_key = ref.fingerprint
+    if ref.is_local and "files" in model_key:  # a local folder: its files' bytes, never their mtimes
+        from pathlib import Path
+
+        from posgeo import file_digest
+
+        folder = Path(ref.identifier)
+        model_key = {**model_key, "files": [(name, size, file_digest(folder / name)) for name, size, *_ in model_key["files"]]}
+    key = {"data": ds.fingerprint, "model": model_key, **{k: v for k, v in params.as_dict().items() if k != "data_dir"}}
     return cached(
         "audit-report",
         key,
         lambda: compute_report(ds, ref, params, progress=progress, cache=cache),
         enabled=cache,
+        expect=AuditReport,
     )

@@ -27,6 +27,7 @@ import pandas as pd
 
 from posgeo import Corpus, Sequences, cached, current_profile, load_corpus, tokenize
 from posgeo import corpus_source, hub_unreachable_reason, subset_indices
+from posgeo.validation import check_texts, suggest_name
 
 __all__ = [
     'AuditError',
@@ -131,13 +132,15 @@ class AuditParameters:
     min_reach : int
     mds_dims : tuple of int
     data_dir : str or None
+    drop_empty : bool, default False
+        Drop missing or empty texts (``--drop-empty``) instead of refusing them.
 
     Examples
     --------
     >>> p = AuditParameters(dataset="s.txt", split="train", column=None, model=None, n_positions=8,
     ...                     max_sequences=None, seed=0, min_reach=10, mds_dims=(1, 2), data_dir=None)
-    >>> p.as_dict()["mds_dims"], list(p.as_dict())[:3]
-    ([1, 2], ['dataset', 'split', 'column'])
+    >>> p.as_dict()["mds_dims"], list(p.as_dict())[:3], "drop_empty" in p.as_dict()
+    ([1, 2], ['dataset', 'split', 'column'], False)
     """
 
     dataset: str
@@ -150,14 +153,19 @@ class AuditParameters:
     min_reach: int
     mds_dims: tuple[int, ...]
     data_dir: str | None
+    drop_empty: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The options as the report stores them (this key order; ``mds_dims`` a list).
+
+        ``drop_empty`` is included only when set, so that the report (and its cache key) of
+        every audit that does not drop texts is what it was before the option existed.
 
         Returns
         -------
         dict
         """
+        extra = {"drop_empty": True} if self.drop_empty else {}
         return {
             "dataset": self.dataset,
             "split": self.split,
@@ -169,6 +177,7 @@ class AuditParameters:
             "min_reach": self.min_reach,
             "mds_dims": list(self.mds_dims),
             "data_dir": self.data_dir,
+            **extra,
         }
 
 
@@ -293,7 +302,9 @@ def resolve_dataset(
     TypeError
         ``dataset`` is neither a string nor a path.
     AuditError
-        An empty spec, a directory, a missing file, a column that does not apply.
+        An empty spec, a directory, a missing file, a column that does not apply; a near
+        miss of a known corpus (``"sst3"``: "did you mean 'sst2'?") while the hub is
+        unreachable.
     ValueError, FileNotFoundError
         A known corpus with an unknown split or without its local file
         (:func:`posgeo.corpus_source`).
@@ -331,7 +342,10 @@ def resolve_dataset(
                 f"--column {column!r} does not apply to the text file {spec!r} (one sequence per line); "
                 "drop --column, or pass a .parquet file"
             )
-        fp = {"kind": kind, "path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "column": column}
+        from posgeo import file_digest
+
+        # the bytes, never the mtime: `cp -p`, `rsync -a` and restores keep it (and the size) for new content
+        fp = {"kind": kind, "path": str(path.resolve()), "size": st.st_size, "sha256": file_digest(path), "column": column}
         return DatasetRef(kind=kind, spec=spec, fingerprint=fp, path=path)
     if spec in _KNOWN:
         if column is not None and column not in (_KNOWN[spec], "text"):
@@ -353,6 +367,15 @@ def resolve_dataset(
             f"no such file: {spec!r}; pass an existing .parquet file or text file (one sequence per line), "
             "'sst2'/'imdb', or a Hugging Face hub id such as 'stanfordnlp/sst2'"
         )
+    guess = suggest_name(spec, _KNOWN)
+    if guess is not None:  # a near miss of a known corpus ("sst3"): refuse it now if the hub cannot settle it
+        reason = hub_unreachable_reason()
+        if reason is not None:
+            raise AuditError(
+                f"unknown dataset {spec!r}: did you mean {guess!r}? It is not a file nor one of 'sst2'/'imdb', "
+                f"and the Hugging Face hub is unreachable ({reason}) to look it up as a hub dataset id; "
+                f"pass {guess!r} or an existing file"
+            )
     return DatasetRef(kind="hub", spec=spec, fingerprint={"kind": "hub", "id": spec, "split": split, "column": column})
 
 
@@ -368,21 +391,31 @@ def _pick_column(columns: Sequence[Any], column: str | None, where: str) -> str:
     raise AuditError(f"cannot tell which column of {where} holds the text (columns: {cols}); pass --column NAME")
 
 
-def _texts_from_frame(df: pd.DataFrame, column: str | None, where: str) -> tuple[list[str], str]:
+_DROP_HINT = "pass --drop-empty (drop_empty=True) to skip them, or fill them in"
+
+
+def _checked_texts(values: Any, name: str, drop_empty: bool) -> list[str]:
+    """:func:`posgeo.validation.check_texts`, its errors as :class:`AuditError`."""
+    try:
+        return check_texts(values, name, drop_empty=drop_empty, drop_hint=_DROP_HINT)
+    except TypeError as exc:
+        raise AuditError(f"{exc} (--column NAME names the column with the text)") from exc
+    except ValueError as exc:
+        raise AuditError(str(exc)) from exc
+
+
+def _texts_from_frame(df: pd.DataFrame, column: str | None, where: str, drop_empty: bool = False) -> tuple[list[str], str]:
     col = _pick_column(df.columns, column, where)
-    values = df[col]
-    values = values[values.notna()]
-    bad = [v for v in values.iloc[:1000] if not isinstance(v, str)]
-    if bad:
-        raise AuditError(
-            f"column {col!r} of {where} holds {type(bad[0]).__name__} values, not text; "
-            "pass --column naming the column with the text"
-        )
-    return [str(v) for v in values], col
+    return _checked_texts(df[col], f"column {col!r} of {where}", drop_empty), col
 
 
-def read_texts(ds: DatasetRef, *, split: str, column: str | None) -> tuple[list[str], str | None]:
+def read_texts(
+    ds: DatasetRef, *, split: str, column: str | None, drop_empty: bool = False
+) -> tuple[list[str], str | None]:
     """The raw texts of a parquet, text or hub dataset, and the column they came from.
+
+    Every column goes through :func:`posgeo.validation.check_texts`: values that are not
+    strings are refused, and so are missing or empty cells unless ``drop_empty``.
 
     Parameters
     ----------
@@ -394,19 +427,24 @@ def read_texts(ds: DatasetRef, *, split: str, column: str | None) -> tuple[list[
     column : str or None
         Text column of a parquet or hub dataset (default: the one of ``"text"`` /
         ``"sentence"`` it has).
+    drop_empty : bool, keyword-only, default False
+        Drop missing (null) and empty cells of a parquet or hub dataset instead of raising
+        (blank lines of a text file are always skipped: they separate nothing).
 
     Returns
     -------
     texts : list of str
-        One per non-blank line of a text file (``\\r`` stripped), or per non-null cell.
+        One per non-blank line of a text file (``\\r`` stripped), or per cell.
     column : str or None
         ``None`` for a text file.
 
     Raises
     ------
     AuditError
-        A file that is not UTF-8 or not parquet, a missing or non-text column, an
-        unreachable hub.
+        A file that is not UTF-8, a parquet file that cannot be read (truncated or
+        corrupt), a missing or non-text column, missing or empty cells without
+        ``drop_empty``, an unreachable hub or a failed hub load (with a "did you mean"
+        for a near miss of a known corpus).
 
     Examples
     --------
@@ -426,20 +464,30 @@ def read_texts(ds: DatasetRef, *, split: str, column: str | None) -> tuple[list[
                 "one sequence per line, or pass a .parquet file"
             ) from exc
         lines = [line.rstrip("\r") for line in text.split("\n")]
-        return [line for line in lines if line.strip()], None
+        return _checked_texts([line for line in lines if line.strip()], f"the text file {ds.spec!r}", drop_empty), None
     if ds.kind == "parquet":
         assert ds.path is not None
         try:
             df = pd.read_parquet(ds.path)
         except Exception as exc:
-            raise AuditError(f"cannot read the parquet file {ds.spec!r} ({type(exc).__name__}: {exc}); pass a valid .parquet file") from exc
-        texts, col = _texts_from_frame(df, column, f"the parquet file {ds.spec!r}")
+            why = " ".join(f"{type(exc).__name__}: {exc}".split())
+            if isinstance(exc, OSError) and exc.errno is not None:  # permissions and the like
+                raise AuditError(f"cannot read the parquet file {ds.spec!r} ({why}); make it readable") from exc
+            raise AuditError(
+                f"cannot read the parquet file {ds.spec!r}: it is not a valid parquet file ({why}); it is probably "
+                "truncated or corrupt (an interrupted download or copy): re-download or re-write it "
+                "(e.g. `df.to_parquet(path)`), or pass a text file with one sequence per line"
+            ) from exc
+        texts, col = _texts_from_frame(df, column, f"the parquet file {ds.spec!r}", drop_empty)
         return texts, col
     assert ds.kind == "hub"
     fix = (
         f"download it where the hub is reachable (e.g. `datasets.load_dataset({ds.spec!r}, split={split!r})"
         f".to_parquet('data.parquet')`) and pass the parquet file, or pass a text file with one sequence per line"
     )
+    guess = suggest_name(ds.spec, _KNOWN)
+    if guess is not None:
+        fix = f"did you mean {guess!r}? Else {fix}"
     reason = hub_unreachable_reason()
     if reason is not None:
         raise AuditError(f"cannot load the hub dataset {ds.spec!r}: the Hugging Face hub is unreachable ({reason}); {fix}")
@@ -447,9 +495,9 @@ def read_texts(ds: DatasetRef, *, split: str, column: str | None) -> tuple[list[
 
     try:
         hub = datasets.load_dataset(ds.spec, split=split)
-    except Exception as exc:  # pragma: no cover - depends on the network
+    except Exception as exc:
         raise AuditError(f"loading {ds.spec!r} split {split!r} from the hub failed ({type(exc).__name__}: {exc}); {fix}") from exc
-    texts, col = _texts_from_frame(hub.to_pandas(), column, f"{ds.spec} ({split})")  # pragma: no cover
+    texts, col = _texts_from_frame(hub.to_pandas(), column, f"{ds.spec} ({split})", drop_empty)  # pragma: no cover
     return texts, col  # pragma: no cover
 
 
@@ -487,6 +535,7 @@ def load_data(
     seed: int,
     cache: bool,
     progress: bool,
+    drop_empty: bool = False,
 ) -> LoadedData:
     """Read a dataset and tokenise it with a model's tokenizer, without special tokens.
 
@@ -511,6 +560,9 @@ def load_data(
         Read and store the tokens in the posgeo cache.
     progress : bool
         Progress bar of the tokenisation.
+    drop_empty : bool, default False
+        Drop missing or empty texts instead of refusing them (:func:`read_texts`,
+        :func:`posgeo.load_texts`).
 
     Returns
     -------
@@ -520,6 +572,8 @@ def load_data(
     ------
     AuditError
         The dataset has no text or no tokens (and see :func:`read_texts`).
+    ValueError, TypeError
+        A known corpus with missing, empty or non-string texts (:func:`posgeo.load_texts`).
 
     Examples
     --------
@@ -536,11 +590,11 @@ def load_data(
     vocab = int(len(tokenizer))
     if ds.kind == "known":
         corpus = load_corpus(ds.spec, split, data_dir=data_dir, tokenizer=tokenizer, max_sequences=max_sequences,
-                             seed=seed, cache=cache, progress=progress)
+                             seed=seed, cache=cache, progress=progress, drop_empty=drop_empty)
         text_column, description = _KNOWN[ds.spec], corpus.description
     else:
         def tokens() -> tuple[Sequences, str | None]:
-            texts, col = read_texts(ds, split=split, column=column)
+            texts, col = read_texts(ds, split=split, column=column, drop_empty=drop_empty)
             if not texts:
                 where = f"the file {ds.spec!r}" if ds.path is not None else f"split {split!r} of {ds.spec!r}"
                 raise AuditError(f"{where} is empty (no non-blank text); pass a dataset with text")
@@ -549,9 +603,18 @@ def load_data(
                 texts = [texts[i] for i in idx]
             return tokenize(texts, tokenizer=tokenizer, progress=progress), col
 
-        key = {"data": ds.fingerprint, "tokenizer": tokenizer_id, "vocab_size": vocab,
-               "max_sequences": max_sequences, "seed": seed if max_sequences is not None else None}
-        seqs, text_column = cached("audit-tokens", key, tokens, enabled=cache)
+        import hashlib
+
+        # the tokenizer by its content too, not only its name: a local folder's files can be replaced
+        backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+        to_str = getattr(backend, "to_str", None)
+        tokenizer_digest = hashlib.sha256(to_str().encode()).hexdigest()[:16] if callable(to_str) else None
+        key = {"data": ds.fingerprint, "tokenizer": tokenizer_id, "tokenizer_digest": tokenizer_digest,
+               "vocab_size": vocab, "max_sequences": max_sequences,
+               "seed": seed if max_sequences is not None else None}
+        if drop_empty:  # only when set, so the keys of ordinary runs do not change
+            key["drop_empty"] = True
+        seqs, text_column = cached("audit-tokens", key, tokens, enabled=cache, expect=tuple)
         what = {"parquet": "parquet file", "text": "text file (one sequence per line)", "hub": "Hugging Face hub dataset"}[ds.kind]
         description = f"{what} {ds.spec}" + (f", split {split}" if ds.kind == "hub" else "")
         description += f", {len(seqs)} sequences of token ids (vocabulary of {vocab})"

@@ -156,6 +156,8 @@ class AuditReport:
             args += ["--seed", str(p["seed"])]
         if p.get("data_dir") is not None:
             args += ["--data-dir", str(p["data_dir"])]
+        if p.get("drop_empty"):
+            args += ["--drop-empty"]
         return " ".join(shlex.quote(a) for a in args)
 
     def paper_reference(self) -> dict[str, float]:
@@ -321,8 +323,12 @@ class AuditReport:
         """
         return _render_html(self)
 
-    def write(self, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
-        """Write ``report.html`` and ``report.json`` into ``out_dir`` (created if needed).
+    @staticmethod
+    def output_paths(out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+        """The paths :meth:`write` writes into ``out_dir``, checked (nothing is created).
+
+        The command line calls it before computing, so that an unusable ``--out`` fails
+        at once rather than after the audit.
 
         Parameters
         ----------
@@ -332,14 +338,91 @@ class AuditReport:
         -------
         tuple of pathlib.Path
             The paths of ``report.html`` and ``report.json``.
+
+        Raises
+        ------
+        AuditError
+            ``out_dir`` is empty or a file, lies under a file, is not writable, or holds a
+            ``report.html`` / ``report.json`` that is not a regular file (a directory).
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> [p.name for p in AuditReport.output_paths(d / "new")]
+        ['report.html', 'report.json']
+        >>> (d / "x" / "report.json").mkdir(parents=True)
+        >>> AuditReport.output_paths(d / "x")
+        Traceback (most recent call last):
+        ...
+        posgeo.audit.inputs.AuditError: --out .../x: .../x/report.json is a directory; remove it or pass another --out
         """
+        if not os.fspath(out_dir).strip():
+            raise AuditError("--out is empty; pass a directory for report.html and report.json")
         out = Path(out_dir).expanduser()
         if out.exists() and not out.is_dir():
             raise AuditError(f"--out {str(out)!r} is a file; pass a directory for report.html and report.json")
-        out.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out / "report.html", out / "report.json"
-        html_path.write_text(self.to_html(), encoding="utf-8")
-        json_path.write_text(self.to_json(), encoding="utf-8")
+        for path in (json_path, html_path):
+            if path.is_dir() or (path.exists() and not path.is_file()):
+                kind = "a directory" if path.is_dir() else "not a regular file"
+                raise AuditError(f"--out {out}: {path} is {kind}; remove it or pass another --out")
+        parent = out
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise AuditError(f"--out {out}: {parent} is a file, not a directory; pass another --out")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise AuditError(f"--out {out}: cannot write into {parent} (permission denied); pass a writable directory")
+        return html_path, json_path
+
+    def write(self, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+        """Write ``report.html`` and ``report.json`` into ``out_dir`` (created if needed), atomically.
+
+        Both are rendered first, written to temporary files beside their targets and moved
+        into place with :func:`os.replace`, the JSON first: a failure at any point leaves
+        no temporary file and never a ``report.html`` without its ``report.json`` (a stale
+        ``report.html`` is removed if the new one cannot be moved into place).
+
+        Parameters
+        ----------
+        out_dir : path
+
+        Returns
+        -------
+        tuple of pathlib.Path
+            The paths of ``report.html`` and ``report.json``.
+
+        Raises
+        ------
+        AuditError
+            See :meth:`output_paths`.
+        OSError
+            Writing failed (e.g. the disk is full).
+        """
+        html_path, json_path = self.output_paths(out_dir)
+        texts = {json_path: self.to_json(), html_path: self.to_html()}  # rendered before anything is written
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        temps: dict[Path, Path] = {}
+        try:
+            for path, text in texts.items():
+                temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+                with open(temp, "x", encoding="utf-8") as f:
+                    temps[path] = temp
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(temps.pop(json_path), json_path)  # the JSON first: never an HTML without it
+            try:
+                os.replace(temps[html_path], html_path)
+            except OSError:
+                if html_path.is_file():
+                    html_path.unlink()  # no stale report.html beside the new report.json
+                raise
+            temps.pop(html_path)
+        finally:
+            for temp in temps.values():
+                temp.unlink(missing_ok=True)
         return html_path, json_path
 
     def __repr__(self) -> str:
