@@ -42,7 +42,7 @@ if "google.colab" in sys.modules:
         check=True,
     )
 
-# %%
+# %% tags=["hide-cell"]
 import copy
 import dataclasses
 

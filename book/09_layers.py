@@ -46,7 +46,7 @@ if "google.colab" in sys.modules:
         check=True,
     )
 
-# %%
+# %% tags=["hide-cell"]
 import numpy as np
 import pandas as pd
 

@@ -69,7 +69,7 @@ if "google.colab" in sys.modules:
         check=True,
     )
 
-# %%
+# %% tags=["hide-cell"]
 import numpy as np
 import pandas as pd
 

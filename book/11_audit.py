@@ -89,7 +89,7 @@ if "google.colab" in sys.modules:
         check=True,
     )
 
-# %%
+# %% tags=["hide-cell"]
 import pandas as pd
 
 import posgeo as pg

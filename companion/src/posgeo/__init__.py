@@ -18,47 +18,194 @@ The companion package of the book, in three parts:
     [[0.0, 1.0], [1.0, 0.0]]
 
 Importing the package has no side effects: no downloads, no files written, no global
-state changed; :mod:`posgeo.experiments` and :mod:`posgeo.audit` are imported only when asked for.
+state changed. It is also cheap: each name's module (and torch, transformers, scipy) is
+imported on first use, so ``posgeo --help`` answers at once; :mod:`posgeo.experiments` and
+:mod:`posgeo.audit` are imported only when asked for.
 """
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version as _version
-
-from . import _cache, _corpus, _encodings, _geometry, _layers, _linalg, _marginals, _metrics
-from . import _model, _plotting, _pretrained, _profiles, _progress, _sequences, _synthetic, _train
-from ._cache import *  # noqa: F401,F403
-from ._corpus import *  # noqa: F401,F403
-from ._encodings import *  # noqa: F401,F403
-from ._geometry import *  # noqa: F401,F403
-from ._layers import *  # noqa: F401,F403
-from ._linalg import *  # noqa: F401,F403
-from ._marginals import *  # noqa: F401,F403
-from ._metrics import *  # noqa: F401,F403
-from ._model import *  # noqa: F401,F403
-from ._plotting import *  # noqa: F401,F403
-from ._pretrained import *  # noqa: F401,F403
-from ._profiles import *  # noqa: F401,F403
-from ._progress import *  # noqa: F401,F403
-from ._sequences import *  # noqa: F401,F403
-from ._synthetic import *  # noqa: F401,F403
-from ._train import *  # noqa: F401,F403
+from types import ModuleType
+from typing import Any
 
 try:
     __version__ = _version("posgeo")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
-#: The library's modules, in the order of the API reference (data, geometry, encodings,
-#: model and training, metrics, pretrained models, infrastructure).
-LIBRARY_MODULES = (
-    _sequences, _corpus, _synthetic, _marginals,
-    _geometry, _linalg,
-    _encodings,
-    _model, _train,
-    _metrics, _layers,
-    _pretrained,
-    _plotting, _cache, _progress, _profiles,
-)
+# The library's public names, module by module, in the order of the API reference (data,
+# geometry, encodings, model and training, metrics, pretrained models, infrastructure).
+# Each module's ``__all__`` is the source of truth; tests/test_package.py checks this table
+# against it, so a name added there and not here (or the reverse) fails the tests.
+_EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
+    '_sequences': (
+        'Sequences',
+        'Corpus',
+    ),
+    '_corpus': (
+        'DATA_ENV_VAR',
+        'CorpusUnavailableError',
+        'load_texts',
+        'hub_unreachable_reason',
+        'corpus_source',
+        'default_tokenizer',
+        'tokenize',
+        'subset_indices',
+        'load_corpus',
+    ),
+    '_synthetic': (
+        'MarginalSampler',
+        'synthetic_marginals',
+        'sample_synthetic_sequences',
+        'synthetic_corpus',
+    ),
+    '_marginals': (
+        'CorpusGeometry',
+        'corpus_geometry',
+        'noise_share',
+        'matched_hellinger_matrix',
+        'NoiseFloor',
+        'hellinger_noise_floor',
+        'first_order_hellinger_matrix',
+        'positional_marginals',
+        'position_counts',
+    ),
+    '_geometry': (
+        'distance_by_offset',
+        'stress_table',
+        'as_distribution_matrix',
+        'check_distance_matrix',
+        'hellinger_matrix',
+        'pairwise_distances',
+        'scale_optimal_alpha',
+        'stress',
+        'MDSResult',
+        'double_centered_gram',
+        'classical_mds',
+        'stress_optimal_mds',
+        'SpectrumSummary',
+        'effective_rank',
+        'regular_simplex',
+        'order_free_baselines',
+    ),
+    '_linalg': (
+        'small_blas',
+        'resolve_eig_method',
+        'top_eigenpairs',
+    ),
+    '_encodings': (
+        'sinusoidal_encoding',
+        'rope_frequencies',
+        'rope_encoding',
+        'alibi_slopes',
+        'alibi_encoding',
+        'random_encoding',
+    ),
+    '_model': (
+        'POSITION_KINDS',
+        'TransformerConfig',
+        'TransformerOutput',
+        'Transformer',
+        'count_parameters',
+        'eval_mode',
+    ),
+    '_train': (
+        'IGNORE_INDEX',
+        'torch_threads',
+        'Batch',
+        'Task',
+        'SortedTask',
+        'FirstMarkerTask',
+        'MLMTask',
+        'LMTask',
+        'resolve_device',
+        'TrainConfig',
+        'TrainResult',
+        'evaluate',
+        'POSITION_PARAMETERS',
+        'train',
+        'optimize',
+    ),
+    '_metrics': (
+        'cosine_similarity_matrix',
+        'adjacency_row_scores',
+        'adjacency_score',
+        'MonotonicityResult',
+        'offset_reference',
+        'encoding_distances',
+        'monotonicity_violations',
+        'monotonicity_violation_rate',
+        'SeparationStats',
+        'separation_stats',
+    ),
+    '_layers': (
+        'projected_stress',
+        'layer_stress_table',
+    ),
+    '_pretrained': (
+        'encoder_parts',
+        'query_key_maps',
+        'num_attention_heads',
+        'positional_input',
+        'positional_hidden_states',
+        'MINILM',
+        'POSITIONAL_KINDS',
+        'default_model_path',
+        'resolve_pretrained',
+        'load_pretrained',
+        'model_positional_kind',
+        'find_position_embedding',
+        'learned_position_table',
+        'without_position_embeddings',
+    ),
+    '_plotting': (
+        'new_figure',
+        'symlog_axis',
+        'notebook_setup',
+        'plot_distance_heatmaps',
+        'plot_offset_profiles',
+        'plot_noise_floor',
+        'plot_spectra',
+        'plot_stress_bars',
+    ),
+    '_cache': (
+        'CACHE_ENV_VAR',
+        'cache_dir',
+        'cache_key',
+        'cached',
+        'array_digest',
+        'file_digest',
+        'function_digest',
+    ),
+    '_progress': (
+        'progress_bar',
+    ),
+    '_profiles': (
+        'PROFILE_ENV_VAR',
+        'PROFILES',
+        'current_profile',
+    ),
+}
 
-__all__ = sorted({name for module in LIBRARY_MODULES for name in module.__all__}) + ["__version__"]
+_EXPORTS = {name: module for module, names in _EXPORTS_BY_MODULE.items() for name in names}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562)."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if name == "LIBRARY_MODULES":
+        modules: tuple[ModuleType, ...] = tuple(importlib.import_module(f".{m}", __name__) for m in _EXPORTS_BY_MODULE)
+        globals()[name] = modules
+        return modules
+    raise AttributeError(f"module 'posgeo' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | {"LIBRARY_MODULES"})
