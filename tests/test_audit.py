@@ -220,7 +220,7 @@ def test_json_is_plain_and_complete(text_report: AuditReport) -> None:
     text = json.dumps(data, allow_nan=False)  # no NaN, no numpy types
     assert json.loads(text) == data
     assert set(data) == {"schema", "posgeo_version", "command", "parameters", "dataset", "model", "corpus",
-                         "stress", "separation", "monotonicity", "layers", "paper", "notes"}
+                         "stress", "separation", "monotonicity", "layers", "paper", "verdict", "notes"}
     assert data["monotonicity"]["hellinger"] == {"model": pytest.approx(text_report.monotonicity.loc["model", "hellinger"]),
                                                  "random": pytest.approx(text_report.monotonicity.loc["random", "hellinger"])}
     assert "stress/sst2/rope" not in data["paper"]  # P1's encoder stresses are SST-2 numbers
@@ -775,3 +775,20 @@ def test_python_dash_m_posgeo(tmp_path: Path) -> None:
     if script.is_file():  # the console script of `pip install -e companion`
         proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, env=env, timeout=120, check=False)
         assert proc.returncode == 0 and "audit" in proc.stdout
+
+
+def test_verdict_judges_the_model_against_order_free_baselines(text_report: AuditReport) -> None:
+    v = text_report.verdict()
+    noise = text_report.corpus["noise_share"]
+    assert v["target"] == ("corrected" if noise > 0.5 and text_report.stress.get("corrected") is not None else "plug-in")
+    assert (noise > 0.5) == any("Sampling noise" in w for w in v["warnings"])
+    names = [c["baseline"] for c in v["comparisons"]]
+    assert names == ["random vectors", "sinusoidal vectors", "the regular simplex (no order)"]
+    for c in v["comparisons"]:
+        rel = (c["stress"] - c["model"]) / c["stress"]
+        expected = "fit better than" if rel > 0.05 else ("fit worse than" if rel < -0.05 else "fit no better than")
+        assert c["verdict"] == expected
+    assert 0 < v["order"]["p"] <= 1 and len(v["sentences"]) == 4
+    assert text_report.to_dict()["verdict"] == json.loads(json.dumps(v))
+    html = text_report.to_html()
+    assert html.index("<h2>Verdict</h2>") < html.index("<h2>At a glance</h2>")

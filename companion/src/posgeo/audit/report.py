@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from posgeo import classical_mds, distance_by_offset, pairwise_distances
+from posgeo import classical_mds, distance_by_offset, order_free_baselines, pairwise_distances
 from posgeo import plot_distance_heatmaps, plot_spectra, plot_stress_bars
 from posgeo.experiments.papers import PAPER_P1
 
@@ -181,6 +181,74 @@ class AuditReport:
         key = {"rotary": "stress/sst2/rope", "alibi": "stress/sst2/alibi"}.get(self.model["positional_kind"])
         return PAPER_P1[key] if key else None
 
+    def verdict(self) -> dict[str, Any]:
+        """The report's conclusion: does the model's table fit better than order-free baselines?
+
+        The comparison uses the noise-corrected distances when sampling noise is more than
+        half of the squared plug-in distances (and a correction exists), else the plug-in
+        ones. The model's scale-optimal stress is compared with random vectors and
+        sinusoids of its width and with the regular simplex (every position equidistant: no
+        order); a difference under 5% of the baseline's stress reads "no better than" (the
+        report has no sampling intervals yet). Whether the table's *order* matters is
+        tested against 100 random row permutations of the table itself
+        (:func:`posgeo.order_free_baselines`).
+
+        Returns
+        -------
+        dict
+            ``target`` ("plug-in" or "corrected"), ``warnings`` (list of str),
+            ``comparisons`` (list of {baseline, stress, model, verdict}), ``order``
+            ({p, permuted_mean, model} or None) and ``sentences`` (list of str).
+        """
+        c = self.corpus
+        noise, reach_last = float(c["noise_share"]), int(c["reach_last"])
+        warnings: list[str] = []
+        if noise > 0.5:
+            warnings.append(
+                f"Sampling noise is {noise:.0%} of the squared plug-in distances: the plug-in comparison mostly "
+                "measures noise, so the verdict uses the noise-corrected distances."
+            )
+        if reach_last < 100:
+            warnings.append(
+                f"Only {reach_last} sequences reach the last position: distances there rest on few samples; use "
+                "fewer --positions or a larger corpus."
+            )
+        corrected = self.stress.get("corrected")
+        target = "corrected" if (noise > 0.5 and corrected is not None) else "plug-in"
+        out: dict[str, Any] = {"target": target, "warnings": warnings, "comparisons": [], "order": None, "sentences": []}
+        table = self.stress[target]
+        if self.encoding is None or table is None or "model" not in table.index:
+            out["sentences"].append(f"The model has no position vectors to judge: {self.notes.get('model', '')}")
+            return out
+        D = self.hellinger_corrected if target == "corrected" else self.hellinger
+        ofb = order_free_baselines(D, {"model": self.encoding}, n_permutations=100, seed=int(self.parameters.get("seed", 0)))
+        model = float(table.loc["model", "optimal"])
+        baselines = [("random vectors", float(table.loc["random", "optimal"])),
+                     ("sinusoidal vectors", float(table.loc["sinusoidal", "optimal"])),
+                     ("the regular simplex (no order)", float(ofb.loc["regular simplex", "optimal"]))]
+        for name, value in baselines:
+            rel = (value - model) / value if value > 0 else 0.0
+            word = "fit better than" if rel > 0.05 else ("fit worse than" if rel < -0.05 else "fit no better than")
+            out["comparisons"].append({"baseline": name, "stress": value, "model": model, "verdict": word})
+            out["sentences"].append(
+                f"Against the {target} distances the model's positions {word} {name} "
+                f"(scale-optimal stress {model:.3g} vs {value:.3g})."
+            )
+        pval, perm = float(ofb.loc["model", "p"]), float(ofb.loc["model", "permuted mean"])
+        out["order"] = {"p": pval, "permuted_mean": perm, "model": float(ofb.loc["model", "optimal"])}
+        if pval < 0.05:
+            out["sentences"].append(
+                f"Its positional order matters: none of 100 random row permutations of its table fits as well "
+                f"(permuted mean {perm:.3g}, p = {pval:.2g})." if pval <= 1 / 101 + 1e-12 else
+                f"Its positional order matters: few row permutations of its table fit as well (p = {pval:.2g})."
+            )
+        else:
+            out["sentences"].append(
+                f"Its positional order does not show in the fit: row permutations of its table fit as well "
+                f"(permuted mean {perm:.3g}, p = {pval:.2g})."
+            )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """Every number of the report as plain JSON-able Python (floats, ints, str, None).
 
@@ -201,6 +269,7 @@ class AuditReport:
         - ``layers``: ``{"plug-in" | "corrected": {layer: {"raw", "optimal",
           "distance_ratio"}}}`` (layer ``"0"`` is the positional input) or ``null``;
         - ``paper``: P1's reported values that apply (:meth:`paper_reference`);
+        - ``verdict``: :meth:`verdict` (the conclusion and its warnings);
         - ``notes``: why a section is ``null``, and caveats.
 
         Returns
@@ -235,6 +304,7 @@ class AuditReport:
             },
             "layers": None if self.layers is None else {t: _table_records(df) for t, df in self.layers.items()},
             "paper": self.paper_reference(),
+            "verdict": self.verdict(),
             "notes": self.notes,
         }
         return _plain(out)
@@ -761,6 +831,11 @@ def _render_html(r: AuditReport) -> str:
         "distributions seen there. An encoding fits when the distances between its position vectors reproduce "
         "those distances; <em>stress</em> scores the mismatch (0 is a perfect fit). This report gives the "
         "corpus geometry, the best fit any encoding can reach, the model's own fit, and what its layers do.</p>")
+    v = r.verdict()
+    add("<h2>Verdict</h2>")
+    for w in v["warnings"]:
+        add(f'<p class="note"><strong>Warning:</strong> {_esc(w)}</p>')
+    add("<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in v["sentences"]) + "</ul>")
     add("<h2>At a glance</h2>")
     add("<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in _glance(r)) + "</ul>")
     if r.notes:
