@@ -72,6 +72,10 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'positional_marginals',
         'position_counts',
     ),
+    '_bootstrap': (
+        'BootstrapGeometry',
+        'bootstrap_geometry',
+    ),
     '_geometry': (
         'distance_by_offset',
         'stress_table',
