@@ -144,7 +144,7 @@ import posgeo.experiments
 
 print(f"posgeo {posgeo.__version__}: {len(posgeo.__all__) - 1} names in the library namespace")
 
-EXPERIMENTS = ("statistics", "stress", "equivariance", "separation", "circulant", "lowrank", "ntk", "layers",
+EXPERIMENTS = ("statistics", "calibration", "stress", "equivariance", "separation", "circulant", "lowrank", "ntk", "layers",
                "nope", "tasks", "papers")
 parts = [("library", f"posgeo ({m.__name__.removeprefix('posgeo.')})", m) for m in posgeo.LIBRARY_MODULES]
 parts += [("library", "posgeo.validation", importlib.import_module("posgeo.validation"))]

@@ -71,6 +71,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'first_order_hellinger_matrix',
         'positional_marginals',
         'position_counts',
+        'hybrid_hellinger_matrix',
     ),
     '_bootstrap': (
         'BootstrapGeometry',

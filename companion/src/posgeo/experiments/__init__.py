@@ -12,6 +12,7 @@ so every line shows whether it calls a reusable tool (``pg.``) or the chapter's 
 module                chapter  topic
 ====================  =======  ==========================================================
 ``statistics``        2        summaries of corpora and of their positional geometry
+``calibration``       2        the estimators against a known truth (Zipfian corpora)
 ``stress``            3        the encodings compared by stress, P1's stress table
 ``equivariance``      4        Theorem 1: permutation equivariance without positions
 ``separation``        5        Theorem 4: trained tables separate positions
