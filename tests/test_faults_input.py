@@ -445,3 +445,21 @@ def test_near_miss_name_when_the_hub_load_fails(monkeypatch, tmp_path: Path) -> 
     assert ds.kind == "hub"
     with pytest.raises(AuditError, match=r"loading 'sst3'.*failed.*did you mean 'sst2'\?"):
         audit_inputs.read_texts(ds, split="train", column=None)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: posgeo.sinusoidal_encoding(10**12, 4),
+        lambda: posgeo.sinusoidal_encoding(2**30, 2**30),
+        lambda: posgeo.rope_encoding(2**30, 2**24),
+        lambda: posgeo.random_encoding(2**30, 2**30, seed=0),
+        lambda: posgeo.alibi_encoding(2**31 - 1, 2**16),
+        lambda: posgeo.synthetic_marginals(2**30, 2**30),
+        lambda: posgeo.positional_marginals([[1, 2, 3]] * 4, 2, 2**40),
+    ],
+    ids=["n=1e12", "sinusoidal", "rope", "random", "alibi", "synthetic", "marginals"],
+)
+def test_sizes_that_cannot_fit_are_a_value_error_naming_the_size(call) -> None:
+    with pytest.raises(ValueError, match=r"would need .*iB|must be an int <="):
+        call()

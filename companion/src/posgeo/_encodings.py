@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import numpy as np
-from .validation import check_float, check_int
+from .validation import check_float, check_int, check_fits_in_memory
 
 __all__ = [
     'sinusoidal_encoding',
@@ -78,6 +78,7 @@ def sinusoidal_encoding(n: int, d: int, *, base: float = 10000.0) -> np.ndarray:
     """
     n = check_int(n, "n")
     d = check_int(d, "d")
+    check_fits_in_memory((n, d), "the encoding")
     base = _check_base(base)
     omega = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # ceil(d/2) frequencies
     angles = np.arange(n, dtype=np.float64)[:, None] * omega[None, :]
@@ -164,6 +165,7 @@ def rope_encoding(n: int, d: int, *, head_dim: int | None = None, base: float = 
     """
     n = check_int(n, "n")
     theta = rope_frequencies(d, head_dim=head_dim, base=base)
+    check_fits_in_memory((n, 2 * theta.size), "the encoding")
     angles = np.arange(n, dtype=np.float64)[:, None] * theta[None, :]
     P = np.empty((n, 2 * theta.size))
     P[:, 0::2] = np.cos(angles)
@@ -241,7 +243,9 @@ def alibi_encoding(n: int, num_heads: int) -> np.ndarray:
     [[0.0, 0.0], [0.0625, 0.00390625], [0.125, 0.0078125]]
     """
     n = check_int(n, "n")
-    return np.arange(n, dtype=np.float64)[:, None] * alibi_slopes(num_heads)[None, :]
+    slopes = alibi_slopes(num_heads)
+    check_fits_in_memory((n, len(slopes)), "the encoding")
+    return np.arange(n, dtype=np.float64)[:, None] * np.asarray(slopes)[None, :]
 
 
 def random_encoding(n: int, d: int, *, seed: int, std: float = math.sqrt(0.5)) -> np.ndarray:
@@ -267,6 +271,7 @@ def random_encoding(n: int, d: int, *, seed: int, std: float = math.sqrt(0.5)) -
     """
     n = check_int(n, "n")
     d = check_int(d, "d")
+    check_fits_in_memory((n, d), "the encoding")
     if not std > 0:
         raise ValueError(f"std must be > 0, got {std}")
     return np.random.default_rng(seed).normal(scale=std, size=(n, d))

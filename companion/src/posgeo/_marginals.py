@@ -13,7 +13,7 @@ import numpy as np
 from ._cache import cached
 from ._geometry import hellinger_matrix
 from typing import Any
-from .validation import check_float, check_int
+from .validation import check_fits_in_memory, check_float, check_int
 from collections.abc import Iterable
 from ._sequences import Corpus, Sequences
 
@@ -643,6 +643,7 @@ def positional_marginals(sequences: Any, n_positions: int, vocab_size: int) -> n
     """
     n = check_int(n_positions, "n_positions")
     V = check_int(vocab_size, "vocab_size")
+    check_fits_in_memory((n, V), "the marginals table")
     tokens, offsets = _as_csr(sequences, V)
     _check_ids(tokens, V)  # always: the arrays of a Sequences could have been edited in place
     counts = _reach_counts(offsets, n)

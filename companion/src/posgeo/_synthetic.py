@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._sequences import Corpus, Sequences
 from ._train import train
 from typing import Any
-from .validation import check_int
+from .validation import check_int, check_fits_in_memory
 from ._cache import array_digest
 
 __all__ = [
@@ -178,6 +178,7 @@ def synthetic_marginals(
     """
     n = check_int(n_positions, "n_positions")
     V = check_int(vocab_size, "vocab_size", minimum=2)
+    check_fits_in_memory((n, V), "the marginals table")
     if geometry not in _GEOMETRIES:
         raise ValueError(f"unknown geometry {geometry!r}; valid geometries are {list(_GEOMETRIES)}")
     gamma = float(nonstationarity)

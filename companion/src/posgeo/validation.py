@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 import math
-from typing import Any
+from typing import Any, Sequence
 import torch
 
-__all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array', 'check_not_complex', 'check_texts', 'suggest_name']
+__all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array', 'check_not_complex', 'check_texts', 'suggest_name', "physical_memory", "check_fits_in_memory"]
 
 
 # --------------------------------------------------------------------------- statistics
@@ -405,3 +405,63 @@ def suggest_name(value: str, choices: Any, *, max_distance: int = 2) -> str | No
         if d <= max_distance and (best is None or d < best[0]):
             best = (d, c)
     return None if best is None else best[1]
+
+
+def _bytes_text(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} EiB"  # pragma: no cover
+
+
+def physical_memory() -> int:
+    """This machine's physical memory in bytes (0 where the platform does not say).
+
+    Examples
+    --------
+    >>> physical_memory() >= 0
+    True
+    """
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - non-POSIX
+        return 0
+
+
+def check_fits_in_memory(shape: Sequence[int], name: str, *, itemsize: int = 8) -> None:
+    """Refuse an array that could not fit in this machine's memory, saying how much it needs.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        The array's shape (each already checked by :func:`check_int`).
+    name : str
+        What the array is, for the message.
+    itemsize : int, keyword-only, default 8
+        Bytes per entry (8 for float64).
+
+    Raises
+    ------
+    ValueError
+        When ``prod(shape) * itemsize`` exceeds the physical memory.
+
+    Examples
+    --------
+    >>> check_fits_in_memory((3, 4), "a table")
+    >>> check_fits_in_memory((2**40, 2**20), "a table")
+    Traceback (most recent call last):
+    ...
+    ValueError: a table of shape (1099511627776, 1048576) would need 8.0 EiB, more than this machine's ...
+    """
+    need = float(itemsize)
+    for s in shape:
+        need *= float(s)
+    total = physical_memory()
+    if total and need > total:
+        raise ValueError(
+            f"{name} of shape {tuple(int(s) for s in shape)} would need {_bytes_text(need)}, more than this "
+            f"machine's {_bytes_text(total)} of memory; pass smaller sizes"
+        )
