@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from posgeo import classical_mds, distance_by_offset, order_free_baselines, pairwise_distances
+from posgeo import classical_mds, distance_by_offset, new_figure, order_free_baselines, pairwise_distances
 from posgeo import plot_distance_heatmaps, plot_spectra, plot_stress_bars
 from posgeo.experiments.papers import PAPER_P1
 
@@ -503,10 +503,6 @@ class AuditReport:
 
 
 # --------------------------------------------------------------------------- charts
-def _fig(ncols: int = 1, *, width: float = 4.2, height: float = 3.4) -> tuple[Figure, np.ndarray]:
-    fig = Figure(figsize=(width * ncols, height), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, ncols, squeeze=False)).ravel()
-    return fig, axes
 
 
 def _title(report: AuditReport) -> str:
@@ -552,7 +548,7 @@ def plot_audit_offsets(report: AuditReport) -> Figure:
     -------
     matplotlib.figure.Figure
     """
-    fig, (ax,) = _fig(1, width=6.0, height=3.4)
+    fig, (ax,) = new_figure(1, width=6.0, height=3.4)
     curves = [("corpus, plug-in", report.hellinger, "C0"), ("corpus, noise-corrected", report.hellinger_corrected, "C2")]
     if report.encoding is not None:
         E = _alpha(report) * pairwise_distances(report.encoding)
@@ -588,7 +584,7 @@ def plot_audit_maps(report: AuditReport) -> Figure:
     if report.encoding is not None:
         E = _alpha(report) * pairwise_distances(report.encoding)
         panels.append(("model: its vectors, MDS (k = 2)", classical_mds(E, 2).coords))
-    fig, axes = _fig(len(panels), width=3.8, height=3.6)
+    fig, axes = new_figure(len(panels), width=3.8, height=3.6)
     sc = None
     for ax, (title, X) in zip(axes, panels):
         pos = np.arange(X.shape[0])
@@ -639,7 +635,7 @@ def plot_audit_layers(report: AuditReport) -> Figure:
     """
     if report.layers is None:
         raise ValueError(f"this report has no per-layer numbers: {report.notes.get('layers', '')}")
-    fig, axes = _fig(2, width=4.0, height=3.2)
+    fig, axes = new_figure(2, width=4.0, height=3.2)
     for ax, column in zip(axes, ("optimal", "raw")):
         for c, (label, t) in enumerate(report.layers.items()):
             ax.plot(t.index, t[column], marker="o", color=f"C{c}", label=label)
