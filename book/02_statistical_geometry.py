@@ -78,7 +78,14 @@ pg.notebook_setup()
 #   between positions depends only on their offset), mixed with a non-stationary component
 #   whose weight is a tunable knob (`nonstationarity`; later chapters sweep it).
 # - **SST-2** (train split): 67,349 sentences and phrases from movie reviews, mostly short.
-# - **IMDB** (train split): 25,000 full movie reviews, long.
+#   The phrases are constituents of the parse trees of the sentences, so many sequences
+#   share their opening or closing tokens with another one: the sequences are not
+#   independent draws, which the noise floor and the corrections below assume. Every SST-2
+#   number in this book uses all 67,349 sequences as they are.
+# - **IMDB** (train split): 25,000 full movie reviews, long. The reviews contain HTML line
+#   breaks (`<br />`); `load_corpus` removes them before tokenising (`pg.tokenize(...,
+#   clean_html=True)`, the default; `clean_html=False` keeps them), so they are not
+#   counted as tokens.
 #
 # SST-2 and IMDB are tokenised with the bert-base-uncased WordPiece vocabulary (30,522
 # tokens). Positions count *content* tokens: `add_special_tokens=False`, so position 0 is
