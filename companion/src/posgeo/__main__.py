@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"posgeo {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # `posgeo count` is dispatched by main() before this parser runs; listed here for --help.
+    sub.add_parser("count", add_help=False,
+                   help="count tokens per position in sharded corpora, sparse and resumable (posgeo count --help)")
     p = sub.add_parser(
         "audit",
         help="audit a model's positions against a corpus's positional geometry (HTML + JSON report)",
@@ -248,6 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["audit", "no-such-file.txt", "--no-progress"])
     2
     """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "count":  # posgeo count SOURCES... (sparse positional counts; posgeo._counts)
+        from ._counts import count_main
+
+        return count_main(args[1:])
     try:
         return _main(argv)
     except KeyboardInterrupt:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 import math
+import sys
 from typing import Any, Sequence
-import torch
 
 __all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array', 'check_not_complex', 'check_texts', 'suggest_name', "physical_memory", "check_fits_in_memory"]
 
@@ -52,7 +52,8 @@ def check_table(P: Any, what: str = "P") -> NDArray[np.float64]:
     >>> check_table([[0, 1], [1, 0]]).dtype
     dtype('float64')
     """
-    if isinstance(P, torch.Tensor):
+    torch = sys.modules.get("torch")  # a tensor implies torch is imported: never import it here
+    if torch is not None and isinstance(P, torch.Tensor):
         P = P.detach().to("cpu", torch.float64).numpy()
     arr = np.asarray(P)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
@@ -189,13 +190,16 @@ def check_not_complex(value: Any, name: str) -> None:
 
     Examples
     --------
+    >>> import torch
     >>> check_not_complex(torch.ones(2), "X")
     >>> check_not_complex(torch.ones(2, dtype=torch.complex64), "X")
     Traceback (most recent call last):
     ...
     TypeError: X must be real, got a complex array; pass its real part or its modulus explicitly
     """
-    complex_ = value.is_complex() if isinstance(value, torch.Tensor) else np.iscomplexobj(value)
+    torch = sys.modules.get("torch")
+    is_tensor = torch is not None and isinstance(value, torch.Tensor)
+    complex_ = value.is_complex() if is_tensor else np.iscomplexobj(value)
     if complex_:
         raise TypeError(f"{name} must be real, got a complex array; pass its real part or its modulus explicitly")
 

