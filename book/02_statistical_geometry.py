@@ -274,7 +274,7 @@ calibration = pd.concat(
 calibration
 
 # %% [markdown]
-# The plug-in distances are two to three times too large at these sizes, and they rank
+# The mean plug-in distance is 2.5 to 4 times the true one at these sizes, and they rank
 # the encodings almost backwards (negative tau): a table that ranks encodings by plug-in
 # stress on SST-2 or IMDB can be wrong about which encoding fits better. The matched
 # estimator removes most of the bias and gets the ranking right in all but one case, but it
@@ -294,10 +294,10 @@ for (size, regime), g in calibration.groupby(level=["size", "regime"]):
     assert abs(g.loc["hybrid", "bias"]) <= abs(g.loc["matched", "bias"]), (size, regime)
     assert g.loc["hybrid", "rmse"] < g.loc["plug-in", "rmse"] / 2, (size, regime)
     if regime != "stationary":
-        assert g.loc["plug-in", "rel_bias_mean"] > 1 and g.loc["plug-in", "ranking_tau"] < 0, (size, regime)
+        assert 1.5 < g.loc["plug-in", "rel_bias_mean"] < 3 and g.loc["plug-in", "ranking_tau"] < 0, (size, regime)
         assert g.loc["hybrid", "ranking_tau"] > 0.99, (size, regime)  # 5 encodings: the next value is 0.8
 stationary = calibration.xs("stationary", level="regime")
-assert stationary.loc[("sst2", "matched"), "bias"] > 0.1  # distance out of unequal sample sizes
+assert 0.1 < stationary.loc[("sst2", "matched"), "bias"] < 0.2  # distance out of unequal sample sizes ("about 0.15")
 assert calibration.loc[("imdb", "rare", "matched"), "noise_share"] > calibration.loc[("imdb", "rare", "matched"), "true_noise_share"]
 calibration.xs("hybrid", level="estimator")
 
@@ -328,11 +328,11 @@ intervals
 
 # %% [markdown]
 # No interval holds its own estimate: resampling a sample adds the same sampling noise
-# again, so every replicate of a plug-in distance lies above the estimate. A percentile
+# again, so the replicates of a plug-in distance lie above the estimate. A percentile
 # bootstrap measures the spread of the plug-in estimator but inherits its bias, and here
-# the bias (two to three times the truth, above) is far larger than the spread. On
+# the bias (the mean distance 2.5 to 4 times the truth, above) is far larger than the spread. On
 # simulated corpora with known truth (`tests/test_bootstrap.py`) the nominal 95% intervals
-# cover the truth about 92% of the time only where positions are well sampled, and almost
+# cover the truth on average at least 90% of the time only where positions are well sampled, and almost
 # never where the plug-in is biased. Intervals that mean something need a bias-corrected
 # estimator inside the bootstrap; that is the next step for this book, and until then its
 # stress tables carry no sampling intervals.

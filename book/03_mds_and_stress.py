@@ -480,6 +480,8 @@ for corpus in ("sst2", "imdb"):
         assert b.loc["random d=384", "p"] > 0.05  # random vectors: order-free by construction
 gain = lookup["gain"].unstack(["corpus", "target"])
 assert gain.loc["sinusoidal d=384", ("imdb", "corrected")] > 10 * gain.loc["sinusoidal d=384", ("imdb", "plug-in")]
+imdb_plugin = lookup.loc[("imdb", "plug-in")]
+assert round(imdb_plugin.loc["sinusoidal d=384", "gain"] / imdb_plugin.loc["sinusoidal d=384", "optimal"], 1) == 0.2  # "a fifth"
 imdb_corrected = lookup.loc[("imdb", "corrected"), "optimal"]
 assert (imdb_corrected[structured[:5]] < imdb_corrected["regular simplex"]).all()
 assert abs(imdb_corrected["MiniLM learned"] - imdb_corrected["regular simplex"]) < 0.01

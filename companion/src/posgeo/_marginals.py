@@ -145,9 +145,7 @@ def corpus_geometry(
         mu = positional_marginals(seqs, n_positions, vocab)
         nf = hellinger_noise_floor(seqs, n_positions, vocab, n_splits=n_splits, seed=seed, min_count=min_count)
         H = hellinger_matrix(mu)
-        H2 = np.clip(H**2 - nf.bias_sq[:, None] - nf.bias_sq[None, :], 0.0, None)
-        Hf = np.sqrt(H2)
-        np.fill_diagonal(Hf, 0.0)
+        Hf = _first_order_correction(H, nf.bias_sq)
         n = int(n_positions)
         twice = int((nf.counts >= 2).sum())  # counts do not increase: these are positions 0..twice-1
         if twice == n:
@@ -483,17 +481,18 @@ def first_order_hellinger_matrix(
     >>> bool((D <= hellinger_matrix(positional_marginals(c, 32, 64)) + 1e-12).all())
     True
     """
-    from ._geometry import hellinger_matrix
-
     V = check_int(vocab_size, "vocab_size")
     tokens, offsets = _as_csr(sequences, V)  # convert a generic iterable once
     _check_ids(tokens, V)
     seqs = Sequences(tokens=tokens, offsets=offsets, vocab_size=V)
     mu = positional_marginals(seqs, n_positions, V)
     nf = hellinger_noise_floor(seqs, n_positions, V, seed=seed, n_splits=n_splits)
-    H = np.asarray(hellinger_matrix(mu, metric="chord"), dtype=np.float64)
-    corr = H**2 - nf.bias_sq[:, None] - nf.bias_sq[None, :]
-    D = np.sqrt(np.clip(corr, 0.0, None))
+    return _first_order_correction(np.asarray(hellinger_matrix(mu, metric="chord"), dtype=np.float64), nf.bias_sq)
+
+
+def _first_order_correction(H: np.ndarray, bias_sq: np.ndarray) -> np.ndarray:
+    """``sqrt(max(H^2 - b_i - b_j, 0))`` with a zero diagonal: the first-order correction of ``H``."""
+    D = np.sqrt(np.clip(H**2 - bias_sq[:, None] - bias_sq[None, :], 0.0, None))
     np.fill_diagonal(D, 0.0)
     return D
 
