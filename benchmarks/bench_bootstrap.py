@@ -22,10 +22,12 @@ On IMDB train (25,000 reviews, posgeo's default tokenizer, V = 30,522) at n = 51
 Ratio = naive time / posgeo time (above 1: posgeo faster). BLAS is limited to ``--threads``
 threads (default 1, as ``posgeo.small_blas`` does inside the bootstrap) for both paths.
 
-Usage::
+Usage (the first stores the result, with the machine, load averages, date and command, in
+``benchmarks/results/bench_bootstrap.json`` for the book's benchmarks page)::
 
-    POSGEO_DATA_DIR=/work/shared/data .venv/bin/python benchmarks/bench_bootstrap.py [--json out.json]
-    .venv/bin/python benchmarks/bench_bootstrap.py --data-dir /work/shared/data --n-boot 20 --corrected-boot 0
+    python benchmarks/report.py run bootstrap                 # POSGEO_DATA_DIR set; about 2-3 minutes
+    .venv/bin/python benchmarks/bench_bootstrap.py [--json out.json]
+    .venv/bin/python benchmarks/bench_bootstrap.py --data-dir "$POSGEO_DATA_DIR" --n-boot 20 --corrected-boot 0
 """
 
 from __future__ import annotations

@@ -22,10 +22,14 @@ Four parts, all in one run so that their ratios share the machine's state:
     classical start), the monotonicity violation rate; against scikit-learn's ClassicalMDS and
     MDS (classical start, same iterations).
 
-Usage::
+Usage (the first stores the result, with the machine, load averages, date and command, in
+``benchmarks/results/bench_counts.json`` for the book's benchmarks page; ``--quick`` computes the
+geometry at n = 1024, ``--synthetic-docs 3000`` keeps the full synthetic corpus for the memory
+target)::
 
-    python benchmarks/bench_counts.py --data-dir /work/shared/data --quick --json out.json
-    python benchmarks/bench_counts.py --data-dir /work/shared/data   # full: minutes
+    python benchmarks/report.py run counts --script-args '--quick --synthetic-docs 3000'   # ~2 min
+    python benchmarks/bench_counts.py --data-dir "$POSGEO_DATA_DIR" --quick --json out.json
+    python benchmarks/bench_counts.py --data-dir "$POSGEO_DATA_DIR"   # full: over ten minutes on 2 cores
 """
 
 from __future__ import annotations
