@@ -284,9 +284,8 @@ calibration
 # are not lower bounds in general; with equal, small samples at every position it
 # over-corrects (see the `calibration` module). The hybrid estimator has the smallest bias
 # in every case and the true ranking in every non-stationary one; its RMSE is the lowest on
-# SST-2 and slightly above the matched one on IMDB. The later chapters were built on the
-# matched estimator; where a conclusion rests on the corrected geometry it should be
-# rechecked with the hybrid one, which this revision has not yet done.
+# SST-2 and slightly above the matched one on IMDB. From here on, the book's "corrected"
+# geometry is the hybrid estimate (`corpus_geometry(...).hybrid`).
 
 # %%
 for (size, regime), g in calibration.groupby(level=["size", "regime"]):
@@ -305,13 +304,13 @@ calibration.xs("hybrid", level="estimator")
 # ### Sampling intervals, and why the plug-in cannot have them
 #
 # `pg.bootstrap_geometry` resamples whole sequences (reweighting their counts, without
-# re-tokenising) and recomputes the distances. Here are the 95% intervals of two
-# statistics of the plug-in matrices, and the share of the 1,128 (SST-2) and 129,795
-# (IMDB) pairs whose interval contains the estimate itself:
+# re-tokenising) and recomputes the distances. Here are the 95% percentile intervals of two
+# statistics of the plug-in matrices (50 replicates), and the share of the 1,128 (SST-2)
+# and 129,795 (IMDB) pairs whose interval contains the estimate itself:
 
 # %%
 def bootstrap_summary(name):
-    boot = pg.bootstrap_geometry(corpora[name], N_POSITIONS[name], n_boot=200, seed=0, progress=False)
+    boot = pg.bootstrap_geometry(corpora[name], N_POSITIONS[name], n_boot=50, seed=0, progress=False)
     upper = np.triu_indices(N_POSITIONS[name], k=1)
     rows = {
         label: dict(zip(("estimate", "low", "high"), boot.interval(f)))
@@ -324,7 +323,7 @@ def bootstrap_summary(name):
 
 
 intervals = pd.concat({name: bootstrap_summary(name) for name in ("sst2", "imdb")})
-intervals
+intervals.map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
 
 # %% [markdown]
 # No interval holds its own estimate: resampling a sample adds the same sampling noise
@@ -333,9 +332,7 @@ intervals
 # the bias (the mean distance 2.5 to 4 times the truth, above) is far larger than the spread. On
 # simulated corpora with known truth (`tests/test_bootstrap.py`) the nominal 95% intervals
 # cover the truth on average at least 90% of the time only where positions are well sampled, and almost
-# never where the plug-in is biased. Intervals that mean something need a bias-corrected
-# estimator inside the bootstrap; that is the next step for this book, and until then its
-# stress tables carry no sampling intervals.
+# never where the plug-in is biased.
 
 # %%
 share = intervals.xs("pairs whose interval holds the estimate", level=1)["estimate"]
@@ -343,6 +340,91 @@ assert (share < 0.05).all()
 for name in ("sst2", "imdb"):
     assert intervals.loc[(name, "mean distance"), "low"] > intervals.loc[(name, "mean distance"), "estimate"]
 share
+
+# %% [markdown]
+# ### Half-sample intervals for the hybrid estimator
+#
+# Resampling with replacement cannot serve the hybrid estimator either: a sequence drawn
+# twice makes its tokens collide with themselves. `bootstrap_geometry(...,
+# estimator="hybrid")` uses **half-sampling** instead: 25 random halvings of the corpus
+# into two disjoint halves A and B (stratified, so that each half holds about half of the
+# sequences reaching every position); for any statistic $s$ of the distances,
+# $\mathrm{se}^2 = 
+# rac1B \sum_b igl(s(D_{A_b}) - s(D_{B_b})igr)^2/4$, which matches
+# the variance of the full-sample estimate when it falls like $1/N$ and overstates it when
+# it falls faster; the interval is $s(\hat D) \pm t_{0.975, 24}\,\mathrm{se}$. Per pair the
+# interval is formed on the squared distance, where the estimator is nearly unbiased, and
+# mapped back.
+#
+# **Which view of SST-2.** Its phrases are nested in their sentences, so `pg.overlap_groups`
+# joins sequences that share a run of 8 tokens (a phrase and its sentence, overlapping
+# phrases) and the halvings keep each group together. The estimates themselves use every
+# phrase, as P1 does; the intervals use the groups. Here is what the grouping finds, and
+# how much it widens the intervals:
+
+# %%
+sst2_groups = pg.overlap_groups(corpora["sst2"])
+lengths = np.diff(corpora["sst2"].sequences.offsets)
+group_size = np.bincount(sst2_groups)[sst2_groups]
+pd.Series({
+    "sequences": lengths.size,
+    "groups": int(sst2_groups.max()) + 1,
+    "groups of 2 or more": int((np.bincount(sst2_groups) >= 2).sum()),
+    "share of sequences of 16+ tokens in a shared group": float((group_size[lengths >= 16] > 1).mean()),
+    "groups reaching position 47": np.unique(sst2_groups[lengths >= 48]).size,
+}, dtype=object)
+
+# %%
+def hybrid_intervals(name):
+    boot = ex.corpus_bootstrap(name, N_POSITIONS[name], progress=False)
+    upper = np.triu_indices(N_POSITIONS[name], k=1)
+    plug_sq = float((geometries[name].distances[upper] ** 2).sum())
+    statistics = {"mean distance": lambda d: float(d.mean()), "noise share": lambda d: 1.0 - float(d @ d) / plug_sq}
+    rows = {label: dict(zip(("estimate", "low", "high"), boot.interval(f, triangle=True))) for label, f in statistics.items()}
+    rows["median width of a pair's interval"] = {"estimate": float(np.median((boot.high - boot.low)[upper]))}
+    return pd.DataFrame(rows).T
+
+
+hybrid_table = pd.concat({name: hybrid_intervals(name) for name in ("sst2", "imdb")})
+hybrid_table.map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
+
+# %% [markdown]
+# Do these intervals hold the truth? The same known-truth corpora as above answer it
+# (two corpora per case, 25 halvings each): the share of pairs whose 95% interval holds
+# the true distance, the share of the (encoding, corpus) cases whose interval of the
+# scale-optimal stress holds the true stress, and the median width of a pair's interval.
+
+# %%
+coverage = pd.concat(
+    [
+        ex_cal.interval_coverage(regime, size, n_corpora=2, n_boot=25, seed=0, **options).summary
+        for size, options in (("sst2", {}), ("imdb", {"max_positions": 48}))
+        for regime in ex_cal.CALIBRATION_REGIMES
+    ]
+).set_index(["size", "regime"])[["pairs", "pairs_min", "stress", "median_width"]]
+coverage.map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+
+# %% [markdown]
+# Per pair, the intervals reach their nominal 95% only in IMDB's stationary case. Elsewhere
+# they hold the truth for 60 to 86% of the pairs: the estimator's systematic error (the
+# bias column of the calibration) is not part of a sampling interval, and it is largest in
+# the `rare` regime, whose differences sit in the tail that the hybrid estimator sees only
+# through its reference approximation. That is below this book's target of 90% in every
+# case but one; it is a gap of the estimator, reported, not hidden. The stress intervals cover the true stress far less
+# often: noise in the distances raises the stress of every encoding, so the stress
+# against an estimate sits above the stress against the truth by more than its spread.
+# What the intervals do support is a comparison: two encodings scored against the same
+# halves move together, and the calibration above found the hybrid estimate ranks
+# encodings in the true order. The later chapters therefore state differences of stress
+# with paired intervals (`ex.stress_differences`), and read a stress value itself as
+# "against the hybrid estimate", not as the stress against the unknown truth.
+
+# %%
+others = coverage.drop(index=[("imdb", "stationary")])
+assert (others["pairs"] > 0.55).all() and (others["pairs"] < 0.9).all()  # "60 to 86%"
+assert coverage.loc[("imdb", "stationary"), "pairs"] > 0.9
+assert (coverage["stress"].dropna() < 0.5).all()
+coverage["pairs"]
 
 # %% [markdown]
 # ## Chord or geodesic?
@@ -378,7 +460,15 @@ pd.DataFrame({name: fisher_rao_over_chord(g) for name, g in geometries.items()})
 # - On real corpora a large share of the plug-in Hellinger distances is sampling noise,
 #   growing with position as fewer sequences reach it; on IMDB it is most of it. Measure
 #   the noise floor before reading a distance (`hellinger_noise_floor`) and use a corrected
-#   estimate (`matched_hellinger_matrix`, `corpus_geometry(...).matched`).
+#   estimate: on corpora with a known truth the hybrid estimator
+#   (`hybrid_hellinger_matrix`, `corpus_geometry(...).hybrid`) has the smallest bias and
+#   ranks encodings in the true order; the matched one turns unequal sample sizes into
+#   distance.
+# - Sampling intervals: percentile bootstraps of the plug-in hold not even their own
+#   estimate; half-sample intervals of the hybrid estimator (`bootstrap_geometry(...,
+#   estimator="hybrid")`, SST-2 resampled by `overlap_groups`) are honest about sampling
+#   but not about the estimator's bias, and hold the truth less often than 95% wherever
+#   positions differ.
 #
 # ## Exercises
 #

@@ -59,6 +59,7 @@ import pandas as pd
 
 import posgeo as pg
 from posgeo.experiments import stress as ex
+from posgeo.experiments import statistics as ex_stats
 from posgeo.experiments import papers
 from posgeo.experiments import BOOK_CORPORA
 
@@ -171,7 +172,7 @@ ranks = pd.concat(
     {
         "": pd.DataFrame({name: {"n": g.n_positions} for name, g in geometries.items()}).T,
         "plug-in": pd.DataFrame({name: rank_report(g.distances) for name, g in geometries.items()}).T,
-        "corrected": pd.DataFrame({name: rank_report(g.matched) for name, g in geometries.items()}).T,
+        "corrected": pd.DataFrame({name: rank_report(g.hybrid) for name, g in geometries.items()}).T,
     },
     axis=1,
 )
@@ -179,7 +180,7 @@ ranks
 
 # %%
 pg.plot_spectra({f"{name} plug-in": pg.classical_mds(g.distances).eigenvalues for name, g in geometries.items()}
-                | {f"{name} corrected": pg.classical_mds(g.matched).eigenvalues for name, g in geometries.items() if name != "synthetic"})
+                | {f"{name} corrected": pg.classical_mds(g.hybrid).eigenvalues for name, g in geometries.items() if name != "synthetic"})
 
 # %% [markdown]
 # On the synthetic corpus a handful of dimensions carry the geometry. On the real corpora
@@ -406,7 +407,7 @@ slope_check
 # distances (scale-optimal stress) shows what the noise does to each comparison:
 
 # %%
-stress_corrected = ex.stress_comparison(geometries, encodings, target="matched")
+stress_corrected = ex.stress_comparison(geometries, encodings, target="hybrid")
 noise_effect = pd.concat(
     {
         "plug-in": stress_plugin.xs("optimal", axis=1, level=1),
@@ -422,17 +423,19 @@ noise_effect
 # especially IMDB the ranking changes. Against corrected distances, random vectors, the
 # sinusoids and the learned table lose their apparent advantage on IMDB, and
 # low-dimensional SMACOF embeddings fit far better than against the plug-in distances.
-# The corrected IMDB geometry is close to a *line* (a slow drift from the opening of a
-# review to its end): a one-dimensional SMACOF embedding fits it well, and even ALiBi's
-# equally spaced line beats the sinusoids there. The plug-in stress of every encoding on
-# IMDB is dominated by how well it mimics noise. (Full-rank PMDS of the corrected IMDB
-# matrix is no longer exact: the correction makes the matrix somewhat non-Euclidean, and
-# its spectrum keeps a long tail of residual noise.)
+# The corrected IMDB geometry is close to a *line*: a one-dimensional SMACOF embedding
+# fits it with stress under 0.1, and even ALiBi's equally spaced line beats the sinusoids
+# there. The plug-in stress of every encoding on IMDB is dominated by how well it mimics
+# noise. (Full-rank PMDS of the corrected IMDB matrix is no longer exact. A true chord
+# Hellinger matrix is exactly Euclidean, so this is the estimator's own noise, not a
+# property of IMDB: its per-pair intervals are about as wide as the distances are long,
+# chapter 2.)
 
 # %%
 assert noise_effect.loc["random d=384", ("imdb", "corrected")] > noise_effect.loc["random d=384", ("imdb", "plug-in")]
 assert noise_effect.loc["SMACOF k=3", ("imdb", "corrected")] < noise_effect.loc["SMACOF k=3", ("imdb", "plug-in")]
 assert noise_effect.loc["ALiBi 12 heads", ("imdb", "corrected")] < noise_effect.loc["sinusoidal d=384", ("imdb", "corrected")]
+assert noise_effect.loc["SMACOF k=1", ("imdb", "corrected")] < 0.1
 noise_effect.loc[["random d=384", "SMACOF k=1", "SMACOF k=3", "ALiBi 12 heads"], "imdb"]
 
 # %% [markdown]
@@ -451,7 +454,7 @@ baselines = pd.concat(
     {
         (name, target): pg.order_free_baselines(getattr(geometries[name], attr), encodings[name], n_permutations=100, seed=0)
         for name in ("sst2", "imdb")
-        for target, attr in (("plug-in", "distances"), ("corrected", "matched"))
+        for target, attr in (("plug-in", "distances"), ("corrected", "hybrid"))
     },
     names=["corpus", "target"],
 )
@@ -462,11 +465,12 @@ baselines
 # order, fits better than every structured encoding: a nearly constant matrix of noisy
 # distances rewards an encoding for spreading positions evenly, not for ordering them.
 # Order still matters, a little: every structured encoding fits better than all 100 of its
-# permutations, while random vectors fit exactly as well as their permutations. On IMDB
-# the plug-in gain of the sinusoids is a fifth of their stress; against the
-# noise-corrected distances it is more than ten times larger, and the structured encodings
-# beat the simplex there (MiniLM's table only ties with it). Plug-in stress barely sees
-# positional order; the corrected geometry does.
+# permutations, while random vectors fit exactly as well as their permutations. The one
+# exception is MiniLM's learned table against the corrected IMDB distances, which fits
+# them no better than its own permutations do. On IMDB the plug-in gain of the sinusoids
+# is a fifth of their stress; against the noise-corrected distances it is more than five
+# times larger, and the fixed encodings beat the simplex there, while MiniLM's table fits
+# worse than it. Plug-in stress barely sees positional order; the corrected geometry does.
 
 # %%
 structured = ["sinusoidal d=384", "sinusoidal d=768", "RoPE d=384 (head 32)", "RoPE d=768 (head 64)", "ALiBi 12 heads", "MiniLM learned"]
@@ -476,16 +480,54 @@ for corpus in ("sst2", "imdb"):
     assert (plug.loc[structured, "optimal"] > plug.loc["regular simplex", "optimal"]).all()
     for target in ("plug-in", "corrected"):
         b = lookup.loc[(corpus, target)]
-        assert (b.loc[structured, "p"] < 0.05).all()  # no permutation fits as well
+        ordered = [e for e in structured if (corpus, target, e) != ("imdb", "corrected", "MiniLM learned")]
+        assert (b.loc[ordered, "p"] < 0.05).all()  # no permutation fits as well
         assert b.loc["random d=384", "p"] > 0.05  # random vectors: order-free by construction
+assert lookup.loc[("imdb", "corrected", "MiniLM learned"), "p"] > 0.05  # the exception
 gain = lookup["gain"].unstack(["corpus", "target"])
-assert gain.loc["sinusoidal d=384", ("imdb", "corrected")] > 10 * gain.loc["sinusoidal d=384", ("imdb", "plug-in")]
+assert gain.loc["sinusoidal d=384", ("imdb", "corrected")] > 5 * gain.loc["sinusoidal d=384", ("imdb", "plug-in")]
 imdb_plugin = lookup.loc[("imdb", "plug-in")]
 assert round(imdb_plugin.loc["sinusoidal d=384", "gain"] / imdb_plugin.loc["sinusoidal d=384", "optimal"], 1) == 0.2  # "a fifth"
 imdb_corrected = lookup.loc[("imdb", "corrected"), "optimal"]
 assert (imdb_corrected[structured[:5]] < imdb_corrected["regular simplex"]).all()
-assert abs(imdb_corrected["MiniLM learned"] - imdb_corrected["regular simplex"]) < 0.01
+assert imdb_corrected["MiniLM learned"] > imdb_corrected["regular simplex"]
 gain.loc[structured + ["random d=384"]]
+
+# %% [markdown]
+# ## Which differences hold?
+#
+# The corrected stresses above are point estimates. Chapter 2's half-sample intervals
+# (25 halvings of the corpus, SST-2's phrases kept with their sentences) give each its 95%
+# sampling interval; the table adds the order-free baselines against the same estimate.
+
+# %%
+boots = {name: ex_stats.corpus_bootstrap(name, N_POSITIONS[name], progress=False) for name in ("sst2", "imdb")}
+stress_ci = pd.concat({name: ex.stress_intervals(boots[name], encodings[name], n_permutations=100, seed=0) for name in boots},
+                      names=["corpus", "encoding"])
+stress_ci[["stress", "low", "high", "permuted mean", "gain"]]
+
+# %% [markdown]
+# Two intervals that overlap may still hide a clear difference, because both stresses
+# move with the same sample. The paired intervals of the differences settle which
+# comparisons hold: for every pair of encodings, the better one on the estimate, the
+# difference, its 95% interval and whether the interval excludes 0.
+
+# %%
+differences = pd.concat({name: ex.stress_differences(boots[name], encodings[name]) for name in boots}, names=["corpus", None])
+unresolved = differences[~differences["separated"]].droplevel(1)
+unresolved[["better", "worse", "difference", "low", "high"]]
+
+# %% [markdown]
+# Only the pairs listed above are unresolved at 95%; every other ordering of two encodings
+# in the corrected-stress table holds against the sampling noise of the hybrid estimate.
+# (They still rest on the estimator being right about the ranking, which chapter 2's
+# calibration supports in every regime it tried, and the stress values themselves sit
+# above the stress against the true geometry, which no interval here can correct.)
+
+# %%
+share_separated = differences.groupby(level="corpus")["separated"].mean()
+assert (share_separated > 0.5).all()
+share_separated.rename("share of pairs separated")
 
 # %% [markdown]
 # ## Summary
@@ -507,7 +549,11 @@ gain.loc[structured + ["random d=384"]]
 #   single standard head: only a line at a slope ALiBi does not use gets it. The raw
 #   stress of a line depends on its slope alone and says nothing about a rank-1 corpus.
 # - On real corpora the plug-in distances are mostly noise, and stress against them rewards
-#   encodings that mimic noise. Score against corrected distances, and say which you used.
+#   encodings that mimic noise. Score against corrected distances (here the hybrid
+#   estimate, chapter 2), and say which you used.
+# - With half-sample intervals (section "Which differences hold?") almost every ordering of
+#   two encodings by corrected stress holds at 95%; the exceptions are listed, and no
+#   claim of this chapter rests on them.
 #
 # ## Exercises
 #

@@ -320,3 +320,60 @@ def test_coverage_collapses_where_the_plugin_bias_exceeds_the_spread():
     cov = coverage(64, 1000)
     print("coverage, V=64, m=1000:", cov)
     assert cov.max() < 0.5
+
+
+# ----------------------------------------------------------------------------- hybrid: half-samples
+def test_hybrid_half_sample_intervals_are_deterministic_and_bracket_the_estimate():
+    from posgeo import hybrid_hellinger_matrix
+
+    seqs = small_corpus(m=400)
+    a = bootstrap_geometry(seqs, 6, estimator="hybrid", n_boot=6, seed=3, progress=False)
+    b = bootstrap_geometry(seqs, 6, estimator="hybrid", n_boot=6, seed=3, progress=False)
+    c = bootstrap_geometry(seqs, 6, estimator="hybrid", n_boot=6, seed=4, progress=False)
+    assert a.method == "half-sample" and a.complements is not None
+    assert np.array_equal(a.replicates, b.replicates) and np.array_equal(a.complements, b.complements)
+    assert not np.array_equal(a.replicates, c.replicates)
+    assert np.array_equal(a.estimate, hybrid_hellinger_matrix(seqs, 6, 16))
+    iu = np.triu_indices(6, 1)
+    assert np.all(a.low[iu] <= a.estimate[iu] + 1e-12) and np.all(a.estimate[iu] <= a.high[iu] + 1e-12)
+    assert np.all(a.high[iu] > a.low[iu])
+
+
+def test_half_sample_interval_is_the_stated_formula():
+    from scipy.stats import t as student_t
+
+    seqs = small_corpus(m=400)
+    bg = bootstrap_geometry(seqs, 6, estimator="hybrid", n_boot=8, seed=0, progress=False)
+    f = lambda D: float(D[0, 5] + D[1, 2])  # noqa: E731
+    est, low, high = bg.interval(f)
+    a = np.array([f(bg.replicate(b)) for b in range(8)])
+    c = np.array([f(_square_tri(bg.complements[b], 6)) for b in range(8)])
+    se = np.sqrt(np.mean(((a - c) / 2) ** 2))
+    t = student_t.ppf(0.975, df=7)
+    assert est == pytest.approx(f(bg.estimate)) and low == pytest.approx(est - t * se) and high == pytest.approx(est + t * se)
+    # the triangle form gives the same numbers without building matrices
+    iu = np.triu_indices(6, 1)
+    assert bg.interval(lambda d: float(d.mean()), triangle=True) == pytest.approx(bg.interval(lambda D: float(D[iu].mean())))
+
+
+def _square_tri(tri: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n, n))
+    iu = np.triu_indices(n, 1)
+    out[iu] = tri
+    out.T[iu] = tri
+    return out
+
+
+def test_half_samples_keep_groups_together():
+    seqs = small_corpus(m=400)
+    groups = np.arange(400) // 4  # 100 groups of 4 sequences
+    bg = bootstrap_geometry(seqs, 6, estimator="hybrid", n_boot=3, groups=groups, seed=0, progress=False)
+    assert bg.n_groups == 100
+
+
+def test_hybrid_refuses_positions_a_half_cannot_reach():
+    seqs = Sequences.from_list([[1, 2, 3, 4]] * 3 + [[1, 2]] * 50, vocab_size=8)
+    with pytest.raises(ValueError, match="half-sample"):
+        bootstrap_geometry(seqs, 4, estimator="hybrid", n_boot=2, progress=False)
+    with pytest.raises(TypeError, match="triangle"):
+        bootstrap_geometry(small_corpus(), 6, estimator="hybrid", n_boot=2, progress=False).interval(np.mean, triangle="yes")

@@ -287,3 +287,18 @@ def test_hybrid_beats_matched_at_full_sst2_size() -> None:
         if regime != "stationary":
             assert s.loc["hybrid", "spearman"] > 0.8 and s.loc["hybrid", "ranking_tau"] >= 0.8
             assert s.loc["plug-in", "ranking_tau"] < 0  # the plug-in ranks the encodings backwards
+
+
+# ----------------------------------------------------------------------------- interval coverage
+def test_interval_coverage_reports_shares():
+    from posgeo.experiments.calibration import interval_coverage
+
+    res = interval_coverage("smooth", "sst2", n_corpora=1, n_boot=4, max_positions=5, vocab_size=2000)
+    row = res.summary.iloc[0]
+    assert 0.0 <= row["pairs"] <= 1.0 and 0.0 <= row["stress"] <= 1.0 and row["median_width"] > 0
+    stationary = interval_coverage("stationary", "sst2", n_corpora=1, n_boot=4, max_positions=5, vocab_size=2000)
+    assert np.isnan(stationary.summary["stress"].iloc[0])  # stress is undefined against a zero truth
+    with pytest.raises(ValueError):
+        interval_coverage("bumpy", "sst2")
+    with pytest.raises((TypeError, ValueError)):
+        interval_coverage("smooth", "sst2", n_boot=1)

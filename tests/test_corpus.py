@@ -318,3 +318,26 @@ def test_copy_of_real_data_in_tmp_dir(tmp_path, no_data_env, private_cache):
     a = load_corpus("sst2", "validation", data_dir=tmp_path, progress=False)
     b = load_corpus("sst2", "validation", data_dir=DATA_DIR, progress=False)
     np.testing.assert_array_equal(a.sequences.tokens, b.sequences.tokens)
+
+
+# ----------------------------------------------------------------------------- overlap groups
+def test_overlap_groups_join_phrases_with_their_sentence():
+    from posgeo import Sequences, overlap_groups
+
+    sentence = list(range(1, 13))
+    seqs = Sequences.from_list(
+        [sentence, sentence[:9], sentence[3:], [20, 21], sentence[2:5], [30 + i for i in range(10)]], vocab_size=64
+    )
+    g = overlap_groups(seqs, window=8)
+    assert g.tolist() == [0, 0, 0, 1, 2, 3]  # short phrases stand alone: stated limitation
+    assert overlap_groups(seqs, window=3)[4] == 0  # a shorter window catches the short phrase
+    assert len(set(overlap_groups(seqs, window=100).tolist())) == 6
+
+
+def test_overlap_groups_bad_input():
+    from posgeo import overlap_groups
+
+    with pytest.raises(TypeError, match="Sequences"):
+        overlap_groups([[1, 2, 3]])
+    with pytest.raises((TypeError, ValueError), match="window"):
+        overlap_groups(load_corpus("synthetic", n_sequences=10), window=0)

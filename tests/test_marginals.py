@@ -261,3 +261,54 @@ def test_debiased_accepts_generic_sequences():
     np.testing.assert_allclose(
         first_order_hellinger_matrix(as_lists, 8, 16), first_order_hellinger_matrix(c, 8, 16), atol=1e-12
     )
+
+
+# ----------------------------------------------------------------------------- hybrid from counts
+def _counts_of(seqs, n):
+    from posgeo import position_counts
+
+    N = position_counts(seqs, n)
+    return np.rint(positional_marginals(seqs, n, seqs.vocab_size) * N[:, None]), N
+
+
+def test_hybrid_from_counts_is_the_hybrid_estimator_bit_for_bit():
+    from scipy import sparse
+
+    from posgeo import hybrid_hellinger_from_counts, hybrid_hellinger_matrix, synthetic_corpus
+
+    seqs = synthetic_corpus(n_sequences=500).sequences
+    C, N = _counts_of(seqs, 10)
+    D = hybrid_hellinger_matrix(seqs, 10, seqs.vocab_size)
+    assert np.array_equal(hybrid_hellinger_from_counts(C, N), D)
+    assert np.array_equal(hybrid_hellinger_from_counts(sparse.csr_matrix(C), N), D)
+    sq = hybrid_hellinger_from_counts(C, N, squared=True)
+    assert np.allclose(np.sqrt(np.clip(sq, 0, None)), D, atol=1e-15)
+
+
+def test_hybrid_squared_scale_averages_zero_under_stationarity():
+    """Identical positions: the squared estimate is centred on 0 (negative values allowed)."""
+    from posgeo import hybrid_hellinger_from_counts
+
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(200))
+    C = rng.multinomial(2000, p, size=12).astype(float)
+    sq = hybrid_hellinger_from_counts(C, np.full(12, 2000.0), squared=True)[np.triu_indices(12, 1)]
+    assert (sq < 0).any() and abs(sq.mean()) < 3 * sq.std() / np.sqrt(sq.size) + 1e-4
+
+
+def test_hybrid_from_counts_rejects_inconsistent_tables():
+    from posgeo import hybrid_hellinger_from_counts
+
+    C = np.array([[3.0, 1.0], [2.0, 2.0]])
+    with pytest.raises(ValueError, match="sum to reach"):
+        hybrid_hellinger_from_counts(C, [4, 5])
+    with pytest.raises(ValueError, match="non-negative"):
+        hybrid_hellinger_from_counts(-C, [4, 4])
+    with pytest.raises(ValueError, match="fewer than 2"):
+        hybrid_hellinger_from_counts([[1.0, 0.0], [2.0, 2.0]], [1, 4])
+    with pytest.raises(ValueError, match="shape"):
+        hybrid_hellinger_from_counts(C, [4, 4, 4])
+    with pytest.raises(TypeError):
+        hybrid_hellinger_from_counts(C.astype(complex), [4, 4])
+    with pytest.raises(TypeError, match="squared"):
+        hybrid_hellinger_from_counts(C, [4, 4], squared="yes")

@@ -43,6 +43,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
     '_sequences': (
         'Sequences',
         'Corpus',
+        'overlap_groups',
     ),
     '_corpus': (
         'DATA_ENV_VAR',
@@ -72,6 +73,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'positional_marginals',
         'position_counts',
         'hybrid_hellinger_matrix',
+        'hybrid_hellinger_from_counts',
     ),
     '_bootstrap': (
         'BootstrapGeometry',

@@ -17,15 +17,21 @@ import scipy.sparse as sp
 
 from ._geometry import hellinger_matrix
 from ._linalg import small_blas
-from ._marginals import first_order_hellinger_matrix, matched_hellinger_matrix, positional_marginals
+from ._marginals import (
+    first_order_hellinger_matrix,
+    hybrid_hellinger_from_counts,
+    hybrid_hellinger_matrix,
+    matched_hellinger_matrix,
+    positional_marginals,
+)
 from ._progress import progress_bar
 from ._sequences import Corpus, Sequences
 from .validation import check_float, check_int
 
 __all__ = ['BootstrapGeometry', 'bootstrap_geometry']
 
-Estimator = Literal["plugin", "first_order", "matched"]
-_ESTIMATORS = ("plugin", "first_order", "matched")
+Estimator = Literal["plugin", "first_order", "matched", "hybrid"]
+_ESTIMATORS = ("plugin", "first_order", "matched", "hybrid")
 
 # Chord distances below this are recomputed without the cancellation of 1 - BC (as
 # hellinger_matrix does for its own estimate).
@@ -52,9 +58,11 @@ class BootstrapGeometry:
     estimate : numpy.ndarray, shape (n, n)
         The estimator on the corpus itself (what the library's function returns).
     low, high : numpy.ndarray, shape (n, n)
-        Percentile interval of every distance at ``level``: the ``(1 - level) / 2`` and
-        ``(1 + level) / 2`` quantiles of the replicates (linear interpolation; replicates in
-        which a distance is undefined, NaN, are left out of its quantiles).
+        Interval of every distance at ``level``. Percentile method: the ``(1 - level) / 2``
+        and ``(1 + level) / 2`` quantiles of the replicates (linear interpolation;
+        replicates in which a distance is undefined, NaN, are left out of its quantiles).
+        Half-sample method: ``estimate -/+ t * se`` (see :meth:`interval`), ``low``
+        clipped at 0.
     n_boot : int
         Number of bootstrap replicates.
     level : float
@@ -70,6 +78,12 @@ class BootstrapGeometry:
     n_empty : int
         Replicates in which some position had no sequence at all (its distances are NaN in
         that replicate); 0 unless a position is reached by very few sequences.
+    method : str
+        ``"percentile"`` (resampling with replacement; every estimator but ``"hybrid"``) or
+        ``"half-sample"`` (``"hybrid"``: see :func:`bootstrap_geometry`).
+    complements : numpy.ndarray or None, shape (n_boot, n * (n - 1) // 2), float32
+        ``"half-sample"`` only: the estimator on the other half of each halving (the
+        ``replicates`` hold the first half's).
     """
 
     estimate: np.ndarray
@@ -81,6 +95,8 @@ class BootstrapGeometry:
     replicates: np.ndarray
     n_groups: int
     n_empty: int
+    method: str = "percentile"
+    complements: np.ndarray | None = None
 
     @property
     def n_positions(self) -> int:
@@ -88,7 +104,8 @@ class BootstrapGeometry:
         return int(self.estimate.shape[0])
 
     def replicate(self, b: int) -> np.ndarray:
-        """The distance matrix of replicate ``b``.
+        """The distance matrix of replicate ``b`` (half-sample method: of the first half of
+        halving ``b``; :attr:`complements` holds the other half's).
 
         Parameters
         ----------
@@ -101,15 +118,10 @@ class BootstrapGeometry:
             Symmetric, zero diagonal (NaN rows for a position that replicate left empty).
         """
         b = check_int(b, "b", minimum=0, maximum=self.n_boot - 1, hint=f"there are {self.n_boot} replicates")
-        n = self.n_positions
-        out = np.zeros((n, n))
-        iu = np.triu_indices(n, 1)
-        out[iu] = self.replicates[b]
-        out.T[iu] = self.replicates[b]
-        return out
+        return _square(self.replicates[b], self.n_positions)
 
-    def interval(self, statistic: Callable[[np.ndarray], Any]) -> tuple[Any, Any, Any]:
-        """Estimate and percentile interval of any function of the distance matrix.
+    def interval(self, statistic: Callable[[np.ndarray], Any], *, triangle: bool = False) -> tuple[Any, Any, Any]:
+        r"""Estimate and interval of any function of the distance matrix.
 
         Parameters
         ----------
@@ -117,13 +129,22 @@ class BootstrapGeometry:
             Maps an (n, n) distance matrix to a number or an array of fixed shape (a stress,
             an effective rank, a violation rate, ...). It is called on :attr:`estimate` and on
             every :meth:`replicate`.
+        triangle : bool, keyword-only, default False
+            Call ``statistic`` on the upper triangle instead (``numpy.triu_indices(n, 1)``,
+            shape (n * (n - 1) / 2,), float64): no (n, n) matrix is built per replicate, which
+            is faster for statistics of the pairs (means, stresses).
 
         Returns
         -------
         (estimate, low, high)
-            ``statistic(estimate)`` and the ``(1 - level) / 2`` and ``(1 + level) / 2``
-            quantiles of the statistic over the replicates (NaN values left out): floats for
-            a scalar statistic, arrays otherwise.
+            ``statistic(estimate)`` and its interval, floats for a scalar statistic, arrays
+            otherwise. Percentile method: the ``(1 - level) / 2`` and ``(1 + level) / 2``
+            quantiles of the statistic over the replicates (NaN values left out).
+            Half-sample method: ``s(estimate) -/+ t * se`` with
+            :math:`se^2 = \frac1B \sum_b \bigl(s(D_{A_b}) - s(D_{B_b})\bigr)^2 / 4` over
+            the B halvings and t the ``(1 + level) / 2`` quantile of Student's t with B - 1
+            degrees of freedom (not clipped: clip it yourself where the statistic is
+            bounded).
 
         Raises
         ------
@@ -152,17 +173,31 @@ class BootstrapGeometry:
                 raise TypeError(f"statistic must return numbers, got dtype {out.dtype}")
             return out.astype(np.float64)
 
-        est = value(self.estimate.copy())
-        vals = np.empty((self.n_boot, *est.shape))
-        for b in range(self.n_boot):
-            v = value(self.replicate(b))
-            if v.shape != est.shape:
-                raise ValueError(
-                    f"statistic returned shape {v.shape} on replicate {b} but {est.shape} on the estimate; "
-                    "it must return the same shape for every matrix"
-                )
-            vals[b] = v
-        low, high = _percentiles(vals, self.level)
+        if not isinstance(triangle, (bool, np.bool_)):
+            raise TypeError(f"triangle must be True or False, got {type(triangle).__name__}")
+        n = self.n_positions
+        iu = np.triu_indices(n, 1)
+        est = value(self.estimate[iu].copy() if triangle else self.estimate.copy())
+
+        def values(tri: np.ndarray) -> np.ndarray:
+            vals = np.empty((self.n_boot, *est.shape))
+            for b in range(self.n_boot):
+                v = value(tri[b].astype(np.float64) if triangle else _square(tri[b], n))
+                if v.shape != est.shape:
+                    raise ValueError(
+                        f"statistic returned shape {v.shape} on replicate {b} but {est.shape} on the estimate; "
+                        "it must return the same shape for every matrix"
+                    )
+                vals[b] = v
+            return vals
+
+        if self.method == "half-sample":
+            assert self.complements is not None
+            half = _half_sample_se(values(self.replicates), values(self.complements))
+            t = _t_quantile(self.level, self.n_boot)
+            low, high = est - t * half, est + t * half
+        else:
+            low, high = _percentiles(values(self.replicates), self.level)
         if est.ndim == 0:
             return float(est), float(low), float(high)
         return est, low, high
@@ -194,7 +229,26 @@ def bootstrap_geometry(
       (:func:`positional_marginals`);
     - ``"first_order"``: :func:`first_order_hellinger_matrix`,
       :math:`\sqrt{\max(0, H^2_{ij} - b_i - b_j)}` with the split-half bias :math:`b_i`;
-    - ``"matched"``: :func:`matched_hellinger_matrix`, from cross-half distances.
+    - ``"matched"``: :func:`matched_hellinger_matrix`, from cross-half distances;
+    - ``"hybrid"``: :func:`hybrid_hellinger_matrix` (the estimator that wins the book's
+      known-truth calibration), with **half-sample** intervals instead of percentile ones.
+
+    **Half-sample intervals** (``"hybrid"``). Resampling with replacement cannot serve an
+    estimator built on collision counts: a sequence drawn twice makes its tokens collide
+    with themselves, and the bootstrap world's truth is the corpus' plug-in geometry,
+    whose bias the estimator was designed to remove. Instead each of ``n_boot`` random
+    halvings splits the units (sequences, or groups) into two disjoint halves A and B,
+    stratified by length so that each half holds about half of the units reaching every
+    position, and the estimator is computed on each half. For a statistic s of D, the
+    halves' difference gives the standard error
+    :math:`se^2 = \tfrac1B\sum_b (s(D_{A_b}) - s(D_{B_b}))^2/4`, which estimates the
+    variance of the full-sample estimate when that variance falls like 1/N (McCarthy's
+    half-sampling, 1969) and overestimates it when it falls faster (the collision part,
+    like 1/N^2): the intervals ``s(estimate) -/+ t se`` (t: Student's quantile with B - 1
+    degrees of freedom) err on the wide side. They assume the estimator is nearly unbiased,
+    which is what the calibration measures (``experiments.calibration``, where their
+    coverage of the known truth is reported too). Each halving costs two estimates on half
+    the corpus (IMDB train at n = 510: about 3 s).
 
     The estimate is the library's function on the corpus. In a replicate the corrections
     are recomputed from weighted counts, the resample being split into halves by *binomial
@@ -231,11 +285,12 @@ def bootstrap_geometry(
     vocab_size : int, keyword-only, optional
         Number of token ids; default the ``vocab_size`` of a Corpus or Sequences (required
         for a plain iterable).
-    estimator : {"plugin", "first_order", "matched"}, keyword-only
+    estimator : {"plugin", "first_order", "matched", "hybrid"}, keyword-only
     n_boot : int, keyword-only, default 200
-        Number of replicates.
+        Number of replicates (``"hybrid"``: of halvings; 20 to 50 are usually enough, the
+        relative error of se being about ``1 / sqrt(2 n_boot)`` or less).
     level : float, keyword-only, default 0.95
-        Nominal coverage of the percentile intervals, in (0, 1).
+        Nominal coverage of the intervals, in (0, 1).
     groups : array of int, shape (m,), keyword-only, optional
         One group id per sequence: whole groups are resampled together (e.g. SST-2 phrases
         by their source sentence). Default: every sequence is its own group.
@@ -309,6 +364,8 @@ def bootstrap_geometry(
     V = seqs.vocab_size if vocab_size is None else check_int(vocab_size, "vocab_size")
     m = len(seqs)
     inverse, n_units = _group_index(groups, m)
+    if estimator == "hybrid":
+        return _half_sample(seqs, n, V, inverse, n_units, n_boot=n_boot, level=level, seed=seed, progress=progress)
 
     with small_blas(n):
         if estimator == "plugin":
@@ -349,6 +406,45 @@ def bootstrap_geometry(
         n_groups=n_units,
         n_empty=n_empty,
     )
+
+
+def _square(tri: np.ndarray, n: int) -> np.ndarray:
+    """The symmetric (n, n) float64 matrix, zero diagonal, of an upper triangle."""
+    out = np.zeros((n, n))
+    iu = np.triu_indices(n, 1)
+    out[iu] = tri
+    out.T[iu] = tri
+    return out
+
+
+def _half_sample_se(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Half-sample standard error: root mean square of (a - b) / 2 over axis 0 (NaN left out)."""
+    d = (a - b) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.sqrt(np.nanmean(d * d, axis=0))
+
+
+def _t_quantile(level: float, n_boot: int) -> float:
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf((1.0 + level) / 2.0, df=max(n_boot - 1, 1)))
+
+
+def _unit_halves(lengths: np.ndarray, inverse: np.ndarray | None, n_units: int, rng: np.random.Generator) -> np.ndarray:
+    """Random halves of the units (sequences, or groups) stratified by length: the units sorted
+    by their longest sequence (random among equal lengths) go to the halves alternately, so
+    each half holds about half of the units reaching every position. Shape (m,): the
+    sequences of half A."""
+    if inverse is None:
+        unit_len = lengths
+    else:
+        unit_len = np.zeros(n_units, dtype=lengths.dtype)
+        np.maximum.at(unit_len, inverse, lengths)
+    order = np.lexsort((rng.random(n_units), -unit_len))
+    half = np.empty(n_units, dtype=bool)
+    half[order] = (np.arange(n_units) % 2) == int(rng.integers(2))
+    return half if inverse is None else half[inverse]
 
 
 def _as_sequences(sequences: Any, vocab_size: int | None) -> Sequences:
@@ -405,10 +501,82 @@ def _percentiles(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarr
     return lo.reshape(values.shape[1:]), hi.reshape(values.shape[1:])
 
 
+def _half_sample(
+    seqs: Sequences,
+    n: int,
+    V: int,
+    inverse: np.ndarray | None,
+    n_units: int,
+    *,
+    n_boot: int,
+    level: float,
+    seed: int,
+    progress: bool,
+) -> BootstrapGeometry:
+    """Half-sample intervals of the hybrid estimator (see :func:`bootstrap_geometry`)."""
+    estimate = hybrid_hellinger_matrix(seqs, n, V)
+    design = _Design(seqs, n, V, layout=False)
+    lengths = np.diff(np.asarray(seqs.offsets, dtype=np.int64))
+    ones = np.ones(len(seqs))
+    full = design.weighted_counts(ones)
+    N = design.reach(ones)
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    iu = np.triu_indices(n, 1)
+    reps = np.empty((n_boot, iu[0].size), dtype=np.float32)
+    comps = np.empty_like(reps)
+    table = np.zeros(n * V)
+    table[design.flat_cells] = full
+    est_sq = hybrid_hellinger_from_counts(table.reshape(n, V), N, squared=True)[iu]
+    table[design.flat_cells] = 0.0
+    diff_sq = np.zeros(iu[0].size)  # sum over halvings of ((H2_A - H2_B) / 2)^2
+    bar = progress_bar(range(n_boot), enabled=progress, desc="half-samples (hybrid)", unit="halving")
+    with small_blas(n):
+        for b in bar:
+            w = _unit_halves(lengths, inverse, n_units, rng).astype(np.float64)
+            c_a = design.weighted_counts(w)
+            N_a = design.reach(w)
+            for out, c, Nh in ((reps, c_a, N_a), (comps, full - c_a, N - N_a)):
+                if Nh.min() < 2:
+                    i = int(np.argmax(Nh < 2))
+                    raise ValueError(
+                        f"a half-sample leaves position {i} with {int(Nh[i])} sequence(s); the hybrid "
+                        "half-sample intervals need at least 2 in each half (about 4 units reaching every "
+                        "position): pass a smaller n_positions"
+                    )
+                table[design.flat_cells] = c
+                out[b] = hybrid_hellinger_from_counts(table.reshape(n, V), Nh, squared=True)[iu]
+                table[design.flat_cells] = 0.0
+            diff_sq += ((reps[b].astype(np.float64) - comps[b]) / 2.0) ** 2
+            for out in (reps, comps):  # keep distances: the scale of the statistics
+                np.sqrt(np.clip(out[b], 0.0, None), out=out[b])
+    # per-pair intervals on the squared scale, where the estimator is nearly unbiased and
+    # identical positions average 0; then mapped to distances
+    se_sq = np.sqrt(diff_sq / n_boot)
+    t = _t_quantile(level, n_boot)
+    low_m, high_m = np.zeros((n, n)), np.zeros((n, n))
+    low_m[iu] = np.sqrt(np.clip(est_sq - t * se_sq, 0.0, None))
+    high_m[iu] = np.sqrt(np.clip(est_sq + t * se_sq, 0.0, None))
+    low_m.T[iu] = low_m[iu]
+    high_m.T[iu] = high_m[iu]
+    return BootstrapGeometry(
+        estimate=estimate,
+        low=low_m,
+        high=high_m,
+        n_boot=n_boot,
+        level=level,
+        estimator="hybrid",
+        replicates=reps,
+        n_groups=n_units,
+        n_empty=0,
+        method="half-sample",
+        complements=comps,
+    )
+
+
 class _Design:
     """The corpus indexed once: cells, the cells x sequences incidence, the Gram layout."""
 
-    def __init__(self, seqs: Sequences, n: int, V: int) -> None:
+    def __init__(self, seqs: Sequences, n: int, V: int, *, layout: bool = True) -> None:
         offsets = np.asarray(seqs.offsets, dtype=np.int64)
         lengths = np.diff(offsets)
         m = lengths.size
@@ -447,7 +615,9 @@ class _Design:
         self.row_ptr = np.searchsorted(self.cell_pos, np.arange(n + 1))
         self.row_len = np.diff(self.row_ptr)
         self.cell_tok = cell_tok
-        self._layout(np.bincount(cell_tok, minlength=V))
+        self.flat_cells = cells  # position * V + token of every cell
+        if layout:  # the Gram products' layout (not needed by the half-sample path)
+            self._layout(np.bincount(cell_tok, minlength=V))
 
     def _layout(self, per_token: np.ndarray) -> None:
         """Split the tokens between the dense BLAS block and the sparse list of pairs."""

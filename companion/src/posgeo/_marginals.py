@@ -13,8 +13,8 @@ import numpy as np
 from ._cache import cached
 from ._geometry import hellinger_matrix
 from typing import Any
-from .validation import check_fits_in_memory, check_float, check_int
-from collections.abc import Iterable
+from .validation import check_fits_in_memory, check_float, check_int, check_real_array
+from collections.abc import Callable, Iterable
 from ._sequences import Corpus, Sequences
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     'positional_marginals',
     'position_counts',
     'hybrid_hellinger_matrix',
+    'hybrid_hellinger_from_counts',
 ]
 
 
@@ -50,6 +51,10 @@ class CorpusGeometry:
     first_order : numpy.ndarray, shape (n, n)
         The first-order correction ``sqrt(max(0, d^2 - b_i - b_j))`` (same metric), which
         assumes the noise shrinks like 1/N.
+    hybrid : numpy.ndarray, shape (n, n)
+        The hybrid estimator (:func:`hybrid_hellinger_matrix`, same metric), the one the
+        known-truth calibration favours and the book's "corrected" geometry; NaN like
+        ``matched`` for positions reached by fewer than 2 sequences.
     counts : numpy.ndarray, shape (n,)
         Sequences reaching each position.
     split_half : numpy.ndarray, shape (n,)
@@ -72,6 +77,7 @@ class CorpusGeometry:
     bias_sq: np.ndarray
     flagged: np.ndarray
     metric: str
+    hybrid: np.ndarray | None = None
 
     @property
     def n_positions(self) -> int:
@@ -150,17 +156,22 @@ def corpus_geometry(
         twice = int((nf.counts >= 2).sum())  # counts do not increase: these are positions 0..twice-1
         if twice == n:
             Hm = matched_hellinger_matrix(seqs, n, vocab, n_splits=n_splits, seed=seed)
+            Hh = hybrid_hellinger_matrix(seqs, n, vocab)
         else:  # a position reached by one sequence has no matched half-samples: NaN, as split_half
             Hm = np.full((n, n), np.nan)
-            if twice:
+            Hh = np.full((n, n), np.nan)
+            if twice >= 2:
                 Hm[:twice, :twice] = matched_hellinger_matrix(seqs, twice, vocab, n_splits=n_splits, seed=seed)
+                Hh[:twice, :twice] = hybrid_hellinger_matrix(seqs, twice, vocab)
             np.fill_diagonal(Hm, 0.0)
+            np.fill_diagonal(Hh, 0.0)
         return CorpusGeometry(
             name=str(getattr(corpus, "name", "corpus")),
             marginals=mu,
             distances=_chord_to_metric(H, metric),
             matched=_chord_to_metric(Hm, metric),
             first_order=_chord_to_metric(Hf, metric),
+            hybrid=_chord_to_metric(Hh, metric),
             counts=nf.counts,
             split_half=nf.split_half,
             bias_sq=nf.bias_sq,
@@ -178,8 +189,9 @@ def corpus_geometry(
         "min_count": min_count,
         "n_splits": n_splits,
         "seed": seed,
+        "estimators": "plug-in, first-order, matched, hybrid",  # the fields computed
     }
-    return cached("corpus_geometry", key, compute, enabled=cache and hasattr(seqs, "tokens"))
+    return cached("corpus_geometry", key, compute, enabled=cache and hasattr(seqs, "tokens"), expect=CorpusGeometry)
 
 
 def noise_share(geometry: CorpusGeometry) -> float:
@@ -892,6 +904,49 @@ def hybrid_hellinger_matrix(
         )
 
     C = _count_tables(sequences, n, V)
+    # effective sample size of the cross products, and the pair's smaller one
+    N_eff = np.floor(N / 2.0) if split == "halves" else N
+    groups, weights = _hybrid_groups(C, N, N_eff, c_res, floor, n_bins)
+    H2 = _hybrid_terms(C, N, groups, weights, cross_terms=split == "none")
+
+    # split="halves": the cross terms between disjoint halves, one halving at a time
+    rng = np.random.default_rng(seed)
+    for _ in range(n_splits if split == "halves" else 0):
+        A, B = _count_tables(sequences, n, V, _stratified_halves(lengths, rng))
+        NA, NB = A.sum(axis=1), B.sum(axis=1)
+        for idx, resolved in groups:
+            r_part = u_part = 0.0
+            if resolved is not False:
+                r_part = -_cross(_corrected_roots(A[:, idx], NA), _corrected_roots(B[:, idx], NB))
+            if resolved is not True:
+                rw = weights(idx)
+                u_part = -_cross(A[:, idx] * rw / NA[:, None], B[:, idx] * rw / NB[:, None]) / 4.0
+            H2 += _combine(resolved, r_part, u_part) / n_splits
+        del A, B
+    return _hybrid_finish(H2)
+
+
+def _cross(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
+    if B is None:
+        return A @ A.T
+    M = A @ B.T
+    return 0.5 * (M + M.T)
+
+
+def _combine(resolved: np.ndarray | bool, r_part: Any, u_part: Any) -> Any:
+    if resolved is True:
+        return r_part
+    if resolved is False:
+        return u_part
+    return np.where(resolved, r_part, u_part)
+
+
+def _hybrid_groups(
+    C: np.ndarray, N: np.ndarray, N_eff: np.ndarray, c_res: float, floor: float, n_bins: int
+) -> tuple[list[tuple[np.ndarray, np.ndarray | bool]], Callable[[np.ndarray], np.ndarray]]:
+    """The hybrid estimator's token groups (resolved for every pair, unresolved for every
+    pair, or a per-pair mask) and its root weights ``1 / sqrt(max(pi_bar, floor / N_i))``."""
+    n = C.shape[0]
     pooled = C.sum(axis=0)
     pi_bar = pooled / N.sum()
     seen = np.nonzero(pooled > 0)[0]
@@ -900,17 +955,12 @@ def hybrid_hellinger_matrix(
     edges[-1] += 1e-9
     bin_of = np.clip(np.searchsorted(edges, logf, side="right") - 1, 0, n_bins - 1)
     lower = np.exp(edges[:-1])
-
-    # effective sample size of the cross products, and the pair's smaller one
-    N_eff = np.floor(N / 2.0) if split == "halves" else N
     nmin = np.minimum(N_eff[:, None], N_eff[None, :])
     np.fill_diagonal(nmin, np.inf)  # the diagonal plays no part in the thresholds
     lo_pair = float(nmin.min())
     nmin_off = nmin.copy()
     np.fill_diagonal(nmin_off, -np.inf)
-    hi_pair = float(nmin_off.max())
-
-    # Group the bins: resolved for every pair, unresolved for every pair, or mixed.
+    hi_pair = float(nmin_off.max()) if n > 1 else lo_pair
     all_r = lower * lo_pair >= c_res
     all_u = lower * hi_pair < c_res
     groups: list[tuple[np.ndarray, np.ndarray | bool]] = []
@@ -923,24 +973,24 @@ def hybrid_hellinger_matrix(
         if idx.size:
             groups.append((idx, nmin * lower[k] >= c_res))
 
-    def root_weights(idx: np.ndarray) -> np.ndarray:
+    def weights(idx: np.ndarray) -> np.ndarray:
         # weight 1 / max(pi_bar, floor / N_i) at position i; a pair uses the geometric mean
         return 1.0 / np.sqrt(np.maximum(pi_bar[idx][None, :], floor / N[:, None]))
 
-    def cross(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
-        if B is None:
-            return A @ A.T
-        M = A @ B.T
-        return 0.5 * (M + M.T)
+    return groups, weights
 
-    def combine(resolved: np.ndarray | bool, r_part: Any, u_part: Any) -> Any:
-        if resolved is True:
-            return r_part
-        if resolved is False:
-            return u_part
-        return np.where(resolved, r_part, u_part)
 
-    # the terms of one position (mass, self-collisions), and with split="none" the cross terms
+def _hybrid_terms(
+    C: np.ndarray,
+    N: np.ndarray,
+    groups: list[tuple[np.ndarray, np.ndarray | bool]],
+    weights: Callable[[np.ndarray], np.ndarray],
+    *,
+    cross_terms: bool,
+) -> np.ndarray:
+    """The terms of one position (mass, self-collisions) and, with ``cross_terms``, the
+    cross terms from the same counts: the hybrid squared distances before clipping."""
+    n = C.shape[0]
     H2 = np.zeros((n, n))
     for idx, resolved in groups:
         Cg = C[:, idx]
@@ -949,32 +999,109 @@ def hybrid_hellinger_matrix(
         if resolved is not False:
             mass = Cg.sum(axis=1) / N
             r_part = 0.5 * (mass[:, None] + mass[None, :])
-            if split == "none":
-                r_part = r_part - cross(_corrected_roots(Cg, N))
+            if cross_terms:
+                r_part = r_part - _cross(_corrected_roots(Cg, N))
         if resolved is not True:
-            rw = root_weights(idx)
+            rw = weights(idx)
             self_term = (rw**2 * Cg * (Cg - 1.0)).sum(axis=1) / (N * (N - 1.0))
             u_part = (self_term[:, None] + self_term[None, :]) / 8.0
-            if split == "none":
-                u_part = u_part - cross(Cg * rw / N[:, None]) / 4.0
-        H2 += combine(resolved, r_part, u_part)
+            if cross_terms:
+                u_part = u_part - _cross(Cg * rw / N[:, None]) / 4.0
+        H2 += _combine(resolved, r_part, u_part)
         del Cg
+    return H2
 
-    # split="halves": the cross terms between disjoint halves, one halving at a time
-    rng = np.random.default_rng(seed)
-    for _ in range(n_splits if split == "halves" else 0):
-        A, B = _count_tables(sequences, n, V, _stratified_halves(lengths, rng))
-        NA, NB = A.sum(axis=1), B.sum(axis=1)
-        for idx, resolved in groups:
-            r_part = u_part = 0.0
-            if resolved is not False:
-                r_part = -cross(_corrected_roots(A[:, idx], NA), _corrected_roots(B[:, idx], NB))
-            if resolved is not True:
-                rw = root_weights(idx)
-                u_part = -cross(A[:, idx] * rw / NA[:, None], B[:, idx] * rw / NB[:, None]) / 4.0
-            H2 += combine(resolved, r_part, u_part) / n_splits
-        del A, B
+
+def _hybrid_finish(H2: np.ndarray, *, squared: bool = False) -> np.ndarray:
     H2 = 0.5 * (H2 + H2.T)
+    if squared:
+        np.fill_diagonal(H2, 0.0)
+        return H2
     D = np.sqrt(np.clip(H2, 0.0, None))
     np.fill_diagonal(D, 0.0)
     return D
+
+
+def hybrid_hellinger_from_counts(
+    counts: Any,
+    reach: Any,
+    *,
+    resolved_count: float = 5.0,
+    reference_floor: float = 0.3,
+    n_bins: int = 48,
+    squared: bool = False,
+) -> np.ndarray:
+    r"""The hybrid Hellinger estimator (:func:`hybrid_hellinger_matrix`) from count tables.
+
+    For corpora already counted (e.g. :class:`PositionalCounts`, or the halves of a
+    half-sample interval): the same estimator as ``hybrid_hellinger_matrix(...,
+    split="none")``, bit for bit, from the per-position token counts and the number of
+    sequences reaching each position.
+
+    Parameters
+    ----------
+    counts : array_like or scipy sparse, shape (n, V)
+        ``counts[i, t]``: occurrences of token t at position i (non-negative integers,
+        stored as any numeric dtype). A sparse table is made dense: n * V * 8 bytes.
+    reach : array_like, shape (n,)
+        Sequences reaching each position; every one at least 2, and equal to the row
+        sums of ``counts`` (each sequence that reaches a position has one token there).
+    resolved_count, reference_floor, n_bins : keyword-only
+        As for :func:`hybrid_hellinger_matrix`.
+    squared : bool, keyword-only, default False
+        Return the squared distances *before* clipping at 0: the scale on which the
+        estimator is (nearly) unbiased, so a pair of identical positions averages 0 and
+        may come out negative. Default: the distances, ``sqrt(max(0, .))``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+        Symmetric, zero diagonal; non-negative unless ``squared``.
+
+    Raises
+    ------
+    TypeError
+        ``counts`` or ``reach`` not numeric arrays.
+    ValueError
+        Wrong shapes, negative counts, rows that do not sum to ``reach``, a position
+        reached by fewer than 2 sequences, or bad options.
+
+    Examples
+    --------
+    >>> from posgeo import load_corpus, positional_marginals, position_counts
+    >>> corpus = load_corpus("synthetic", n_sequences=400)
+    >>> N = position_counts(corpus.sequences, 8)
+    >>> C = positional_marginals(corpus.sequences, 8, corpus.vocab_size) * N[:, None]
+    >>> D = hybrid_hellinger_from_counts(np.rint(C), N)
+    >>> bool(np.array_equal(D, hybrid_hellinger_matrix(corpus.sequences, 8, corpus.vocab_size)))
+    True
+    """
+    if hasattr(counts, "toarray"):  # a scipy sparse table
+        counts = counts.toarray()
+    C = check_real_array(counts, "counts")
+    N = check_real_array(reach, "reach")
+    c_res = check_float(resolved_count, "resolved_count", minimum=0.0, strict_minimum=True)
+    floor = check_float(reference_floor, "reference_floor", minimum=0.0)
+    n_bins = check_int(n_bins, "n_bins", maximum=10_000)
+    n = C.shape[0] if C.ndim == 2 else 0
+    if n < 2 or N.shape != (n,):
+        raise ValueError(
+            f"counts has shape {C.shape} and reach {N.shape}; pass an (n, V) table with n >= 2 and one reach per row"
+        )
+    if (C < 0).any():
+        raise ValueError("counts must be non-negative token counts")
+    if N.min() < 2:
+        raise ValueError(
+            f"position {int(np.argmax(N < 2))} is reached by fewer than 2 sequences; drop the positions after it"
+        )
+    if not np.allclose(C.sum(axis=1), N, rtol=1e-9, atol=0.5):
+        raise ValueError(
+            "the rows of counts must sum to reach (every sequence reaching a position has one token there); "
+            "pass the counts and reach of the same corpus"
+        )
+    C = C.astype(np.float64, copy=False)
+    N = N.astype(np.float64, copy=False)
+    if not isinstance(squared, (bool, np.bool_)):
+        raise TypeError(f"squared must be True or False, got {type(squared).__name__}")
+    groups, weights = _hybrid_groups(C, N, N, c_res, floor, n_bins)
+    return _hybrid_finish(_hybrid_terms(C, N, groups, weights, cross_terms=True), squared=bool(squared))

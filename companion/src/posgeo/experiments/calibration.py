@@ -66,7 +66,7 @@ import pandas as pd
 from posgeo import alibi_encoding, random_encoding, rope_encoding, sinusoidal_encoding
 from posgeo import classical_mds, hellinger_matrix, stress
 from posgeo import first_order_hellinger_matrix, hybrid_hellinger_matrix, matched_hellinger_matrix, positional_marginals
-from posgeo import Corpus, Sequences
+from posgeo import Corpus, Sequences, bootstrap_geometry
 from posgeo.validation import check_float, check_int, suggest_name
 
 __all__ = [
@@ -79,6 +79,8 @@ __all__ = [
     "sample_calibration_corpus",
     "CalibrationResult",
     "calibrate_estimators",
+    "CoverageResult",
+    "interval_coverage",
 ]
 
 CALIBRATION_REGIMES = ("smooth", "rare", "stationary")
@@ -681,3 +683,114 @@ def calibrate_estimators(
         replicates=reps,
         stress=stress_df,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class CoverageResult:
+    """Coverage of the hybrid estimator's half-sample intervals of a known truth.
+
+    Attributes
+    ----------
+    regime, size : str
+    level : float
+        Nominal coverage.
+    summary : pandas.DataFrame
+        One row (tidy): ``pairs`` (share of the pairs i < j whose interval holds the true
+        distance, pooled over corpora), ``pairs_min`` (its lowest value over corpora),
+        ``stress`` (share of the (encoding, corpus) cases whose interval of the
+        scale-optimal stress holds the true stress; NaN when the truth is 0),
+        ``mean_distance`` (share of corpora whose interval of the mean distance holds the
+        truth), ``median_width`` (median width of the distance intervals),
+        ``n_corpora``, ``n_boot``.
+    """
+
+    regime: str
+    size: str
+    level: float
+    summary: pd.DataFrame
+
+
+def interval_coverage(
+    regime: str,
+    size: str,
+    *,
+    n_corpora: int = 2,
+    n_boot: int = 20,
+    level: float = 0.95,
+    seed: int = 0,
+    max_positions: int | None = None,
+    vocab_size: int = 30522,
+) -> CoverageResult:
+    """How often the half-sample intervals of :func:`~posgeo.bootstrap_geometry` (estimator
+    ``"hybrid"``) hold the known truth, at the sample sizes of a real corpus.
+
+    Draws ``n_corpora`` corpora from :func:`calibration_truth` with the per-position
+    sample sizes of ``size`` (as :func:`calibrate_estimators` does), computes the intervals
+    on each, and counts how many hold the true distances, the true scale-optimal stresses
+    of the five test encodings and the true mean distance.
+
+    Parameters
+    ----------
+    regime : {"smooth", "rare", "stationary"}
+    size : {"sst2", "imdb", "imdb-late"}
+    n_corpora : int, keyword-only, default 2
+    n_boot : int, keyword-only, default 20
+        Halvings per corpus.
+    level : float, keyword-only, default 0.95
+    seed : int, keyword-only, default 0
+    max_positions : int, keyword-only, optional
+        Analyse this many positions, spread over the range (as :func:`calibration_positions`).
+    vocab_size : int, keyword-only, default 30522
+
+    Returns
+    -------
+    CoverageResult
+
+    Examples
+    --------
+    >>> res = interval_coverage("smooth", "sst2", n_corpora=1, n_boot=5, max_positions=6)
+    >>> 0.0 <= float(res.summary["pairs"].iloc[0]) <= 1.0
+    True
+    """
+    regime = _check_regime(regime)
+    curve = _check_size(size)
+    n_corpora = check_int(n_corpora, "n_corpora", maximum=10_000)
+    n_boot = check_int(n_boot, "n_boot", minimum=2, maximum=100_000)
+    level = check_float(level, "level", minimum=0.0, maximum=1.0)
+    seed = check_int(seed, "seed", minimum=0)
+    positions = calibration_positions(size, max_positions)
+    reach = curve.reach(positions)
+    truth = calibration_truth(regime, n_positions=curve.n_positions, vocab_size=vocab_size, seed=seed, positions=positions)
+    V = truth.shape[1]
+    k = positions.size
+    D_true = hellinger_matrix(truth)
+    iu = np.triu_indices(k, 1)
+    encodings = _ranking_encodings(positions, curve.n_positions, D_true)
+    s_true = _stresses(encodings, D_true)
+    inside, hits_stress, hits_mean, widths, per_corpus = [], [], [], [], []
+    for child in np.random.SeedSequence(seed).spawn(n_corpora):
+        s_corpus, s_boot = (int(x) >> 1 for x in child.generate_state(2, dtype=np.uint32))
+        seqs = sample_calibration_corpus(truth, reach=reach, seed=s_corpus)
+        bg = bootstrap_geometry(seqs, k, vocab_size=V, estimator="hybrid", n_boot=n_boot, level=level,
+                                seed=s_boot, progress=False)
+        ok = (bg.low[iu] <= D_true[iu]) & (D_true[iu] <= bg.high[iu])
+        inside.append(ok)
+        per_corpus.append(float(ok.mean()))
+        widths.append(bg.high[iu] - bg.low[iu])
+        _, lo, hi = bg.interval(lambda D: float(D[iu].mean()))
+        hits_mean.append(lo <= D_true[iu].mean() <= hi)
+        if np.isfinite(s_true).all():
+            _, lo_s, hi_s = bg.interval(lambda D: _stresses(encodings, D))
+            hits_stress.extend((lo_s <= s_true) & (s_true <= hi_s))
+    summary = pd.DataFrame([{
+        "regime": regime,
+        "size": size,
+        "pairs": float(np.concatenate(inside).mean()),
+        "pairs_min": min(per_corpus),
+        "stress": float(np.mean(hits_stress)) if hits_stress else float("nan"),
+        "mean_distance": float(np.mean(hits_mean)),
+        "median_width": float(np.median(np.concatenate(widths))),
+        "n_corpora": n_corpora,
+        "n_boot": n_boot,
+    }])
+    return CoverageResult(regime=regime, size=size, level=level, summary=summary)

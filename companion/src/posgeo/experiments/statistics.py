@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 import numpy as np
 import pandas as pd
-from posgeo import CorpusGeometry, noise_share
+from posgeo import BootstrapGeometry, CorpusGeometry, array_digest, bootstrap_geometry, cached, load_corpus, noise_share, overlap_groups
 
-__all__ = ['corpus_summary', 'geometry_summary']
+__all__ = ['corpus_summary', 'geometry_summary', 'GROUPED_CORPORA', 'corpus_bootstrap']
 
 
 def corpus_summary(corpora: Mapping[str, Any], n_positions: Mapping[str, int]) -> pd.DataFrame:
@@ -81,3 +81,65 @@ def geometry_summary(geometries: Mapping[str, CorpusGeometry]) -> pd.DataFrame:
             "noise_share": noise_share(g),
         }
     return pd.DataFrame.from_dict(rows, orient="index")
+
+
+GROUPED_CORPORA = ("sst2",)
+"""Corpora whose sequences are resampled in :func:`~posgeo.overlap_groups` groups (SST-2:
+parse-tree phrases nested in their sentences)."""
+
+
+def corpus_bootstrap(
+    name: str,
+    n_positions: int,
+    *,
+    n_boot: int = 25,
+    seed: int = 0,
+    split: str = "train",
+    progress: bool = True,
+) -> BootstrapGeometry:
+    """The book's sampling intervals of a corpus' corrected geometry (cached).
+
+    The hybrid estimator with half-sample intervals (:func:`~posgeo.bootstrap_geometry`,
+    ``estimator="hybrid"``); for the corpora in :data:`GROUPED_CORPORA` the halvings keep
+    each :func:`~posgeo.overlap_groups` group (a sentence and its phrases) together.
+
+    Parameters
+    ----------
+    name : str
+        A corpus :func:`~posgeo.load_corpus` knows ("synthetic", "sst2", "imdb").
+    n_positions : int
+    n_boot : int, keyword-only, default 25
+        Halvings.
+    seed : int, keyword-only, default 0
+    split : str, keyword-only, default "train"
+    progress : bool, keyword-only, default True
+
+    Returns
+    -------
+    BootstrapGeometry
+
+    Examples
+    --------
+    >>> bg = corpus_bootstrap("synthetic", 8, n_boot=4, progress=False)
+    >>> bg.method, bg.estimate.shape
+    ('half-sample', (8, 8))
+    """
+    corpus = load_corpus(name, split)
+
+    def compute() -> BootstrapGeometry:
+        groups = overlap_groups(corpus) if name in GROUPED_CORPORA else None
+        return bootstrap_geometry(corpus, n_positions, estimator="hybrid", n_boot=n_boot, groups=groups, seed=seed,
+                                  progress=progress)
+
+    key = {
+        "corpus": repr(corpus),
+        "options": getattr(corpus, "options", None),
+        "tokens": array_digest(np.asarray(corpus.sequences.tokens)),
+        "offsets": array_digest(np.asarray(corpus.sequences.offsets)),
+        "n": n_positions,
+        "n_boot": n_boot,
+        "seed": seed,
+        "grouped": name in GROUPED_CORPORA,
+        "method": "hybrid half-sample, squared-scale pair intervals",
+    }
+    return cached("corpus_bootstrap", key, compute, expect=BootstrapGeometry)
