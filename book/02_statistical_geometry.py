@@ -416,7 +416,7 @@ coverage.map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
 # What the intervals do support is a comparison: two encodings scored against the same
 # halves move together, and the calibration above found the hybrid estimate ranks
 # encodings in the true order. The later chapters therefore state differences of stress
-# with paired intervals (`ex.stress_differences`), and read a stress value itself as
+# with paired intervals (`pg.stress_differences`), and read a stress value itself as
 # "against the hybrid estimate", not as the stress against the unknown truth.
 
 # %%

@@ -502,7 +502,7 @@ gain.loc[structured + ["random d=384"]]
 
 # %%
 boots = {name: ex_stats.corpus_bootstrap(name, N_POSITIONS[name], progress=False) for name in ("sst2", "imdb")}
-stress_ci = pd.concat({name: ex.stress_intervals(boots[name], encodings[name], n_permutations=100, seed=0) for name in boots},
+stress_ci = pd.concat({name: pg.stress_intervals(boots[name], encodings[name], n_permutations=100, seed=0) for name in boots},
                       names=["corpus", "encoding"])
 stress_ci[["stress", "low", "high", "permuted mean", "gain"]]
 
@@ -513,7 +513,7 @@ stress_ci[["stress", "low", "high", "permuted mean", "gain"]]
 # difference, its 95% interval and whether the interval excludes 0.
 
 # %%
-differences = pd.concat({name: ex.stress_differences(boots[name], encodings[name]) for name in boots}, names=["corpus", None])
+differences = pd.concat({name: pg.stress_differences(boots[name], encodings[name]) for name in boots}, names=["corpus", None])
 unresolved = differences[~differences["separated"]].droplevel(1)
 unresolved[["better", "worse", "difference", "low", "high"]]
 

@@ -174,7 +174,7 @@ def stress_angle(s):
 
 
 angle_rows = {}
-for label, target in (("plug-in", "distances"), ("corrected", "matched")):
+for label, target in (("plug-in", "distances"), ("corrected", "hybrid")):
     for name, g in geometries.items():
         sin_P, rope_P = pg.sinusoidal_encoding(g.n_positions, 384), pg.rope_encoding(g.n_positions, 384, head_dim=32)
         delta = stress_angle(pg.stress(rope_P, pg.pairwise_distances(sin_P), scale="optimal"))
@@ -225,7 +225,7 @@ assert abs(stress_angle(kernel_table.loc["RoPE d=384 (head 32)", "stress vs sinu
 floors = pd.concat(
     {
         label: pd.DataFrame({name: ex.toeplitz_floor_report(getattr(g, target)) for name, g in geometries.items()}).T
-        for label, target in (("plug-in", "distances"), ("corrected", "matched"))
+        for label, target in (("plug-in", "distances"), ("corrected", "hybrid"))
     }
 )
 floors
@@ -334,7 +334,7 @@ real = pd.DataFrame(
     {
         f"{name} {label}": ex.stationarity_measures(getattr(geometries[name], target))
         for name in ("sst2", "imdb")
-        for label, target in (("plug-in", "distances"), ("corrected", "matched"))
+        for label, target in (("plug-in", "distances"), ("corrected", "hybrid"))
     }
 ).T
 real
@@ -356,7 +356,7 @@ ex.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real)
 # %% [markdown]
 # Where the real corpora sit:
 #
-# - **Distance to circulant.** $B$ is between 0.53 and 0.87 away from circulant (relative
+# - **Distance to circulant.** $B$ is between 0.53 and 0.97 away from circulant (relative
 #   Frobenius norm), beyond the synthetic corpus at *any* knob, and beyond the
 #   non-periodic line corpus too. P1's first link does not hold for them.
 # - **Toeplitz distance of $D$.** On this measure the plug-in geometries look reasonably
@@ -364,9 +364,9 @@ ex.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real)
 #   at work: the plug-in distances of IMDB are nearly all equal (chapter 2), and a constant
 #   matrix is perfectly Toeplitz. After the noise correction IMDB is the least stationary
 #   geometry in this chapter, beyond the end of the sweep.
-# - **Fourier alignment.** The top eigenvectors of real corpora keep only 26–51% of their
+# - **Fourier alignment.** The top eigenvectors of real corpora keep only 22–50% of their
 #   energy in one DFT frequency pair, below the synthetic corpus with 99% of its weight on
-#   the non-stationary component (71%). Allowing any frequency raises this to 35–70%,
+#   the non-stationary component (71%). Allowing any frequency raises this to 29–65%,
 #   still below the synthetic corpus at any knob (81% at knob 100).
 #
 # The one eigenvector that *is* a sinusoid is the first. Its best-matching sinusoid has
@@ -376,7 +376,7 @@ ex.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real)
 top_modes = {
     f"{name} {label}": ex.fourier_alignment(pg.double_centered_gram(getattr(geometries[name], target)), k=3, basis="sinusoid")
     for name in ("sst2", "imdb")
-    for label, target in (("plug-in", "distances"), ("corrected", "matched"))
+    for label, target in (("plug-in", "distances"), ("corrected", "hybrid"))
 }
 first_mode = pd.DataFrame(
     {
@@ -394,7 +394,12 @@ first_mode
 # %%
 assert (real["circulant distance (B)"] > ring["circulant distance (B)"].max()).all()
 assert (real["DFT alignment"] < ring["DFT alignment"].min()).all()
-assert (first_mode["best frequency (cycles)"] < 0.5).all() and (first_mode["energy"] > 0.9).all()
+assert real["circulant distance (B)"].round(2).agg(["min", "max"]).tolist() == [0.53, 0.97]
+assert real["DFT alignment"].round(2).agg(["min", "max"]).tolist() == [0.22, 0.50]
+assert real["sinusoid alignment"].round(2).agg(["min", "max"]).tolist() == [0.29, 0.65]
+assert placement["Toeplitz distance (D)"].drop("imdb corrected").round(1).agg(["min", "max"]).tolist() == [0.8, 2.6]
+assert (first_mode["best frequency (cycles)"] < 0.5).all()
+assert (first_mode["energy"].drop("imdb corrected") > 0.9).all() and 0.5 < first_mode.loc["imdb corrected", "energy"] < 0.7
 assert (first_mode["energy, eigenvectors 2-3"] < 0.9).all()
 knob2_alignment = ex.fourier_alignment(pg.double_centered_gram(pg.hellinger_matrix(pg.synthetic_marginals(32, 64, nonstationarity=2.0))), k=3)
 ex.plot_fourier_modes(
@@ -405,11 +410,13 @@ ex.plot_fourier_modes(
 # %% [markdown]
 # Dots: the top three eigenvectors of $B$; red lines: their best-matching sinusoids (DFT
 # pairs for the ring, any frequency for the real corpora). On the ring at knob 0 the two
-# coincide. At knob 2 the first one still fits, the third no longer does. On SST-2 and
-# IMDB (corrected distances) the first eigenvector is a slow **drift** from the beginning
+# coincide. At knob 2 the first one still fits, the third no longer does. On SST-2
+# (corrected distances) the first eigenvector is a slow **drift** from the beginning
 # of a sequence to its end. A sinusoid of a fraction of a cycle fits it, as would a
-# straight line, and it has nothing periodic about it. On IMDB the next eigenvectors
-# single out the first few positions of a review and are not sinusoids at all. On SST-2
+# straight line, and it has nothing periodic about it. On corrected IMDB the first
+# eigenvector carries 58% of the variance, and the best sinusoid holds only 58% of its
+# energy: it mostly sets the first positions of a review against the rest, and the next
+# eigenvectors single out single early positions; none of them is a sinusoid. On SST-2
 # the second is a U shape (both ends of a sentence against its middle) with a spike at
 # the first position, which a sinusoid of about one cycle only partly fits.
 

@@ -73,7 +73,7 @@ geometries = {
 }
 targets = {
     f"{name} {label}": getattr(g, attr)
-    for label, attr in (("plug-in", "distances"), ("corrected", "matched"))
+    for label, attr in (("plug-in", "distances"), ("corrected", "hybrid"))
     for name, g in geometries.items()
 }
 pd.DataFrame({label: {"positions": D.shape[0]} for label, D in targets.items()})
@@ -107,10 +107,12 @@ pg.plot_spectra(ex.gram_spectra(targets))
 # concentrates its geometry in a few dimensions: three eigenvalues hold about four fifths
 # of the mass. On the real corpora the plug-in spectrum is nearly flat (sampling noise is
 # full-rank), and on IMDB the top three eigenvalues hold under 5% of it. Removing the
-# noise concentrates the spectrum a lot, but 90% of the mass of corrected SST-2 and IMDB
-# still needs 23 and 138 dimensions. The corrected matrices are no longer exactly Euclidean
-# (last column: the share of negative eigenvalues, about a third of the mass on corrected
-# IMDB), so their "exact rank" only counts the positive eigenvalues and means little; the
+# noise concentrates the spectrum, but 90% of the mass of corrected SST-2 and IMDB still
+# needs 29 and 141 dimensions. The corrected IMDB matrix is not Euclidean (last column: the
+# share of negative eigenvalues, more than a third of the mass). A true chord Hellinger
+# matrix is exactly Euclidean, so this is the estimator's own noise (its per-pair
+# intervals are about as wide as the distances, chapter 2), not a property of IMDB; its
+# "exact rank" only counts the positive eigenvalues and means little, and the
 # energy-based ranks use the positive part of the spectrum.
 
 # %% [markdown]
@@ -127,6 +129,36 @@ curves = {label: ex.rank_r_stress_curve(D, RANKS) for label, D in targets.items(
 pd.DataFrame({label: curve["SMACOF optimal"] for label, curve in curves.items()}).round(4)
 
 # %% [markdown]
+# An order-free yardstick for these numbers: the scale-optimal **regular simplex** (every
+# pair of positions at the same distance, chapter 3), and the lowest rank at which the
+# SMACOF encoding beats it:
+
+# %%
+def simplex_yardstick(label, D):
+    simplex_stress = pg.order_free_baselines(D, {}, n_permutations=1).loc["regular simplex", "optimal"]
+    beating = [r for r in RANKS if curves[label].loc[r, "SMACOF optimal"] < simplex_stress]
+    return {"regular simplex": simplex_stress, "lowest rank beating it": min(beating) if beating else None}
+
+
+simplex = pd.DataFrame({label: simplex_yardstick(label, D) for label, D in targets.items()}).T
+simplex = simplex.astype({"regular simplex": float, "lowest rank beating it": "Int64"})
+simplex
+
+# %% [markdown]
+# On plug-in IMDB the simplex (stress 0.011) is beaten only at rank 24, on plug-in SST-2 at
+# rank 6: a geometry of nearly equal noisy distances is best imitated by no order at all,
+# and the low-rank encodings need many dimensions just to match that. Against the
+# corrected distances SST-2 needs rank 4, and corrected IMDB, which is far from
+# equidistant, one dimension.
+
+# %%
+rank_needed = simplex["lowest rank beating it"]
+assert rank_needed["imdb plug-in"] == 24 and rank_needed["sst2 plug-in"] == 6
+assert rank_needed["sst2 corrected"] == 4 and rank_needed["imdb corrected"] == 1
+assert round(simplex.loc["imdb plug-in", "regular simplex"], 3) == 0.011
+rank_needed
+
+# %% [markdown]
 # The full curves for two of them, raw and scale-optimal stress of both methods, with the
 # spectral energy kept:
 
@@ -138,7 +170,12 @@ for curve in curves.values():
     assert (curve["SMACOF raw"] <= curve["classical raw"] + 1e-12).all()
     assert curve.loc[24, "SMACOF optimal"] < curve.loc[1, "SMACOF optimal"]
 assert curves["synthetic plug-in"].loc[3, "SMACOF optimal"] < 0.01
-assert (curves["imdb corrected"]["SMACOF optimal"].loc[4:] > 0.02).all()  # the non-Euclidean residual
+assert (curves["imdb corrected"]["SMACOF optimal"].loc[4:] > 0.03).all()  # the non-Euclidean residual
+assert curves["imdb corrected"]["SMACOF optimal"].loc[4:].round(2).between(0.03, 0.05).all()  # "near 0.04"
+for label in ("sst2 plug-in", "sst2 corrected"):  # "12 dimensions, with or without the correction"
+    assert curves[label].loc[8, "SMACOF optimal"] > 0.01 > curves[label].loc[12, "SMACOF optimal"]
+assert curves["imdb plug-in"].loc[16, "SMACOF optimal"] > 0.01 > curves["imdb plug-in"].loc[24, "SMACOF optimal"]
+assert ranks.loc["imdb corrected", "negative share"] > 1 / 3
 assert curves["imdb corrected"]["classical optimal"].diff().max() > 0  # classical MDS is not monotone here
 ex.plot_rank_stress_curves(curves)
 
@@ -150,9 +187,9 @@ ex.plot_rank_stress_curves(curves)
 # Stress falls much faster than
 # the energy: stress compares distances, which a few dimensions reproduce well even when
 # the Gram matrix needs many. On the synthetic corpus rank 3 gives a stress below 0.01.
-# SST-2 needs 12 dimensions for that (6 after the noise correction), plug-in IMDB 24.
-# Corrected IMDB stalls just above 0.02 from rank 4 on: the residual is its non-Euclidean
-# part, which no Euclidean encoding reproduces. Classical MDS (blue in the figure) is far
+# SST-2 needs 12 dimensions for that, with or without the noise correction, plug-in IMDB 24.
+# Corrected IMDB stalls near 0.04 from rank 4 on: the residual is the non-Euclidean part of
+# the estimate, the estimator's noise, which no Euclidean encoding reproduces. Classical MDS (blue in the figure) is far
 # worse than SMACOF on the real corpora and does not even decrease monotonically on
 # corrected IMDB.
 
@@ -286,8 +323,9 @@ pd.DataFrame({"trained table": trained.set_index("rank").loc[list(settings.ranks
 #   spectral mass; on real corpora the plug-in spectrum is dominated by full-rank noise,
 #   and even the corrected one needs tens of dimensions for 90%.
 # - Stress falls faster than energy. Rank 3 reproduces the synthetic geometry to stress
-#   below 0.01; SST-2 needs 12 dimensions (6 after noise correction) and plug-in IMDB 24
-#   (SMACOF); corrected IMDB keeps a non-Euclidean residual above 0.02.
+#   below 0.01; SST-2 needs 12 dimensions (with or without noise correction) and plug-in
+#   IMDB 24 (SMACOF); corrected IMDB keeps a residual near 0.04, the non-Euclidean noise of
+#   the estimate.
 # - P1's example is reproduced: 480 instead of 4096 parameters (88% fewer), and a raw
 #   stress reduction above 99.8% relative to the sinusoidal encoding. The raw reduction
 #   measures scale. The scale-optimal reduction, due to shape alone, is 62–76%.

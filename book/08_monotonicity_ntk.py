@@ -135,7 +135,7 @@ sanity["rate"]
 # chapter 5's text runs.
 #
 # Columns: pairs ordered by offset, by the plug-in Hellinger distances, and by the
-# noise-corrected distances of chapter 2 (`.matched`).
+# noise-corrected (hybrid) distances of chapter 2 (`.hybrid`).
 
 # %%
 N_POSITIONS = dict(BOOK_CORPORA)
@@ -247,7 +247,7 @@ assert (text_rates.loc["MLM from scratch"] > 0).all()
 assert (abs(offset_rates.loc["MLM from scratch"] - offset_rates.loc["PMDS full"]) < 0.05).all()
 scratch = text_rates.loc["MLM from scratch"]
 assert all(scratch[(c, "hellinger")] > scratch[(c, "offset")] for c in ("sst2", "imdb"))
-assert scratch[("sst2", "debiased")] < scratch[("sst2", "hellinger")]
+assert scratch[("sst2", "corrected")] < scratch[("sst2", "hellinger")]
 assert all(pg.noise_share(g) > 0.5 for g in text_geometries.values())  # "more than half noise"
 offset_rates
 

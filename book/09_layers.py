@@ -166,7 +166,7 @@ identity_check
 # mean distance between projected positions over the mean corpus distance.
 
 # %%
-TARGETS = {"plug-in": "distances", "corrected": "matched"}
+TARGETS = {"plug-in": "distances", "corrected": "hybrid"}
 layer_tables = {
     (name, target): pg.layer_stress_table(model, getattr(g, attr))
     for name, g in geometries.items()
@@ -369,10 +369,11 @@ ex.plot_layer_stress(
 # scale. The scale-optimal stress against the plug-in distances grows with depth on SST-2,
 # with its maximum at the last layer: the deeper the layer, the less its positional
 # component resembles the (noisy) plug-in geometry; on IMDB it changes little. Against the
-# noise-corrected distances the middle and late layers come *closer* to the corpus
-# geometry than the embedding output (SST-2 from 0.053 to about 0.031 in layers 3–5, IMDB
-# from 0.378 to about 0.31), and the last SST-2 layer moves away again. In no case is there
-# a peak in the early-middle layers.
+# noise-corrected (hybrid) distances SST-2 behaves the same way, moving away with depth
+# (0.036 at the embedding output, 0.045 in layers 4–5, 0.073 at the last), while IMDB's
+# layers come slightly closer (0.56 to 0.50), but every IMDB value sits at the stress of
+# random vectors against the same distances (0.56, chapter 3): on IMDB this view cannot
+# tell the layers from noise. In no case is there a peak in the early-middle layers.
 #
 # (The 32 IMDB reviews leave sampling noise in the means at every position; the IMDB rows
 # of this view are the least reliable numbers of the chapter. The full profile averages
@@ -384,7 +385,8 @@ assert (hidden_raw.loc[model.config.num_hidden_layers] < hidden_raw.loc[1]).all(
 sst2_opt = hidden_tables[("sst2", "plug-in")]["optimal"]
 assert sst2_opt.idxmax() == model.config.num_hidden_layers
 corrected_opt = pd.concat(hidden_tables, axis=1).xs("optimal", axis=1, level=2).xs("corrected", axis=1, level=1)
-assert (corrected_opt.loc[3:5].max() < corrected_opt.loc[0]).all()
+assert corrected_opt.loc[0, "sst2"] < corrected_opt.loc[4:5, "sst2"].min() and corrected_opt["sst2"].idxmax() == model.config.num_hidden_layers
+assert corrected_opt["imdb"].iloc[-1] < corrected_opt.loc[0, "imdb"] and (corrected_opt["imdb"] > 0.45).all()
 hidden_raw.loc[[0, model.config.num_hidden_layers]]
 
 # %% [markdown]

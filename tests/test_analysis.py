@@ -43,6 +43,7 @@ def make_geometry(distances, debiased=None, *, name="toy", split_half=None, flag
         marginals=np.full((n, 2), 0.5),
         distances=D,
         matched=D.copy() if debiased is None else np.asarray(debiased, dtype=float),
+        hybrid=D.copy() if debiased is None else np.asarray(debiased, dtype=float),
         first_order=D.copy(),
         counts=np.full(n, 100),
         split_half=np.linspace(0.1, 0.3, n) if split_half is None else np.asarray(split_half, dtype=float),
@@ -562,25 +563,3 @@ def test_geometry_summary_on_real_geometries(two_geometries):
     assert ((s["noise_share"] >= 0) & (s["noise_share"] <= 1)).all()
     assert (s["mean_corrected"] <= s["mean"] + 1e-12).all()
 
-
-# ----------------------------------------------------------------------------- stress intervals
-def test_stress_intervals_and_paired_differences():
-    import posgeo as pg
-    from posgeo.experiments.stress import stress_differences, stress_intervals
-
-    bg = pg.bootstrap_geometry(pg.synthetic_corpus(n_sequences=2000), 16, estimator="hybrid", n_boot=6,
-                               progress=False)
-    line = np.arange(16.0)[:, None]
-    enc = {"PMDS k=2": pg.classical_mds(bg.estimate, 2).coords, "random": pg.random_encoding(16, 64, seed=0), "line": line}
-    t = stress_intervals(bg, enc, n_permutations=20)
-    assert list(t.index) == ["regular simplex", "PMDS k=2", "random", "line"]
-    assert (t["low"] <= t["stress"]).all() and (t["stress"] <= t["high"]).all()
-    assert t.loc["PMDS k=2", "stress"] == pytest.approx(pg.stress(enc["PMDS k=2"], bg.estimate, scale="optimal"))
-    d = stress_differences(bg, enc)
-    assert len(d) == 6 and (d["difference"] <= 0).all() and (d["low"] <= d["high"]).all()
-    row = d[(d["better"] == "PMDS k=2") & (d["worse"] == "random")]
-    assert len(row) == 1 and bool(row["separated"].iloc[0])  # the corpus' own embedding beats noise
-    with pytest.raises(TypeError, match="BootstrapGeometry"):
-        stress_intervals(bg.estimate, enc)
-    with pytest.raises(ValueError, match="one row per position"):
-        stress_intervals(bg, {"short": line[:5]})

@@ -220,7 +220,7 @@ def test_json_is_plain_and_complete(text_report: AuditReport) -> None:
     text = json.dumps(data, allow_nan=False)  # no NaN, no numpy types
     assert json.loads(text) == data
     assert set(data) == {"schema", "posgeo_version", "command", "parameters", "dataset", "model", "corpus",
-                         "stress", "separation", "monotonicity", "layers", "paper", "verdict", "notes"}
+                         "stress", "separation", "monotonicity", "layers", "paper", "verdict", "intervals", "notes"}
     assert data["monotonicity"]["hellinger"] == {"model": pytest.approx(text_report.monotonicity.loc["model", "hellinger"]),
                                                  "random": pytest.approx(text_report.monotonicity.loc["random", "hellinger"])}
     assert "stress/sst2/rope" not in data["paper"]  # P1's encoder stresses are SST-2 numbers
@@ -645,7 +645,7 @@ def test_geometry_step_on_a_synthetic_corpus() -> None:
     step = audit_compute.geometry_step(corpus, n_positions=6, seed=0, cache=False, name="synthetic")
     assert isinstance(step, audit_compute.GeometryStep)
     assert step.geometry.distances.shape == (6, 6) and step.numbers["n_positions"] == 6
-    assert step.corrected and step.corrected_distances is step.geometry.matched
+    assert step.corrected and step.corrected_distances is step.geometry.hybrid
     assert step.numbers["reach_last"] == 300 and step.notes == {}
     flat = posgeo.Corpus(name="flat", split="-", sequences=posgeo.Sequences.from_list([[3, 3, 3, 3]] * 20, vocab_size=5),
                          labels=None, vocab_size=5, description="one token everywhere")
@@ -792,3 +792,38 @@ def test_verdict_judges_the_model_against_order_free_baselines(text_report: Audi
     assert text_report.to_dict()["verdict"] == json.loads(json.dumps(v))
     html = text_report.to_html()
     assert html.index("<h2>Verdict</h2>") < html.index("<h2>At a glance</h2>")
+
+
+
+def test_intervals_are_the_library_s_and_drive_the_verdict(text_report: AuditReport) -> None:
+    """The report's corrected-stress intervals are posgeo.stress_intervals of the hybrid
+    half-samples, and the verdict's words follow the paired intervals."""
+    data = text_report.to_dict()
+    if data["intervals"] is None:
+        pytest.skip(f"no intervals for this corpus: {text_report.notes.get('intervals')}")
+    iv = text_report.intervals
+    assert list(iv.index)[0] == "regular simplex" and "model" in iv.index
+    assert (iv["low"] <= iv["stress"]).all() and (iv["stress"] <= iv["high"]).all()
+    corrected = text_report.stress["corrected"]
+    assert iv.loc["model", "stress"] == pytest.approx(corrected.loc["model", "optimal"], rel=1e-9)
+    v = text_report.verdict()
+    if v["target"] == "corrected":
+        paired = {c["baseline"]: c["verdict"] for c in v["comparisons"]}
+        d = text_report.differences
+        row = d[((d["better"] == "model") & (d["worse"] == "random")) | ((d["worse"] == "model") & (d["better"] == "random"))]
+        expect = ("fit no better than" if not row["separated"].iloc[0]
+                  else "fit better than" if row["better"].iloc[0] == "model" else "fit worse than")
+        assert paired["random vectors"] == expect
+
+
+def test_intervals_option_is_checked_and_can_be_switched_off(tmp_path) -> None:
+    from posgeo.audit import audit
+
+    f = tmp_path / "lines.txt"
+    f.write_text("\n".join(["the cat sat on the mat today", "a dog ran in the park at noon"] * 20))
+    r = audit(f, n_positions=5, progress=False, cache=False, intervals=0)
+    assert r.intervals is None and r.to_dict()["intervals"] is None and "--intervals 0" in r.command
+    with pytest.raises(ValueError, match="intervals"):
+        audit(f, n_positions=5, progress=False, cache=False, intervals=1)
+    with pytest.raises((TypeError, ValueError), match="intervals"):
+        audit(f, n_positions=5, progress=False, cache=False, intervals=-3)

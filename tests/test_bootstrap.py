@@ -377,3 +377,26 @@ def test_hybrid_refuses_positions_a_half_cannot_reach():
         bootstrap_geometry(seqs, 4, estimator="hybrid", n_boot=2, progress=False)
     with pytest.raises(TypeError, match="triangle"):
         bootstrap_geometry(small_corpus(), 6, estimator="hybrid", n_boot=2, progress=False).interval(np.mean, triangle="yes")
+
+
+# ----------------------------------------------------------------------------- stress intervals
+def test_stress_intervals_and_paired_differences():
+    import posgeo as pg
+    from posgeo import stress_differences, stress_intervals
+
+    bg = pg.bootstrap_geometry(pg.synthetic_corpus(n_sequences=2000), 16, estimator="hybrid", n_boot=6,
+                               progress=False)
+    line = np.arange(16.0)[:, None]
+    enc = {"PMDS k=2": pg.classical_mds(bg.estimate, 2).coords, "random": pg.random_encoding(16, 64, seed=0), "line": line}
+    t = stress_intervals(bg, enc, n_permutations=20)
+    assert list(t.index) == ["regular simplex", "PMDS k=2", "random", "line"]
+    assert (t["low"] <= t["stress"]).all() and (t["stress"] <= t["high"]).all()
+    assert t.loc["PMDS k=2", "stress"] == pytest.approx(pg.stress(enc["PMDS k=2"], bg.estimate, scale="optimal"))
+    d = stress_differences(bg, enc)
+    assert len(d) == 6 and (d["difference"] <= 0).all() and (d["low"] <= d["high"]).all()
+    row = d[(d["better"] == "PMDS k=2") & (d["worse"] == "random")]
+    assert len(row) == 1 and bool(row["separated"].iloc[0])  # the corpus' own embedding beats noise
+    with pytest.raises(TypeError, match="BootstrapGeometry"):
+        stress_intervals(bg.estimate, enc)
+    with pytest.raises(ValueError, match="one row per position"):
+        stress_intervals(bg, {"short": line[:5]})

@@ -195,13 +195,13 @@ def test_monotonicity_table_matches_direct_calls_and_fills_nan() -> None:
     D1 = np.abs(np.subtract.outer(np.arange(n), np.arange(n))).astype(float)
     X = rng.normal(size=(n, 3))
     D2 = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
-    geoms = {"a": SimpleNamespace(distances=D1, matched=D2), "b": SimpleNamespace(distances=D2, matched=D1)}
+    geoms = {"a": SimpleNamespace(distances=D1, hybrid=D2), "b": SimpleNamespace(distances=D2, hybrid=D1)}
     P = rng.normal(size=(n, 4))
     t = monotonicity_table(geoms, {"a": {"P": P, "Q": X}, "b": {"P": P}}, progress=False)
     assert t.loc["P", ("a", "offset")] == monotonicity_violation_rate(P, progress=False)
-    assert t.loc["P", ("a", "debiased")] == monotonicity_violation_rate(P, reference=D2, progress=False)
+    assert t.loc["P", ("a", "corrected")] == monotonicity_violation_rate(P, reference=D2, progress=False)
     assert t.loc["P", ("b", "hellinger")] == monotonicity_violation_rate(P, reference=D2, progress=False)
-    assert t.loc["Q", ("a", "debiased")] == 0.0  # X ordered by its own distances
+    assert t.loc["Q", ("a", "corrected")] == 0.0  # X ordered by its own distances
     assert np.isnan(t.loc["Q", ("b", "offset")])
     with pytest.raises(ValueError, match="unknown order"):
         monotonicity_table(geoms, {}, orders=("rank",), progress=False)

@@ -78,6 +78,8 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
     '_bootstrap': (
         'BootstrapGeometry',
         'bootstrap_geometry',
+        'stress_intervals',
+        'stress_differences',
     ),
     '_geometry': (
         'distance_by_offset',

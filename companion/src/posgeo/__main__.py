@@ -130,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output directory for report.html and report.json (default: posgeo-audit-DATASET-MODEL)")
     p.add_argument("--drop-empty", action="store_true",
                    help="drop missing (null) and empty texts instead of refusing them (default: refuse, naming the rows)")
+    p.add_argument("--intervals", type=int, default=20, metavar="K",
+                   help="halvings of the 95%% sampling intervals of the corrected stresses (default: 20; 0: none)")
     p.add_argument("--no-cache", action="store_true", help="recompute everything and store nothing in the cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
@@ -214,6 +216,7 @@ def _run_audit(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             cache=not args.no_cache,
             drop_empty=args.drop_empty,
+            intervals=args.intervals,
         )
         html_path, json_path = report.write(out)
     except (ValueError, TypeError, OSError, CorpusUnavailableError) as exc:

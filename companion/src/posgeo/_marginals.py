@@ -198,8 +198,10 @@ def noise_share(geometry: CorpusGeometry) -> float:
     r"""Share of the squared plug-in distances that the noise correction removes.
 
     :math:`1 - \sum_{i<j} \tilde d_{ij}^2 / \sum_{i<j} \hat d_{ij}^2`, with :math:`\hat d` the
-    plug-in and :math:`\tilde d` the noise-corrected distances (``geometry.matched``).
-    0 means no detectable noise; 1 means the measured geometry is all noise.
+    plug-in and :math:`\tilde d` the noise-corrected distances (``geometry.hybrid``, the
+    hybrid estimator; ``geometry.matched`` for a geometry without it). Pairs whose corrected
+    distance is undefined (NaN) are left out of both sums. 0 means no detectable noise; 1
+    means the measured geometry is all noise.
 
     Parameters
     ----------
@@ -210,10 +212,13 @@ def noise_share(geometry: CorpusGeometry) -> float:
     float
     """
     iu = np.triu_indices(geometry.n_positions, k=1)
-    den = float((geometry.distances[iu] ** 2).sum())
+    corrected = geometry.hybrid if geometry.hybrid is not None else geometry.matched
+    c = corrected[iu]
+    ok = np.isfinite(c)
+    den = float((geometry.distances[iu][ok] ** 2).sum())
     if den == 0:
         return float("nan")
-    return float(np.clip(1.0 - float((geometry.matched[iu] ** 2).sum()) / den, 0.0, 1.0))
+    return float(np.clip(1.0 - float((c[ok] ** 2).sum()) / den, 0.0, 1.0))
 
 
 def matched_hellinger_matrix(

@@ -52,6 +52,8 @@ import numpy as np
 import pandas as pd
 
 from posgeo import Corpus, CorpusGeometry, cached, corpus_geometry, noise_share, progress_bar, stress_table
+from posgeo import bootstrap_geometry, overlap_groups, stress_differences, stress_intervals
+from posgeo.validation import check_int
 from posgeo import alibi_encoding, random_encoding, rope_encoding, sinusoidal_encoding
 from posgeo import classical_mds, effective_rank, layer_stress_table, separation_stats, tokenize
 from posgeo import find_position_embedding, learned_position_table, monotonicity_violation_rate
@@ -93,6 +95,7 @@ _STEPS = (
     "corpus geometry",
     "stress, separation, monotonicity",
     "layers",
+    "sampling intervals",
 )
 
 
@@ -465,7 +468,7 @@ class GeometryStep:
     Attributes
     ----------
     geometry : posgeo.CorpusGeometry
-        Plug-in (``distances``) and noise-corrected (``matched``) chord Hellinger
+        Plug-in (``distances``) and noise-corrected (``hybrid``) chord Hellinger
         distances, shape (n, n), and the ``counts`` of sequences reaching each position.
     corrected : bool
         Whether the noise correction leaves a positive distance (else the corrected numbers
@@ -484,7 +487,7 @@ class GeometryStep:
     @property
     def corrected_distances(self) -> np.ndarray | None:
         """The noise-corrected distances, shape (n, n), or ``None`` when :attr:`corrected` is false."""
-        return self.geometry.matched if self.corrected else None
+        return self.geometry.hybrid if self.corrected else None
 
 
 def _spectrum(D: np.ndarray) -> dict[str, float]:
@@ -530,7 +533,7 @@ def geometry_step(corpus: Corpus, *, n_positions: int, seed: int, cache: bool, n
     n = n_positions
     notes: dict[str, str] = {}
     g = corpus_geometry(corpus, n, min_count=_MIN_COUNT, seed=seed, cache=cache)
-    D, Dc = g.distances, g.matched
+    D, Dc = g.distances, g.hybrid
     iu = np.triu_indices(n, k=1)
     if not np.any(D[iu] > 0):
         raise AuditError(
@@ -656,6 +659,86 @@ def stress_step(
     separation = separation_stats(vectors).as_dict() if vectors is not None else None
     monotonicity = _monotonicity_table(distances, vectors, baselines["random"])
     return StressStep(stress=stress, separation=separation, monotonicity=monotonicity, baselines=baselines)
+
+
+# --------------------------------------------------------------------------- 4b. intervals
+@dataclass(frozen=True, eq=False)
+class IntervalsStep:
+    """Sampling intervals of the corrected stresses (see :func:`intervals_step`).
+
+    Attributes
+    ----------
+    stress : pandas.DataFrame or None
+        :func:`posgeo.stress_intervals` of the regular simplex, the model (when it has
+        position vectors), ``sinusoidal`` and ``random``: columns ``stress``, ``low``,
+        ``high``, ``permuted mean`` ... ``p``.
+    differences : pandas.DataFrame or None
+        :func:`posgeo.stress_differences` of the same encodings (paired intervals).
+    n_boot : int
+        Halvings (0: no intervals).
+    notes : dict of str to str
+        Why there are no intervals, when there are none.
+    """
+
+    stress: pd.DataFrame | None
+    differences: pd.DataFrame | None
+    n_boot: int
+    notes: dict[str, str]
+
+
+def intervals_step(
+    corpus: Corpus,
+    encodings: Mapping[str, np.ndarray],
+    *,
+    n_positions: int,
+    n_boot: int,
+    seed: int,
+    progress: bool = False,
+) -> IntervalsStep:
+    """Step 4b: 95% half-sample intervals of the scale-optimal stresses against the
+    corrected (hybrid) geometry, with paired intervals of their differences.
+
+    The corpus is halved ``n_boot`` times (:func:`posgeo.bootstrap_geometry`,
+    ``estimator="hybrid"``), keeping sequences that share a run of 8 tokens together
+    (:func:`posgeo.overlap_groups`: duplicated or nested texts, such as SST-2's phrases).
+
+    Parameters
+    ----------
+    corpus : posgeo.Corpus
+    encodings : mapping of str to numpy.ndarray, shape (n_positions, k)
+        ``model`` (if any), ``sinusoidal``, ``random``.
+    n_positions : int
+    n_boot : int
+        Halvings; 0 skips the step.
+    seed : int
+    progress : bool, default False
+
+    Returns
+    -------
+    IntervalsStep
+
+    Examples
+    --------
+    >>> from posgeo import load_corpus, sinusoidal_encoding
+    >>> corpus = load_corpus("synthetic", n_sequences=400, n_positions=8, vocab_size=16)
+    >>> step = intervals_step(corpus, {"sinusoidal": sinusoidal_encoding(6, 8)}, n_positions=6, n_boot=4, seed=0)
+    >>> list(step.stress.index), step.n_boot
+    (['regular simplex', 'sinusoidal'], 4)
+    """
+    if n_boot == 0:
+        return IntervalsStep(stress=None, differences=None, n_boot=0, notes={"intervals": "not computed (--intervals 0)"})
+    try:
+        boot = bootstrap_geometry(corpus, n_positions, estimator="hybrid", n_boot=n_boot, groups=overlap_groups(corpus),
+                                  seed=seed, progress=progress)
+    except ValueError as err:
+        return IntervalsStep(stress=None, differences=None, n_boot=0,
+                             notes={"intervals": f"no sampling intervals: {err}"})
+    return IntervalsStep(
+        stress=stress_intervals(boot, encodings, n_permutations=100, seed=seed),
+        differences=stress_differences(boot, encodings),
+        n_boot=n_boot,
+        notes={},
+    )
 
 
 # --------------------------------------------------------------------------- 5. the layers
@@ -784,6 +867,12 @@ def compute_report(
         bar.set_postfix_str(_STEPS[4])
         layers = layers_step(model, g.distances, geometry.corrected_distances)
         bar.update()
+        bar.set_postfix_str(_STEPS[5])
+        encodings = ({"model": model.vectors} if model.vectors is not None else {}) | stress.baselines
+        intervals = (intervals_step(data.corpus, encodings, n_positions=n, n_boot=params.intervals, seed=params.seed,
+                                    progress=progress) if geometry.corrected else
+                     IntervalsStep(None, None, 0, {"intervals": "no corrected geometry to give intervals for"}))
+        bar.update()
     return AuditReport(
         parameters=params.as_dict(),
         dataset=data.dataset,
@@ -793,12 +882,14 @@ def compute_report(
         separation=stress.separation,
         monotonicity=stress.monotonicity,
         layers=layers.layers,
-        notes={**model.notes, **geometry.notes, **layers.notes},
+        notes={**model.notes, **geometry.notes, **layers.notes, **intervals.notes},
         hellinger=np.asarray(g.distances, dtype=np.float64),
-        hellinger_corrected=np.asarray(g.matched, dtype=np.float64),
+        hellinger_corrected=np.asarray(g.hybrid, dtype=np.float64),
         counts=np.asarray(g.counts, dtype=np.int64),
         encoding=model.vectors,
         version=_version(),
+        intervals=intervals.stress,
+        differences=intervals.differences,
     )
 
 
@@ -817,6 +908,7 @@ def audit(
     progress: bool = True,
     cache: bool = True,
     drop_empty: bool = False,
+    intervals: int = 20,
 ) -> AuditReport:
     """Audit how well a model's positions fit the positional geometry of a corpus.
 
@@ -866,6 +958,10 @@ def audit(
     drop_empty : bool, default False
         Drop missing (null) and empty texts of the dataset instead of refusing them
         (``--drop-empty``; see :func:`posgeo.validation.check_texts`).
+    intervals : int, default 20
+        Halvings of the 95% half-sample intervals of the corrected stresses and of their
+        paired differences (:func:`intervals_step`; ``--intervals``); 0 skips them. The
+        verdict uses them where it judges against the corrected distances.
 
     Returns
     -------
@@ -909,7 +1005,11 @@ def audit(
         mds_dims=dims,
         data_dir=None if data_dir is None else os.fspath(data_dir),
         drop_empty=bool(drop_empty),
+        intervals=check_int(intervals, "intervals", minimum=0, maximum=10_000,
+                            hint="the number of half-sample halvings, e.g. 20; 0 for no intervals"),
     )
+    if params.intervals == 1:
+        raise AuditError("--intervals must be 0 (none) or at least 2 halvings (20 is usual)")
     model_key = ref.fingerprint
     if ref.is_local and "files" in model_key:  # a local folder: its files' bytes, never their mtimes
         from pathlib import Path

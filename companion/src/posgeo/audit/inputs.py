@@ -134,6 +134,9 @@ class AuditParameters:
     data_dir : str or None
     drop_empty : bool, default False
         Drop missing or empty texts (``--drop-empty``) instead of refusing them.
+    intervals : int, default 20
+        Halvings of the half-sample intervals of the corrected stresses (``--intervals``;
+        0: none).
 
     Examples
     --------
@@ -154,6 +157,7 @@ class AuditParameters:
     mds_dims: tuple[int, ...]
     data_dir: str | None
     drop_empty: bool = False
+    intervals: int = 20
 
     def as_dict(self) -> dict[str, Any]:
         """The options as the report stores them (this key order; ``mds_dims`` a list).
@@ -177,6 +181,7 @@ class AuditParameters:
             "min_reach": self.min_reach,
             "mds_dims": list(self.mds_dims),
             "data_dir": self.data_dir,
+            "intervals": self.intervals,  # always: reports before it had no intervals (a new cache key)
             **extra,
         }
 

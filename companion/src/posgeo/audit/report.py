@@ -122,6 +122,13 @@ class AuditReport:
         The model's position vectors (``None`` without a positional signal).
     version : str
         posgeo version that computed the report.
+    intervals : pandas.DataFrame or None
+        95% half-sample intervals of the scale-optimal stress against the corrected
+        distances (:func:`posgeo.stress_intervals`): rows ``regular simplex``, ``model``,
+        ``sinusoidal``, ``random``; ``None`` without them (``--intervals 0``, or no
+        corrected geometry).
+    differences : pandas.DataFrame or None
+        Paired intervals of their differences (:func:`posgeo.stress_differences`).
     """
 
     parameters: dict[str, Any]
@@ -138,6 +145,8 @@ class AuditReport:
     counts: np.ndarray
     encoding: np.ndarray | None
     version: str
+    intervals: pd.DataFrame | None = None
+    differences: pd.DataFrame | None = None
 
     # ----------------------------------------------------------------- derived values
     @property
@@ -158,6 +167,8 @@ class AuditReport:
             args += ["--data-dir", str(p["data_dir"])]
         if p.get("drop_empty"):
             args += ["--drop-empty"]
+        if p.get("intervals", 20) != 20:
+            args += ["--intervals", str(p["intervals"])]
         return " ".join(shlex.quote(a) for a in args)
 
     def paper_reference(self) -> dict[str, float]:
@@ -226,13 +237,20 @@ class AuditReport:
         baselines = [("random vectors", float(table.loc["random", "optimal"])),
                      ("sinusoidal vectors", float(table.loc["sinusoidal", "optimal"])),
                      ("the regular simplex (no order)", float(ofb.loc["regular simplex", "optimal"]))]
-        for name, value in baselines:
-            rel = (value - model) / value if value > 0 else 0.0
-            word = "fit better than" if rel > 0.05 else ("fit worse than" if rel < -0.05 else "fit no better than")
+        paired = self._paired() if target == "corrected" else {}
+        for (name, value), key in zip(baselines, ("random", "sinusoidal", "regular simplex")):
+            if key in paired:  # the 95% paired interval of stress(model) - stress(baseline)
+                lo, hi = paired[key]
+                word = "fit better than" if hi < 0 else ("fit worse than" if lo > 0 else "fit no better than")
+                why = f"; 95% interval of the difference {lo:+.3g} to {hi:+.3g}"
+            else:
+                rel = (value - model) / value if value > 0 else 0.0
+                word = "fit better than" if rel > 0.05 else ("fit worse than" if rel < -0.05 else "fit no better than")
+                why = "; no sampling interval: a difference under 5% counts as none"
             out["comparisons"].append({"baseline": name, "stress": value, "model": model, "verdict": word})
             out["sentences"].append(
                 f"Against the {target} distances the model's positions {word} {name} "
-                f"(scale-optimal stress {model:.3g} vs {value:.3g})."
+                f"(scale-optimal stress {model:.3g} vs {value:.3g}{why})."
             )
         pval, perm = float(ofb.loc["model", "p"]), float(ofb.loc["model", "permuted mean"])
         out["order"] = {"p": pval, "permuted_mean": perm, "model": float(ofb.loc["model", "optimal"])}
@@ -247,6 +265,18 @@ class AuditReport:
                 f"Its positional order does not show in the fit: row permutations of its table fit as well "
                 f"(permuted mean {perm:.3g}, p = {pval:.2g})."
             )
+        return out
+
+    def _paired(self) -> dict[str, tuple[float, float]]:
+        """Interval of stress(model) - stress(baseline) for each baseline, from :attr:`differences`."""
+        out: dict[str, tuple[float, float]] = {}
+        if self.differences is None:
+            return out
+        for row in self.differences.itertuples(index=False):
+            if row.better == "model":
+                out[str(row.worse)] = (float(row.low), float(row.high))
+            elif row.worse == "model":
+                out[str(row.better)] = (-float(row.high), -float(row.low))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -270,6 +300,9 @@ class AuditReport:
           "distance_ratio"}}}`` (layer ``"0"`` is the positional input) or ``null``;
         - ``paper``: P1's reported values that apply (:meth:`paper_reference`);
         - ``verdict``: :meth:`verdict` (the conclusion and its warnings);
+        - ``intervals``: ``{"level", "halvings", "target", "stress": {row: {"stress", "low",
+          "high", "permuted mean", ...}}, "differences": [{"better", "worse", "difference",
+          "low", "high", "separated"}]}`` or ``null``;
         - ``notes``: why a section is ``null``, and caveats.
 
         Returns
@@ -305,6 +338,13 @@ class AuditReport:
             "layers": None if self.layers is None else {t: _table_records(df) for t, df in self.layers.items()},
             "paper": self.paper_reference(),
             "verdict": self.verdict(),
+            "intervals": None if self.intervals is None else {
+                "level": 0.95,
+                "halvings": int(self.parameters.get("intervals", 0)),
+                "target": "corrected",
+                "stress": _table_records(self.intervals),
+                "differences": self.differences.to_dict(orient="records") if self.differences is not None else None,
+            },
             "notes": self.notes,
         }
         return _plain(out)
@@ -891,6 +931,19 @@ def _render_html(r: AuditReport) -> str:
             continue
         add(f"<h3>Stress against the {_esc(target)} distances</h3>")
         add(_frame_table(df, "encoding"))
+    if r.intervals is not None:
+        add("<h3>Which differences hold (95% half-sample intervals, corrected distances)</h3>")
+        add('<p class="read"><strong>How to read this.</strong> The corpus is split into random halves '
+            f"{_esc(p.get('intervals', 20))} times, and each stress is recomputed on each half: the interval is the "
+            "sampling uncertainty of the stress against the corrected geometry (it does not include the bias of "
+            "the noise correction). Two stresses differ only where the paired interval of their difference "
+            "excludes 0. The regular simplex puts every position at the same distance (no order at all); "
+            "\"permuted\" is the mean stress of the same vectors with their rows shuffled, and gain what the "
+            "order of the rows buys.</p>")
+        add(_frame_table(r.intervals[["stress", "low", "high", "permuted mean", "gain", "p"]], "encoding"))
+        if r.differences is not None:
+            add(_frame_table(r.differences.set_index(["better", "worse"])[["difference", "low", "high", "separated"]]
+                             .reset_index(level=1), "better"))
     add(_figure(plot_audit_stress(r), "stress", "Scale-optimal stress of each encoding (PMDS and SMACOF at k = "
                 + ", ".join(map(str, p["mds_dims"])) + "; the model; sinusoidal and random baselines of the model's width)."))
     add('<p class="read"><strong>How to read this.</strong> PMDS (P1\'s Algorithm 1, classical MDS) at full rank '

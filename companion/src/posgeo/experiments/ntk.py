@@ -585,7 +585,7 @@ def monotonicity_table(
     geometries: Mapping[str, Any],
     encodings: Mapping[str, Mapping[str, Any]],
     *,
-    orders: Sequence[str] = ("offset", "hellinger", "debiased"),
+    orders: Sequence[str] = ("offset", "hellinger", "corrected"),
     progress: bool = True,
 ) -> pd.DataFrame:
     """Violation rates of encodings on corpora, under several orderings of the pairs.
@@ -595,9 +595,10 @@ def monotonicity_table(
     geometries : mapping of corpus name to CorpusGeometry
     encodings : mapping of corpus name to {encoding name: array (n, k)}
         The encodings scored on that corpus (rows = that corpus' positions).
-    orders : sequence of {"offset", "hellinger", "debiased"}
+    orders : sequence of {"offset", "hellinger", "corrected"}
         Order pairs by the offset ``|i - j|``, by the plug-in Hellinger distances
-        (``geometry.distances``) or by the noise-corrected ones (``geometry.matched``).
+        (``geometry.distances``) or by the noise-corrected ones (``geometry.hybrid``, the
+        hybrid estimator).
     progress : bool
         Progress bar over corpora.
 
@@ -617,18 +618,18 @@ def monotonicity_table(
     >>> import numpy as np
     >>> from types import SimpleNamespace
     >>> D = np.abs(np.subtract.outer(np.arange(6.0), np.arange(6.0)))
-    >>> g = SimpleNamespace(distances=D, matched=D)
+    >>> g = SimpleNamespace(distances=D, hybrid=D)
     >>> t = monotonicity_table({"toy": g}, {"toy": {"line": np.arange(6.0)[:, None]}}, progress=False)
     >>> t.loc["line"].tolist()
     [0.0, 0.0, 0.0]
     """
     for o in orders:
-        if o not in ("offset", "hellinger", "debiased"):
-            raise ValueError(f"unknown order {o!r}; use 'offset', 'hellinger' or 'debiased'")
+        if o not in ("offset", "hellinger", "corrected"):
+            raise ValueError(f"unknown order {o!r}; use 'offset', 'hellinger' or 'corrected'")
     parts = {}
     for corpus in progress_bar(list(geometries), enabled=progress, desc="monotonicity"):
         g = geometries[corpus]
-        refs = {"offset": None, "hellinger": g.distances, "debiased": g.matched}
+        refs = {"offset": None, "hellinger": g.distances, "corrected": g.hybrid}
         rows = {}
         for enc, P in encodings.get(corpus, {}).items():
             rows[enc] = {

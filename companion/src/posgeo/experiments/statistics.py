@@ -72,8 +72,8 @@ def geometry_summary(geometries: Mapping[str, CorpusGeometry]) -> pd.DataFrame:
         rows[name] = {
             "adjacent": float(np.diagonal(g.distances, 1).mean()),
             "mean": float(g.distances[iu].mean()),
-            "adjacent_corrected": float(np.diagonal(g.matched, 1).mean()),
-            "mean_corrected": float(g.matched[iu].mean()),
+            "adjacent_corrected": float(np.diagonal(g.hybrid, 1).mean()),
+            "mean_corrected": float(g.hybrid[iu].mean()),
             "adjacent_first_order": float(np.diagonal(g.first_order, 1).mean()),
             "noise_floor_first": float(g.split_half[0]),
             "noise_floor_last": float(g.split_half[-1]),
