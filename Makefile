@@ -117,11 +117,14 @@ test-unit: setup
 # nbval recomputes every chapter from an EMPTY result cache (as CI does on a fresh clone), so
 # a stale .cache/posgeo can never make a local run pass where CI would fail.
 # NBVAL_CACHE_DIR= (empty) reuses POSGEO_CACHE_DIR instead: quicker, but not what CI sees.
+# -p nbtolerance (tests/nbtolerance.py): cells tagged "stochastic" (training outputs) compare
+# their numbers within the cell's "tolerance" metadata; every other cell is strict nbval.
 NBVAL_CACHE_DIR ?= $(CURDIR)/_build/nbval-cache
+NBVAL := $(PYTEST) -p nbtolerance --nbval --nbval-current-env
 test-nb: setup
-	@echo "[$$($(NOW))] nbval (strict) on every chapter"
+	@echo "[$$($(NOW))] nbval (strict; training cells within their tolerance) on every chapter"
 	@if [ -n "$(NBVAL_CACHE_DIR)" ]; then rm -rf "$(NBVAL_CACHE_DIR)"; fi
-	POSGEO_CACHE_DIR="$(or $(NBVAL_CACHE_DIR),$(POSGEO_CACHE_DIR))" $(PYTEST) --nbval --nbval-current-env $(CHAPTERS)
+	POSGEO_CACHE_DIR="$(or $(NBVAL_CACHE_DIR),$(POSGEO_CACHE_DIR))" $(NBVAL) $(CHAPTERS)
 
 test-browser: setup
 	@echo "[$$($(NOW))] browser test"
