@@ -22,6 +22,7 @@ from tokenizers import Tokenizer
 
 import posgeo
 from posgeo._counts import PositionalCounts, _count, _cross_products, count_main, positional_counts, tokenizer_id
+from posgeo._counts import _half_b, _source_seed
 
 N = 96  # positions counted
 SIZES = {"a.parquet": 400, "b.jsonl": 200, "c.jsonl.gz": 120, "d.txt": 80}
@@ -315,6 +316,76 @@ def test_sparse_geometry_matches_dense(corpus, monkeypatch):
     assert np.all(F <= c.hellinger_matrix() + 1e-12)
     with pytest.raises(ValueError, match="GiB"):
         c.marginals(max_bytes=1000)
+
+
+def test_geometry_equals_the_in_memory_corpus_geometry(corpus):
+    """The counts' geometry is posgeo.corpus_geometry's of the same texts, tokenised the same
+    way (posgeo.tokenize): plug-in, hybrid (the corrected geometry), reach, flags, noise share."""
+    c, seqs = corpus["reference"], corpus["seqs"]
+    g = c.geometry()
+    ref = posgeo.corpus_geometry(seqs, N, cache=False)
+    assert isinstance(g, posgeo.CorpusGeometry) and g.metric == "chord" and g.name == "counts"
+    for field in ("marginals", "distances", "hybrid"):
+        np.testing.assert_allclose(getattr(g, field), getattr(ref, field), rtol=0, atol=1e-10, err_msg=field)
+    np.testing.assert_array_equal(g.counts, ref.counts)
+    np.testing.assert_array_equal(g.flagged, ref.flagged)
+    assert posgeo.noise_share(g) == pytest.approx(posgeo.noise_share(ref), rel=0, abs=1e-10)
+    hybrid = posgeo.hybrid_hellinger_matrix(seqs, N, seqs.vocab_size)
+    np.testing.assert_allclose(c.hybrid(), hybrid, rtol=0, atol=1e-10)
+    dense = np.rint(posgeo.positional_marginals(seqs, N, seqs.vocab_size) * c.reach[:, None])
+    np.testing.assert_allclose(c.hybrid(squared=True), posgeo.hybrid_hellinger_from_counts(dense, c.reach, squared=True),
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(c.hellinger_matrix(), ref.distances, rtol=0, atol=1e-10)  # the sparse plug-in
+    # the split-half fields: the same statistics on the stored split (another draw than corpus_geometry's)
+    assert g.split_half.shape == g.bias_sq.shape == (N,) and np.all(np.isfinite(g.split_half))
+    assert np.all(g.first_order <= g.distances + 1e-12) and g.matched.shape == (N, N)
+    with pytest.raises(ValueError, match="GiB"):
+        c.geometry(max_bytes=1000)
+    with pytest.raises(ValueError, match="GiB"):
+        c.hybrid(max_bytes=1000)
+
+
+def test_geometry_of_positions_reached_by_one_document_is_nan_as_corpus_geometry():
+    seqs = posgeo.Sequences.from_list([[0, 1, 2, 3], [1, 2, 0], [2, 0, 1], [3, 3]], vocab_size=4)
+    g = PositionalCounts.from_sequences(seqs, 4).geometry()
+    ref = posgeo.corpus_geometry(seqs, 4, cache=False)
+    np.testing.assert_allclose(g.hybrid, ref.hybrid, rtol=0, atol=1e-12)  # NaN in the same places
+    assert np.isnan(g.hybrid[3, 0]) and not np.isnan(g.hybrid[2, 0])
+
+
+def test_split_half_estimators_are_the_dense_ones_on_the_stored_split(corpus):
+    """noise_floor, matched and first-order from the counts are the dense formulas of
+    posgeo._marginals applied to the one stored split (half A, half B) of the documents."""
+    seqs = corpus["seqs"]
+    V = seqs.vocab_size
+    c = PositionalCounts.from_sequences(seqs, N, source="s")
+    in_b = _half_b(_source_seed("s"), np.arange(len(seqs)))
+    ra, rb = (np.sqrt(posgeo.positional_marginals(seqs.subset(np.flatnonzero(m)), N, V)) for m in (~in_b, in_b))
+    split = np.sqrt(np.clip(1.0 - (ra * rb).sum(axis=1), 0.0, None))
+    nf = c.noise_floor()
+    np.testing.assert_allclose(nf.split_half, split, rtol=0, atol=1e-12)
+    na, nb = c.half_reach
+    np.testing.assert_allclose(nf.bias_sq, split**2 * na * nb / c.reach.astype(float) ** 2, rtol=1e-12)
+    h2 = 1.0 - ra @ rb.T
+    h2 = 0.5 * (h2 + h2.T)
+    d = np.diag(h2).copy()
+    matched = np.sqrt(np.clip(h2 - 0.5 * (d[:, None] + d[None, :]), 0.0, None))
+    np.fill_diagonal(matched, 0.0)
+    np.testing.assert_allclose(c.matched_hellinger_matrix(), matched, rtol=0, atol=1e-10)
+    H = posgeo.hellinger_matrix(c.marginals())
+    first = np.sqrt(np.clip(H**2 - nf.bias_sq[:, None] - nf.bias_sq[None, :], 0.0, None))
+    np.fill_diagonal(first, 0.0)
+    np.testing.assert_allclose(c.first_order_hellinger_matrix(), first, rtol=0, atol=1e-10)
+
+
+def test_matches_tokenizer(corpus):
+    c = corpus["reference"]
+    assert c.matches_tokenizer(None) and c.matches_tokenizer(posgeo.default_tokenizer())
+    assert c.matches_tokenizer(c.tokenizer) and c.matches_tokenizer("renamed@" + c.tokenizer.rsplit("@", 1)[1])
+    assert not c.matches_tokenizer("other@0123456789abcdef")
+    other = Tokenizer.from_str(posgeo.default_tokenizer().backend_tokenizer.to_str())
+    other.add_tokens(["posgeo-new-token"])
+    assert not c.matches_tokenizer(other)
 
 
 def test_identical_rows_have_zero_distance():

@@ -56,6 +56,7 @@ TOPICS: dict[str, str] = {
     "_corpus": "Corpora and tokenisation",
     "_synthetic": "The synthetic corpus",
     "_marginals": "Positional marginals and the estimators of a corpus's geometry",
+    "_counts": "Positional counts of sharded corpora: sparse, mergeable, on Dask",
     "_bootstrap": "Sequence-level bootstrap of the geometry",
     "_geometry": "Hellinger geometry, MDS and stress",
     "_linalg": "Shared linear algebra",

@@ -75,6 +75,11 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'hybrid_hellinger_matrix',
         'hybrid_hellinger_from_counts',
     ),
+    '_counts': (
+        'PositionalCounts',
+        'positional_counts',
+        'tokenizer_id',
+    ),
     '_bootstrap': (
         'BootstrapGeometry',
         'bootstrap_geometry',

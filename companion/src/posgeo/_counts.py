@@ -20,8 +20,10 @@ workers.
 :class:`PositionalCounts` holds the counts, how many documents reach each position, and the
 same two tables for a deterministic half of the documents (chosen by a hash of the shard's
 name and the row: independent of partitioning), from which it derives the marginals, their
-Hellinger geometry from sparse square-root products, and the noise-floor estimators of
-:mod:`posgeo`'s corpus geometry.
+Hellinger geometry from sparse square-root products, the hybrid estimator (the book's
+corrected geometry, by :func:`posgeo.hybrid_hellinger_from_counts`), the
+:class:`posgeo.CorpusGeometry` that ``posgeo audit --counts`` audits, and the split-half
+noise-floor estimators on the stored halves.
 """
 
 from __future__ import annotations
@@ -48,12 +50,13 @@ import numpy as np
 from scipy import sparse
 
 from ._cache import array_digest, file_digest
-from ._marginals import NoiseFloor
+from ._geometry import hellinger_matrix
+from ._marginals import CorpusGeometry, NoiseFloor, hybrid_hellinger_from_counts
 from ._progress import progress_bar
 from ._sequences import Corpus, Sequences
 from .validation import check_int
 
-__all__ = ["PositionalCounts", "positional_counts", "tokenizer_id"]  # and count_main, for posgeo.__main__
+__all__ = ["PositionalCounts", "positional_counts", "tokenizer_id"]  # count_main is the CLI's (posgeo.__main__)
 
 _log = logging.getLogger(__name__)
 
@@ -205,6 +208,9 @@ def _same_tokenizer(a: str, b: str) -> bool:
     if "@" in a and "@" in b:
         return a.rsplit("@", 1)[1] == b.rsplit("@", 1)[1]
     return a == b
+
+
+_TOKENIZER_ID_RE = re.compile(r".+@[0-9a-f]{16}")
 
 
 # =====================================================================================
@@ -1345,10 +1351,16 @@ class PositionalCounts:
     def hellinger_matrix(self, *, metric: str = "chord") -> np.ndarray:
         """Hellinger distances between the positional marginals, from sparse square-root products.
 
-        Equal (to rounding) to ``posgeo.hellinger_matrix(self.marginals(), metric=metric)``,
-        with the same care for nearby rows, but never builds an (n, V) dense table: memory
-        O(nnz + n^2). Columns (tokens) present at many positions are multiplied in dense
-        blocks (BLAS), rare ones as sparse products.
+        Equal (to rounding: 1e-10 in the tests) to ``posgeo.hellinger_matrix(self.marginals(),
+        metric=metric)``, with the same care for nearby rows, but never builds an (n, V) dense
+        table: memory O(nnz + n^2). Columns (tokens) present at many positions are multiplied
+        in dense blocks (BLAS), rare ones as sparse products.
+
+        Why a second implementation of the plug-in: :func:`posgeo.hellinger_matrix` takes the
+        dense marginals, 8 GiB at n = 8192 positions of a 128k-token vocabulary (before its
+        own temporaries), where this needs the sparse counts and the (n, n) result (0.5 GiB).
+        Where the dense table is needed anyway (:meth:`geometry`, for the hybrid estimator)
+        :func:`posgeo.hellinger_matrix` itself is used.
 
         Parameters
         ----------
@@ -1378,6 +1390,13 @@ class PositionalCounts:
         half B at position ``i`` (one split, fixed by the hash; NaN where a half is empty).
         ``bias_sq = split_half**2 * N_a N_b / N^2`` (``split_half**2 / 4`` for equal halves),
         the estimated squared-Hellinger bias of the full-sample marginal.
+
+        Why not :func:`posgeo.hellinger_noise_floor`: it draws ``n_splits`` random halvings of
+        the *sequences* (each position's sequences halved at its median rank) and builds
+        dense (n, V) tables per half; counts keep no sequences, only the one split stored
+        while counting (by a hash of shard and row, the same however the corpus was
+        partitioned). This is the same statistic on that one split, from sparse rows: its
+        numbers differ from :func:`posgeo.hellinger_noise_floor`'s by the draw of the split.
 
         Parameters
         ----------
@@ -1413,6 +1432,11 @@ class PositionalCounts:
     def first_order_hellinger_matrix(self) -> np.ndarray:
         """``sqrt(max(0, H^2 - b_i - b_j))``: chord distances less the first-order bias of :meth:`noise_floor`.
 
+        The correction of :func:`posgeo.first_order_hellinger_matrix`, applied to
+        :meth:`hellinger_matrix` and the bias of :meth:`noise_floor` (the stored split). That
+        function takes sequences (it re-splits them for its bias), and the correction itself
+        (one line) is not public in :mod:`posgeo`, so it is written out here.
+
         Returns
         -------
         numpy.ndarray, shape (n, n)
@@ -1425,11 +1449,7 @@ class PositionalCounts:
         >>> bool((c.first_order_hellinger_matrix() <= c.hellinger_matrix() + 1e-12).all())
         True
         """
-        H = self.hellinger_matrix()
-        b = self.noise_floor().bias_sq
-        D = np.sqrt(np.clip(H**2 - b[:, None] - b[None, :], 0.0, None))
-        np.fill_diagonal(D, 0.0)
-        return D
+        return _first_order(self.hellinger_matrix(), self.noise_floor().bias_sq)
 
     def matched_hellinger_matrix(self) -> np.ndarray:
         r"""Chord distances corrected by matched half-samples (one split: the stored halves).
@@ -1437,6 +1457,12 @@ class PositionalCounts:
         :math:`\tilde H^2_{ij} = \overline{H^2(a_i, b_j)} - \tfrac12 (s_i^2 + s_j^2)`, clipped at
         0, as :func:`posgeo.matched_hellinger_matrix` with one split; NaN off the diagonal in
         the rows and columns of positions where a half is empty.
+
+        Why not :func:`posgeo.matched_hellinger_matrix`: it averages ``n_splits`` random
+        halvings of the sequences, each through dense (n, V) tables per half; counts keep no
+        sequences, only the stored split, and its cross products are taken from the sparse
+        halves here (memory O(nnz + n^2)). The numbers differ from that function's by the
+        draw of the split(s).
 
         Returns
         -------
@@ -1468,6 +1494,173 @@ class PositionalCounts:
         out[:, ~ok] = np.nan
         np.fill_diagonal(out, 0.0)
         return out
+
+    # ------------------------------------------------------------------ the corrected geometry
+    def hybrid(
+        self,
+        *,
+        squared: bool = False,
+        resolved_count: float = 5.0,
+        reference_floor: float = 0.3,
+        n_bins: int = 48,
+        max_bytes: int = _DEFAULT_MAX_BYTES,
+    ) -> np.ndarray:
+        """The hybrid Hellinger estimator, the book's corrected geometry, from these counts.
+
+        :func:`posgeo.hybrid_hellinger_from_counts` of :attr:`counts` and :attr:`reach` (no
+        copy of the estimator): the same matrix as ``posgeo.hybrid_hellinger_matrix`` (its
+        default ``split="none"``) on the documents' token ids, bit for bit.
+
+        Parameters
+        ----------
+        squared, resolved_count, reference_floor, n_bins : keyword-only
+            As for :func:`posgeo.hybrid_hellinger_from_counts`.
+        max_bytes : int, keyword-only, default 2 GiB
+            The estimator works on the dense (n, V) count table (``n * V * 8`` bytes, and
+            temporaries of the same order); larger tables are refused.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, n)
+
+        Raises
+        ------
+        ValueError
+            The dense table would exceed ``max_bytes``, or a position is reached by fewer
+            than 2 documents (:meth:`truncate` before it).
+
+        Examples
+        --------
+        >>> from posgeo import synthetic_corpus, hybrid_hellinger_matrix
+        >>> corpus = synthetic_corpus(n_sequences=400)
+        >>> c = PositionalCounts.from_sequences(corpus, 16)
+        >>> bool(np.array_equal(c.hybrid(), hybrid_hellinger_matrix(corpus, 16, corpus.vocab_size)))
+        True
+        """
+        self._check_dense(max_bytes, "the hybrid estimator's dense count table")
+        return hybrid_hellinger_from_counts(
+            self.counts.astype(np.float64), self.reach, squared=squared, resolved_count=resolved_count,
+            reference_floor=reference_floor, n_bins=n_bins,
+        )
+
+    def geometry(
+        self, *, min_count: int = 100, name: str | None = None, max_bytes: int = _DEFAULT_MAX_BYTES
+    ) -> CorpusGeometry:
+        """The chord-Hellinger :class:`posgeo.CorpusGeometry` of the counted positions.
+
+        What :func:`posgeo.corpus_geometry` returns for the same documents, tokenised the
+        same way, computed from the counts:
+
+        - ``marginals`` (:meth:`marginals`), ``distances`` (:func:`posgeo.hellinger_matrix`
+          of them), ``hybrid`` (:meth:`hybrid`; NaN like ``corpus_geometry``'s in the rows
+          and columns of positions reached by fewer than 2 documents), ``counts``
+          (:attr:`reach`) and ``flagged`` (``reach < min_count``): the same code on the same
+          numbers, so the same values;
+        - ``split_half``, ``bias_sq``, ``first_order`` and ``matched``: from the one split
+          stored with the counts (:meth:`noise_floor`, :meth:`matched_hellinger_matrix`),
+          where ``corpus_geometry`` averages random halvings of the sequences: another draw
+          of the same estimates, not the same numbers.
+
+        The audit (``posgeo audit --counts``) uses ``distances``, ``hybrid``, ``counts`` and
+        ``flagged``.
+
+        Parameters
+        ----------
+        min_count : int, keyword-only, default 100
+            Positions reached by fewer documents are flagged (as ``corpus_geometry``).
+        name : str, keyword-only, optional
+            The geometry's name (default ``"counts"``).
+        max_bytes : int, keyword-only, default 2 GiB
+            Refuse a dense (n, V) table larger than this (the marginals and the hybrid
+            estimator are dense; :meth:`hellinger_matrix` alone stays sparse).
+
+        Returns
+        -------
+        posgeo.CorpusGeometry
+
+        Raises
+        ------
+        ValueError
+            A table over ``max_bytes``, or a position reached by no document.
+
+        Examples
+        --------
+        >>> from posgeo import corpus_geometry, synthetic_corpus
+        >>> corpus = synthetic_corpus(n_sequences=400)
+        >>> g = PositionalCounts.from_sequences(corpus, 16).geometry()
+        >>> ref = corpus_geometry(corpus, 16, cache=False)
+        >>> bool(np.array_equal(g.distances, ref.distances) and np.array_equal(g.hybrid, ref.hybrid))
+        True
+        """
+        min_count = check_int(min_count, "min_count", minimum=0)
+        self._check_dense(max_bytes, "the dense marginals")
+        mu = self.marginals(max_bytes=max_bytes)
+        H = hellinger_matrix(mu)
+        n = self.n_positions
+        twice = int((self.reach >= 2).sum())  # reach does not increase: positions 0..twice-1
+        if twice == n:
+            Hh = self.hybrid(max_bytes=max_bytes)
+        else:  # as corpus_geometry: no hybrid estimate where fewer than 2 documents reach
+            Hh = np.full((n, n), np.nan)
+            if twice >= 2:
+                Hh[:twice, :twice] = self.truncate(twice).hybrid(max_bytes=max_bytes)
+            np.fill_diagonal(Hh, 0.0)
+        nf = self.noise_floor(min_count=min_count)
+        return CorpusGeometry(
+            name="counts" if name is None else str(name),
+            marginals=mu,
+            distances=H,
+            matched=self.matched_hellinger_matrix(),
+            first_order=_first_order(H, nf.bias_sq),
+            counts=self.reach.copy(),
+            split_half=nf.split_half,
+            bias_sq=nf.bias_sq,
+            flagged=nf.flagged,
+            metric="chord",
+            hybrid=Hh,
+        )
+
+    # ------------------------------------------------------------------ the tokenizer
+    def matches_tokenizer(self, tokenizer: Any) -> bool:
+        """Whether these counts were made with ``tokenizer`` (the digests of :func:`tokenizer_id` agree).
+
+        Parameters
+        ----------
+        tokenizer : tokenizer, name, path or ``"name@digest"`` id
+            As :func:`tokenizer_id` takes (``None``: the bundled bert-base-uncased), or an id
+            it returned.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> c = PositionalCounts.from_sequences([[0, 1]], 2, vocab_size=2, tokenizer=None)
+        >>> c.matches_tokenizer(None), c.matches_tokenizer("other@0123456789abcdef")
+        (True, False)
+        """
+        if isinstance(tokenizer, str) and _TOKENIZER_ID_RE.fullmatch(tokenizer):
+            other = tokenizer
+        else:
+            other = tokenizer_id(tokenizer)
+        return _same_tokenizer(self.tokenizer, other)
+
+    def _check_dense(self, max_bytes: int, what: str) -> None:
+        need = 8 * self.n_positions * self.vocab_size
+        if need > max_bytes:
+            raise ValueError(
+                f"{what} would take {need / 2**30:.2f} GiB ({self.n_positions} x {self.vocab_size} float64), over "
+                f"max_bytes={max_bytes / 2**30:.2f} GiB; truncate() to fewer positions, use hellinger_matrix() "
+                "(sparse) for the plug-in distances alone, or pass a larger max_bytes"
+            )
+
+
+def _first_order(H: np.ndarray, bias_sq: np.ndarray) -> np.ndarray:
+    """``sqrt(max(H^2 - b_i - b_j, 0))``, zero diagonal: :func:`posgeo.first_order_hellinger_matrix`'s correction."""
+    D = np.sqrt(np.clip(H**2 - bias_sq[:, None] - bias_sq[None, :], 0.0, None))
+    np.fill_diagonal(D, 0.0)
+    return D
 
 
 # =====================================================================================
