@@ -172,7 +172,8 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
 #   ({doc}`03_mds_and_stress`). The following chapters test its claims on separation
 #   ({doc}`05_positional_separation`), sinusoids ({doc}`06_sinusoids_circulant`), low rank
 #   ({doc}`07_low_rank`), monotonicity ({doc}`08_monotonicity_ntk`) and the layers of a
-#   pretrained model ({doc}`09_layers`).
+#   pretrained model ({doc}`09_layers`), and whether the encoding built from the corpus
+#   trains a better model ({doc}`12_constructive`).
 # - P2 shows that a causal decoder without any encoding still knows where it is: nearby
 #   hidden states are more similar than distant ones ({doc}`10_nope_adjacency`).
 # - `posgeo audit` asks the book's question of any corpus and model you bring, and writes

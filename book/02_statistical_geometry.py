@@ -349,8 +349,7 @@ share
 # estimator="hybrid")` uses **half-sampling** instead: 25 random halvings of the corpus
 # into two disjoint halves A and B (stratified, so that each half holds about half of the
 # sequences reaching every position); for any statistic $s$ of the distances,
-# $\mathrm{se}^2 = 
-# rac1B \sum_b igl(s(D_{A_b}) - s(D_{B_b})igr)^2/4$, which matches
+# $\mathrm{se}^2 = \frac1B \sum_b \bigl(s(D_{A_b}) - s(D_{B_b})\bigr)^2/4$, which matches
 # the variance of the full-sample estimate when it falls like $1/N$ and overstates it when
 # it falls faster; the interval is $s(\hat D) \pm t_{0.975, 24}\,\mathrm{se}$. Per pair the
 # interval is formed on the squared distance, where the estimator is nearly unbiased, and

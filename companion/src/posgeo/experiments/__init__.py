@@ -20,6 +20,7 @@ module                chapter  topic
 ``lowrank``           7        effective rank and low-rank tables (Observation 8)
 ``ntk``               8        monotonicity in offset and the NTK regime
 ``layers``            9        the positional geometry through a pretrained model's layers
+``constructive``      12       P1's constructive claim: fixed corpus tables, trained
 ``nope``, ``tasks``   10       P2: position information without positional encodings
 ``papers``            all      the numbers the two papers report
 ====================  =======  ==========================================================
