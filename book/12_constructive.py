@@ -133,24 +133,27 @@ stresses.xs("PMDS k=3", level="encoding")["corrected"].rename("PMDS k=3, correct
 # Every configuration (corpus, objective, encoding) is trained with five seeds; the table
 # gives the held-out accuracy, mean and 95% interval over the seeds (Student's t).
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
+# tolerance: the seed spread of these accuracies (sd 0.01 to 0.07 over 5 seeds) dwarfs the
+# differences between CPU kernel paths; 0.02 is a fraction of it (2 decimals shown)
 runs = ex.run_constructive(settings, corpora, progress=False)
 summary = ex.summarise_runs(runs)
 accuracy = summary.assign(
-    accuracy=lambda t: t.apply(lambda r: f"{r['mean']:.3f} [{r['low']:.3f}, {r['high']:.3f}]", axis=1)
+    accuracy=lambda t: t.apply(lambda r: f"{r['mean']:.2f} [{r['low']:.2f}, {r['high']:.2f}]", axis=1)
 )["accuracy"].unstack(["corpus", "objective"])
 accuracy
 
 # %%
 ex.plot_accuracy(summary)
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
+# tolerance: as for the table above
 synthetic = summary.loc["synthetic"]
 assert (synthetic.xs("none", level="encoding")["high"] < 0.55).all()
 assert (synthetic.xs("cls").drop(index="none")["mean"] > 0.95).all()
 for task in (("sst2", "cls"), ("imdb", "cls")):  # no encoding does better than none
     assert (summary.loc[task, "low"] < summary.loc[(*task, "none"), "high"]).all()
-summary.loc[("synthetic", "cls"), "mean"].rename("reversal task, mean accuracy")
+summary.loc[("synthetic", "cls"), "mean"].round(2).rename("reversal task, mean accuracy")
 
 # %% [markdown]
 # On the synthetic tasks positions are indispensable: without them the model is at chance
@@ -168,16 +171,18 @@ summary.loc[("synthetic", "cls"), "mean"].rename("reversal task, mean accuracy")
 # table, the fixed sinusoids and no positions: the difference of mean accuracies and its
 # 95% interval (Welch), and whether the interval excludes 0.
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
+# tolerance: differences of the accuracies above, within their seed spread
 contrasts = ex.accuracy_contrasts(runs, "PMDS k=3", ("learned", "sinusoidal (fixed)", "PMDS full", "none"))
-contrasts
+contrasts[["difference", "low", "high"]].round(2)
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
+# tolerance: as above
 tables = contrasts.drop(index="none", level="other")
 assert contrasts.loc[("synthetic", slice(None), "none"), "separated"].all()
 assert not contrasts.loc[[("sst2", "cls", "none"), ("imdb", "cls", "none")], "separated"].any()
 assert (tables["difference"].abs() < 0.05).all() and tables["separated"].sum() <= 1
-tables["separated"].sum()
+round(float(tables["difference"].abs().max()), 2)
 
 # %% [markdown]
 # Only the contrasts with *no* positions hold, and only on the synthetic tasks. Against the
@@ -194,15 +199,14 @@ tables["separated"].sum()
 # model's mean held-out accuracy; negative means lower stress, higher accuracy. The 95%
 # interval resamples the seeds of every encoding.
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.12, "rtol": 0}
+# tolerance: a rank correlation of 6 encodings moves in steps of 0.057 when two nearly tied
+# accuracies swap; 0.12 allows two swaps (2 decimals shown)
 prediction = ex.stress_performance(runs, stresses, column="corrected")
-prediction
-
-# %%
 holds = (prediction["high"] < 0) | (prediction["low"] > 0)
 assert prediction.loc[("imdb", "cls"), "low"] < 0 < prediction.loc[("imdb", "cls"), "high"]
 assert prediction.loc[("synthetic", "cls"), "rho"] < 0 and holds.sum() <= 2
-holds.rename("interval excludes 0")
+prediction.round(2)
 
 # %% [markdown]
 # The correlations lean negative (lower stress, slightly higher accuracy), but only on the
