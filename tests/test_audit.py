@@ -827,3 +827,100 @@ def test_intervals_option_is_checked_and_can_be_switched_off(tmp_path) -> None:
         audit(f, n_positions=5, progress=False, cache=False, intervals=1)
     with pytest.raises((TypeError, ValueError), match="intervals"):
         audit(f, n_positions=5, progress=False, cache=False, intervals=-3)
+
+
+# --------------------------------------------------------------------------- posgeo audit --counts
+@pytest.fixture(scope="module")
+def counted_parquet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A small parquet file (two row groups) and its counts, written by `posgeo count`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = tmp_path_factory.mktemp("counted")
+    path = d / "sentences.parquet"
+    lines = corpus_lines(200, seed=1)
+    pq.write_table(pa.table({"text": lines, "label": np.arange(len(lines))}), path, row_group_size=120)
+    counts = d / "counts.npz"
+    assert main(["count", str(path), "--column", "text", "--positions", "12", "--out", str(counts), "--no-progress"]) == 0
+    return path, counts
+
+
+def _stress_values(data: dict) -> dict[tuple[str, str, str], float]:
+    return {(t, row, k): v[k] for t, table in data["stress"].items() for row, v in table.items() if v for k in ("raw", "optimal")}
+
+
+def test_audit_from_counts_matches_the_in_memory_audit(counted_parquet, tmp_path: Path, capsys) -> None:
+    """`posgeo count` then `posgeo audit --counts` gives the plug-in and corrected geometry and
+    the stresses of `posgeo audit` on the same file (to 1e-9), without sampling intervals."""
+    path, counts = counted_parquet
+    n = 8
+    assert main(["audit", str(path), "--positions", str(n), "--out", str(tmp_path / "mem"), "--no-progress"]) == 0
+    assert main(["audit", "--counts", str(counts), "--positions", str(n), "--out", str(tmp_path / "cnt"),
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "note (intervals): no sampling intervals" in out and "positional counts" in out
+    mem = json.loads((tmp_path / "mem" / "report.json").read_text(encoding="utf-8"))
+    cnt = json.loads((tmp_path / "cnt" / "report.json").read_text(encoding="utf-8"))
+    for key in ("hellinger", "hellinger_corrected"):
+        np.testing.assert_allclose(np.array(cnt["corpus"][key]), np.array(mem["corpus"][key]), rtol=0, atol=1e-9)
+    assert cnt["corpus"]["reach_per_position"] == mem["corpus"]["reach_per_position"]
+    for key in ("mean_distance", "mean_distance_corrected", "adjacent_distance", "adjacent_distance_corrected",
+                "noise_share"):
+        assert cnt["corpus"][key] == pytest.approx(mem["corpus"][key], rel=0, abs=1e-9), key
+    assert cnt["corpus"]["effective_rank"]["plug-in"]["rank_90"] == mem["corpus"]["effective_rank"]["plug-in"]["rank_90"]
+    a, b = _stress_values(mem), _stress_values(cnt)
+    assert set(a) == set(b) and ("corrected", "model", "optimal") in a
+    for k in a:
+        assert b[k] == pytest.approx(a[k], rel=1e-9, abs=1e-12), k
+    assert cnt["monotonicity"] == mem["monotonicity"] and cnt["separation"] == mem["separation"]
+    for layer, row in mem["layers"]["corrected"].items():
+        assert cnt["layers"]["corrected"][layer] == pytest.approx(row, rel=1e-9), layer
+    # what the counts cannot give: no intervals, no lengths beyond the counted positions
+    assert mem["intervals"] is not None and cnt["intervals"] is None and "intervals" in cnt["notes"]
+    assert cnt["dataset"]["source"] == "counts" and cnt["dataset"]["sequences"] == mem["dataset"]["sequences"] == 200
+    assert cnt["dataset"]["counted_positions"] == 12 and cnt["dataset"]["tokens"] is None
+    assert cnt["parameters"]["counts"] is True and "counts" not in mem["parameters"]
+    assert cnt["command"] == f"posgeo audit --counts {counts} --positions {n}"
+    # the library: counts in memory give the same report numbers as the file
+    report = audit(counts=posgeo.PositionalCounts.load(counts), n_positions=n, progress=False)
+    np.testing.assert_array_equal(report.hellinger_corrected, np.array(cnt["corpus"]["hellinger_corrected"]))
+    assert report.stress["corrected"].loc["model", "optimal"] == b[("corrected", "model", "optimal")]
+
+
+def test_audit_from_counts_refuses_bad_inputs(counted_parquet, tmp_path: Path, capsys) -> None:
+    path, counts = counted_parquet
+
+    def fails(args: list[str], *expected: str) -> None:
+        assert main(["audit", *args, "--no-progress", "--out", str(tmp_path / "o")]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("posgeo audit: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+        for text in expected:
+            assert text in err, (text, err)
+
+    fails(["--counts", str(tmp_path / "missing.npz")], "no counts file", "posgeo count")
+    fails(["--counts", str(path)], "not a posgeo counts file")
+    fails(["--counts", str(counts), "--positions", "13"], "--positions 13 is more than the 12 positions counted",
+          "--positions 12")
+    fails(["--counts", str(counts), "--positions", "12", "--column", "text"], "--column", "do(es) not apply")
+    fails([str(path), "--counts", str(counts)], "not both")
+    fails([], "no DATASET given", "--counts FILE")
+    seqs = tokenize(corpus_lines(40), progress=False)
+    other = posgeo.PositionalCounts.from_sequences(seqs, 8, tokenizer="gpt2@0123456789abcdef").save(tmp_path / "gpt2.npz")
+    fails(["--counts", str(other), "--positions", "8"], "were made with the tokenizer 'gpt2@0123456789abcdef'",
+          "the digests differ")
+    short = posgeo.Sequences.from_list([[2000 + i for i in range(10)]] * 5 + [[2000, 2001, 2002, 2003]] * 35,
+                                       vocab_size=30522)
+    short = posgeo.PositionalCounts.from_sequences(short, 10, tokenizer=None).save(tmp_path / "short.npz")
+    fails(["--counts", str(short), "--positions", "8"], "only 5 of the 40 documents", "reach position 7",
+          "the audit needs 10", "pass --positions 4")
+    few = posgeo.PositionalCounts.from_sequences(seqs.subset(np.arange(5)), 8, tokenizer=None).save(tmp_path / "few.npz")
+    fails(["--counts", str(few), "--positions", "8"], "hold only 5 documents")
+    special = tmp_path / "special.npz"
+    assert main(["count", str(path), "--column", "text", "--positions", "12", "--add-special-tokens", "--out",
+                 str(special), "--no-progress"]) == 0
+    capsys.readouterr()
+    fails(["--counts", str(special), "--positions", "8"], "special tokens", "without --add-special-tokens")
+    with pytest.raises(AuditError, match="not both"):
+        audit("sst2", counts=counts, progress=False)
+    with pytest.raises(AuditError, match="pass a dataset"):
+        audit(progress=False)

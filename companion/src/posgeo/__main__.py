@@ -1,4 +1,5 @@
-"""The ``posgeo`` command line: ``posgeo audit DATASET [options]`` (also ``python -m posgeo``).
+"""The ``posgeo`` command line: ``posgeo audit DATASET [options]`` (also ``python -m posgeo``),
+``posgeo audit --counts counts.npz [options]`` and ``posgeo count SOURCES... [options]``.
 
 ``posgeo audit`` runs :func:`posgeo.audit.audit` and writes ``report.html`` (self-contained: it
 loads nothing from anywhere) and ``report.json`` (the same numbers) into ``--out``. Input
@@ -52,6 +53,13 @@ _AUDIT_DESCRIPTION = textwrap.dedent(
                                else the Hugging Face hub
       a hub dataset id         e.g. stanfordnlp/sst2 (needs the network)
 
+    or, with --counts FILE instead of DATASET, the positional counts that `posgeo count`
+    wrote (sharded corpora, counted once, in parallel): audited without re-tokenising,
+    with the same geometry and stresses as the texts audited directly. They must have been
+    made with the model's tokenizer and at least N positions; there are no sampling
+    intervals (they need the sequences), and --split, --column, --max-sequences,
+    --data-dir and --drop-empty do not apply.
+
     The model (--model) is a local folder (config.json, weights, tokenizer), a hub id (the
     network or the local Hugging Face cache), or by default the bundled all-MiniLM-L6-v2.
     Learned absolute tables are used as they are; RoPE and ALiBi models get the vector
@@ -69,6 +77,8 @@ _AUDIT_EPILOG = textwrap.dedent(
       posgeo audit sst2 --positions 48 --out audit-sst2
       posgeo audit reviews.parquet --column body --model ./my-bert --positions 128
       posgeo audit sentences.txt --positions 16 --max-sequences 5000
+      posgeo count 'shards/*.parquet' --column text --positions 128 --workers 2 --out counts.npz
+      posgeo audit --counts counts.npz --positions 128
 
     exit status: 0 on success, 2 for a usage or input error or an unwritable stdout (one
     line on stderr), 130 when interrupted (Ctrl-C), 141 when stdout is closed early (as by
@@ -116,7 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_AUDIT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("dataset", metavar="DATASET", help="a .parquet or text file, sst2/imdb, or a hub dataset id")
+    p.add_argument("dataset", metavar="DATASET", nargs="?", default=None,
+                   help="a .parquet or text file, sst2/imdb, or a hub dataset id (omitted with --counts)")
+    p.add_argument("--counts", metavar="FILE",
+                   help="audit the positional counts written by `posgeo count` instead of a DATASET (no re-tokenising)")
     p.add_argument("--split", default="train", help="split of sst2/imdb or a hub dataset (default: train)")
     p.add_argument("--column", metavar="NAME", help="text column of a parquet or hub dataset (default: text or sentence)")
     p.add_argument("--model", metavar="ID_OR_PATH",
@@ -201,11 +214,18 @@ def _run_audit(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.strip():
         return _error("--out is empty; pass a directory for report.html and report.json, or omit --out for "
                       "the default posgeo-audit-DATASET-MODEL")
-    out = args.out or f"posgeo-audit-{_slug(args.dataset)}-{_slug(args.model) if args.model else 'all-MiniLM-L6-v2'}"
+    if args.dataset is None and args.counts is None:
+        return _error("no DATASET given; pass a .parquet or text file, sst2/imdb or a hub dataset id, or --counts FILE "
+                      "(counts written by `posgeo count`)")
+    if args.dataset is not None and args.counts is not None:
+        return _error(f"pass DATASET ({args.dataset!r}) or --counts FILE, not both: the counts name the shards they count")
+    name = args.dataset if args.counts is None else Path(args.counts).stem
+    out = args.out or f"posgeo-audit-{_slug(name)}-{_slug(args.model) if args.model else 'all-MiniLM-L6-v2'}"
     try:
         AuditReport.output_paths(out)  # before computing: an unusable --out fails now, not after the audit
         report = audit(
             args.dataset,
+            counts=args.counts,
             model=args.model,
             split=args.split,
             column=args.column,

@@ -8,7 +8,9 @@ order, each a function of explicit inputs returning a small frozen dataclass:
    (:func:`position_vectors`); first, so that a model whose table cannot serve
    ``n_positions`` fails before the data is read;
 2. :func:`data_step` (:class:`DataStep`): tokenise the corpus with the model's tokenizer and
-   check that enough sequences reach the last position;
+   check that enough sequences reach the last position; or, auditing stored counts
+   (``posgeo audit --counts``), :func:`counts_step` (:class:`CountsStep`): load them, check
+   that they were made with the model's tokenizer and reach the last position;
 3. :func:`geometry_step` (:class:`GeometryStep`): the corpus geometry (chapter 2), plug-in and
    noise-corrected, and its effective rank (chapter 3);
 4. :func:`stress_step` (:class:`StressStep`): the best fit any encoding can reach (PMDS and
@@ -52,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from posgeo import Corpus, CorpusGeometry, cached, corpus_geometry, noise_share, progress_bar, stress_table
+from posgeo import PositionalCounts, tokenizer_id
 from posgeo import bootstrap_geometry, overlap_groups, stress_differences, stress_intervals
 from posgeo.validation import check_int
 from posgeo import alibi_encoding, random_encoding, rope_encoding, sinusoidal_encoding
@@ -65,8 +68,10 @@ from .inputs import (
     LoadedModel,
     ModelRef,
     check_parameters,
+    load_counts,
     load_data,
     load_model,
+    resolve_counts,
     resolve_dataset,
     resolve_model,
 )
@@ -80,6 +85,8 @@ __all__ = [
     'position_vectors',
     'DataStep',
     'data_step',
+    'CountsStep',
+    'counts_step',
     'GeometryStep',
     'geometry_step',
     'StressStep',
@@ -460,6 +467,139 @@ def data_step(
     return DataStep(corpus=data.corpus, dataset=dataset)
 
 
+# --------------------------------------------------------------------------- 2'. stored counts
+_NO_INTERVALS_FROM_COUNTS = (
+    "no sampling intervals: the audit's intervals halve the corpus by sequence many times (keeping overlapping "
+    "texts together) and recompute the corrected geometry on each half; stored counts keep no sequences and only "
+    "one fixed half-split, which cannot give an interval; audit the dataset itself for them"
+)
+
+
+@dataclass(frozen=True, eq=False)
+class CountsStep:
+    """Stored positional counts, checked for the model (see :func:`counts_step`).
+
+    Attributes
+    ----------
+    counts : posgeo.PositionalCounts
+        Truncated to ``n_positions``.
+    dataset : dict
+        The report's ``dataset`` section, as :class:`DataStep`'s (``source`` ``"counts"``;
+        ``tokens``, ``median_length``, ``max_length`` and ``text_column`` are ``None``: the
+        counts keep no lengths beyond their last position, nor the column) plus
+        ``counted_positions`` and ``shards``.
+    notes : dict of str to str
+        ``"counts"``: what was audited; ``"intervals"``: why there are no intervals.
+    """
+
+    counts: PositionalCounts
+    dataset: dict[str, Any]
+    notes: dict[str, str]
+
+
+def counts_step(ds: DatasetRef, model: LoadedModel, *, n_positions: int, min_reach: int) -> CountsStep:
+    """Step 2 from stored counts: load them, check the tokenizer and the reach, truncate.
+
+    Parameters
+    ----------
+    ds : DatasetRef
+        Of kind ``"counts"`` (:func:`~posgeo.audit.inputs.resolve_counts`).
+    model : LoadedModel
+        Its tokenizer must be the one the counts were made with (same
+        :func:`posgeo.tokenizer_id` digest).
+    n_positions : int
+        At most the counts' ``n_positions``; at least ``min_reach`` documents must reach
+        position ``n_positions - 1``.
+    min_reach : int
+
+    Returns
+    -------
+    CountsStep
+
+    Raises
+    ------
+    AuditError
+        An unreadable counts file, counts of another tokenizer or counted with special
+        tokens, more positions than were counted, or too few documents reaching the last
+        position (the message names the fix).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from posgeo import default_tokenizer, positional_counts
+    >>> from posgeo.audit.inputs import LoadedModel, resolve_counts, resolve_model
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "lines.txt").write_text("the cat sat on the mat\\n" * 12)
+    >>> f = positional_counts(d / "lines.txt", column="text", n_positions=8, progress=False).save(d / "c.npz")
+    >>> bert = LoadedModel(ref=resolve_model(None), config=None, tokenizer=default_tokenizer(), module=None, kind="none")
+    >>> step = counts_step(resolve_counts(f), bert, n_positions=6, min_reach=10)
+    >>> step.counts.n_positions, step.dataset["sequences"], step.dataset["counted_positions"]
+    (6, 12, 8)
+    """
+    counts = load_counts(ds)
+    spec, n = ds.spec, n_positions
+    if counts.options.get("add_special_tokens"):
+        raise AuditError(
+            f"the counts {spec!r} were made with special tokens ([CLS], ...) counted as positions; the audit's position "
+            "0 is the first token of a text: count again without --add-special-tokens"
+        )
+    if not counts.matches_tokenizer(model.tokenizer):
+        raise AuditError(
+            f"the counts {spec!r} were made with the tokenizer {counts.tokenizer!r}, but the model {model.ref.label} "
+            f"has {tokenizer_id(model.tokenizer)!r} (the digests differ): count again with the model's tokenizer "
+            "(`posgeo count ... --tokenizer MODEL_FOLDER_OR_ID`), or audit the model whose tokenizer made them"
+        )
+    if n > counts.n_positions:
+        raise AuditError(
+            f"--positions {n} is more than the {counts.n_positions} positions counted in {spec!r}; pass --positions "
+            f"{counts.n_positions} (n_positions={counts.n_positions}) or fewer, or count again with --positions {n}"
+        )
+    reach = counts.reach
+    if int(reach[n - 1]) < min_reach:
+        best = int((reach >= min_reach).sum())  # reach does not increase
+        if counts.n_documents < min_reach:
+            raise AuditError(
+                f"the counts {spec!r} hold only {counts.n_documents} documents; the audit needs at least {min_reach} "
+                "documents reaching the last position: count a larger corpus"
+            )
+        if best < 3:
+            raise AuditError(
+                f"the counts {spec!r} are too short: fewer than {min_reach} of their {counts.n_documents} documents "
+                "have 3 tokens; pass longer documents"
+            )
+        raise AuditError(
+            f"only {int(reach[n - 1])} of the {counts.n_documents} documents of the counts {spec!r} reach position "
+            f"{n - 1} (n_positions={n}); the audit needs {min_reach}. The largest number of positions that {min_reach} "
+            f"documents reach is {best}: pass --positions {best} (n_positions={best}) or fewer"
+        )
+    kept = counts.truncate(n)
+    shards = len(counts.sources)
+    dataset = {
+        "description": (f"positional counts {spec} ({shards} shard(s), {counts.n_documents} documents, positions "
+                        f"0..{counts.n_positions - 1} counted, vocabulary of {counts.vocab_size})"),
+        "source": "counts",
+        "text_column": None,
+        "sequences": int(counts.n_documents),
+        "tokens": None,
+        "median_length": None,
+        "max_length": None,
+        "vocab_size": int(counts.vocab_size),
+        "tokenizer": model.ref.label,
+        "counted_positions": int(counts.n_positions),
+        "shards": shards,
+    }
+    notes = {
+        "counts": (
+            f"audited from stored positional counts ({spec}, made by `posgeo count` with the tokenizer "
+            f"{counts.tokenizer}): the corpus geometry is computed from the per-position token counts, without "
+            f"re-tokenising; the counts keep no lengths beyond position {counts.n_positions - 1}, so the dataset's "
+            "token total and median and maximum lengths are left empty"
+        ),
+        "intervals": _NO_INTERVALS_FROM_COUNTS,
+    }
+    return CountsStep(counts=kept, dataset=dataset, notes=notes)
+
+
 # --------------------------------------------------------------------------- 3. the geometry
 @dataclass(frozen=True, eq=False)
 class GeometryStep:
@@ -499,17 +639,23 @@ def _spectrum(D: np.ndarray) -> dict[str, float]:
     }
 
 
-def geometry_step(corpus: Corpus, *, n_positions: int, seed: int, cache: bool, name: str) -> GeometryStep:
+def geometry_step(
+    corpus: Corpus | PositionalCounts, *, n_positions: int, seed: int, cache: bool, name: str
+) -> GeometryStep:
     """Step 3: the corpus geometry of positions ``0..n_positions-1`` and its effective rank.
 
     Parameters
     ----------
-    corpus : posgeo.Corpus
+    corpus : posgeo.Corpus or posgeo.PositionalCounts
+        A tokenised corpus (:func:`posgeo.corpus_geometry`), or its counts of exactly
+        ``n_positions`` positions (:meth:`posgeo.PositionalCounts.geometry`: the same
+        plug-in and corrected distances, reach and flags).
     n_positions : int
     seed : int
-        Seed of the noise floor's half-splits (:func:`posgeo.corpus_geometry`).
+        Seed of the noise floor's half-splits (:func:`posgeo.corpus_geometry`; counts have
+        their one stored split).
     cache : bool
-        Cache the geometry.
+        Cache the geometry (of a corpus).
     name : str
         The dataset, as error messages name it.
 
@@ -532,7 +678,12 @@ def geometry_step(corpus: Corpus, *, n_positions: int, seed: int, cache: bool, n
     """
     n = n_positions
     notes: dict[str, str] = {}
-    g = corpus_geometry(corpus, n, min_count=_MIN_COUNT, seed=seed, cache=cache)
+    if isinstance(corpus, PositionalCounts):
+        if corpus.n_positions != n:
+            raise ValueError(f"the counts have {corpus.n_positions} positions, not n_positions={n}; truncate() them")
+        g = corpus.geometry(min_count=_MIN_COUNT, name=name)
+    else:
+        g = corpus_geometry(corpus, n, min_count=_MIN_COUNT, seed=seed, cache=cache)
     D, Dc = g.distances, g.hybrid
     iu = np.triu_indices(n, k=1)
     if not np.any(D[iu] > 0):
@@ -847,17 +998,24 @@ def compute_report(
     (5, 40, (5, 384))
     """
     n = params.n_positions
+    from_counts = ds.kind == "counts"
     with progress_bar(None, enabled=progress, total=len(_STEPS), desc="posgeo audit", unit="step") as bar:
         bar.set_postfix_str(_STEPS[0])
         model = model_step(ref, n_positions=n)  # before the data: a model that cannot serve n positions fails fast
         bar.update()
-        bar.set_postfix_str(_STEPS[1])
-        data = data_step(ds, model.loaded, n_positions=n, min_reach=params.min_reach, split=params.split,
-                         column=params.column, data_dir=params.data_dir, max_sequences=params.max_sequences,
-                         seed=params.seed, cache=cache, progress=progress, drop_empty=params.drop_empty)
+        bar.set_postfix_str("loading the counts" if from_counts else _STEPS[1])
+        data: DataStep | CountsStep
+        if from_counts:
+            data = counts_step(ds, model.loaded, n_positions=n, min_reach=params.min_reach)
+            source: Corpus | PositionalCounts = data.counts
+        else:
+            data = data_step(ds, model.loaded, n_positions=n, min_reach=params.min_reach, split=params.split,
+                             column=params.column, data_dir=params.data_dir, max_sequences=params.max_sequences,
+                             seed=params.seed, cache=cache, progress=progress, drop_empty=params.drop_empty)
+            source = data.corpus
         bar.update()
         bar.set_postfix_str(_STEPS[2])
-        geometry = geometry_step(data.corpus, n_positions=n, seed=params.seed, cache=cache, name=ds.spec)
+        geometry = geometry_step(source, n_positions=n, seed=params.seed, cache=cache, name=ds.spec)
         g = geometry.geometry
         bar.update()
         bar.set_postfix_str(_STEPS[3])
@@ -869,9 +1027,13 @@ def compute_report(
         bar.update()
         bar.set_postfix_str(_STEPS[5])
         encodings = ({"model": model.vectors} if model.vectors is not None else {}) | stress.baselines
-        intervals = (intervals_step(data.corpus, encodings, n_positions=n, n_boot=params.intervals, seed=params.seed,
-                                    progress=progress) if geometry.corrected else
-                     IntervalsStep(None, None, 0, {"intervals": "no corrected geometry to give intervals for"}))
+        if isinstance(data, CountsStep):
+            intervals = IntervalsStep(None, None, 0, {})  # the reason is in data.notes
+        elif geometry.corrected:
+            intervals = intervals_step(data.corpus, encodings, n_positions=n, n_boot=params.intervals,
+                                       seed=params.seed, progress=progress)
+        else:
+            intervals = IntervalsStep(None, None, 0, {"intervals": "no corrected geometry to give intervals for"})
         bar.update()
     return AuditReport(
         parameters=params.as_dict(),
@@ -882,7 +1044,8 @@ def compute_report(
         separation=stress.separation,
         monotonicity=stress.monotonicity,
         layers=layers.layers,
-        notes={**model.notes, **geometry.notes, **layers.notes, **intervals.notes},
+        notes={**model.notes, **(data.notes if isinstance(data, CountsStep) else {}), **geometry.notes,
+               **layers.notes, **intervals.notes},
         hellinger=np.asarray(g.distances, dtype=np.float64),
         hellinger_corrected=np.asarray(g.hybrid, dtype=np.float64),
         counts=np.asarray(g.counts, dtype=np.int64),
@@ -894,8 +1057,9 @@ def compute_report(
 
 
 def audit(
-    dataset: str | os.PathLike[str],
+    dataset: str | os.PathLike[str] | None = None,
     *,
+    counts: str | os.PathLike[str] | PositionalCounts | None = None,
     model: str | os.PathLike[str] | None = None,
     split: str = "train",
     column: str | None = None,
@@ -920,12 +1084,24 @@ def audit(
 
     Parameters
     ----------
-    dataset : str or path
+    dataset : str or path, optional
         Resolved in this order: an existing ``.parquet`` file (the text column is
         ``column``, else the one of ``"text"``/``"sentence"`` it has); any other existing file
         (UTF-8 text, one sequence per line, blank lines skipped); ``"sst2"`` or ``"imdb"``
         (:func:`posgeo.load_texts`: ``data_dir``, else ``$POSGEO_DATA_DIR``, else the hub);
-        anything else is a Hugging Face hub dataset id (needs the network).
+        anything else is a Hugging Face hub dataset id (needs the network). Omitted when
+        ``counts`` is given.
+    counts : str, path or posgeo.PositionalCounts, keyword-only, optional
+        Audit stored positional counts instead of a dataset (``posgeo audit --counts``): a
+        file written by ``posgeo count`` (:meth:`posgeo.PositionalCounts.save`) or the
+        counts themselves, made with the model's tokenizer (checked: same
+        :func:`posgeo.tokenizer_id` digest) and at least ``n_positions`` positions (truncated
+        to them). Nothing is re-tokenised: the plug-in and corrected distances, reach, noise
+        share and effective rank are those of the same texts audited directly
+        (:meth:`posgeo.PositionalCounts.geometry`), and so are the stresses. There are no
+        sampling intervals (they halve the sequences, which counts do not keep; the note
+        ``"intervals"`` says so), and ``split``, ``column``, ``max_sequences``, ``data_dir``,
+        ``drop_empty`` do not apply.
     model : str or path, optional
         A local model folder, a hub id (the network or the local Hugging Face cache), or
         ``None`` for the bundled all-MiniLM-L6-v2.
@@ -972,7 +1148,9 @@ def audit(
     AuditError
         (a ``ValueError``) A missing file or column, an empty dataset, a model that cannot
         be loaded (offline), too few sequences reaching ``n_positions``, more positions
-        than the model's table holds, or an invalid option; the message says what to do.
+        than the model's table holds, or an invalid option; with ``counts``: a missing or
+        unreadable counts file, counts of another tokenizer, more positions than were
+        counted, or both or neither of ``dataset`` and ``counts``; the message says what to do.
     TypeError
         ``dataset`` is neither a string nor a path, or the tokenizer is not a fast tokenizer.
     FileNotFoundError, posgeo.CorpusUnavailableError
@@ -991,7 +1169,23 @@ def audit(
     """
     dims = check_parameters(n_positions=n_positions, max_sequences=max_sequences, seed=seed, min_reach=min_reach,
                             mds_dims=mds_dims, split=split, column=column)
-    ds = resolve_dataset(dataset, split=split, column=column, data_dir=data_dir)
+    if (dataset is None) == (counts is None):
+        raise AuditError(
+            "pass a dataset (DATASET) or stored counts (--counts FILE, counts=) to audit" if dataset is None else
+            "pass a dataset (DATASET) or stored counts (--counts FILE, counts=), not both: the counts name their shards"
+        )
+    if counts is not None:
+        given = [opt for opt, value in (("--column (column=)", column), ("--max-sequences (max_sequences=)", max_sequences),
+                                        ("--data-dir (data_dir=)", data_dir), ("--drop-empty (drop_empty=)", drop_empty or None))
+                 if value is not None]
+        if given:
+            raise AuditError(
+                f"{', '.join(given)} do(es) not apply to stored counts, which were read and tokenised by `posgeo count`; "
+                "drop it, or audit the dataset itself"
+            )
+        ds = resolve_counts(counts)
+    else:
+        ds = resolve_dataset(dataset, split=split, column=column, data_dir=data_dir)
     ref = resolve_model(model)
     params = AuditParameters(
         dataset=ds.spec,
@@ -1007,7 +1201,12 @@ def audit(
         drop_empty=bool(drop_empty),
         intervals=check_int(intervals, "intervals", minimum=0, maximum=10_000,
                             hint="the number of half-sample halvings, e.g. 20; 0 for no intervals"),
+        counts=counts is not None,
     )
+    if params.counts:  # none can be drawn from counts (see counts_step's note)
+        from dataclasses import replace
+
+        params = replace(params, intervals=0)
     if params.intervals == 1:
         raise AuditError("--intervals must be 0 (none) or at least 2 halvings (20 is usual)")
     model_key = ref.fingerprint

@@ -7,6 +7,9 @@ Nothing here measures anything; :mod:`posgeo.audit.compute` does, on what these 
   ``"sst2"`` / ``"imdb"``, a Hugging Face hub id) and fingerprints it for the cache without
   reading it; :func:`read_texts` reads the texts of a file or hub dataset;
   :func:`load_data` tokenises them with the model's tokenizer into a :class:`posgeo.Corpus`.
+- :func:`resolve_counts` and :func:`load_counts` do the same for stored positional counts
+  (``posgeo count``, :class:`posgeo.PositionalCounts`), which are audited without
+  re-tokenising (``posgeo audit --counts``).
 - :func:`resolve_model` says what a model spec names (the bundled all-MiniLM-L6-v2, a local
   folder, a hub id); :func:`load_model` loads its configuration and tokenizer, and its
   weights only when its positions are a learned table.
@@ -18,7 +21,7 @@ Every problem with an input is an :class:`AuditError` whose message names the fi
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -37,9 +40,11 @@ __all__ = [
     'check_parameters',
     'DatasetRef',
     'resolve_dataset',
+    'resolve_counts',
     'read_texts',
     'LoadedData',
     'load_data',
+    'load_counts',
     'ModelRef',
     'resolve_model',
     'LoadedModel',
@@ -137,6 +142,8 @@ class AuditParameters:
     intervals : int, default 20
         Halvings of the half-sample intervals of the corrected stresses (``--intervals``;
         0: none).
+    counts : bool, default False
+        ``dataset`` is a file of positional counts (``--counts``), not texts.
 
     Examples
     --------
@@ -158,18 +165,21 @@ class AuditParameters:
     data_dir: str | None
     drop_empty: bool = False
     intervals: int = 20
+    counts: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The options as the report stores them (this key order; ``mds_dims`` a list).
 
-        ``drop_empty`` is included only when set, so that the report (and its cache key) of
-        every audit that does not drop texts is what it was before the option existed.
+        ``drop_empty`` and ``counts`` are included only when set, so that the report (and its
+        cache key) of every audit that uses neither is what it was before the options existed.
 
         Returns
         -------
         dict
         """
-        extra = {"drop_empty": True} if self.drop_empty else {}
+        extra: dict[str, Any] = {"drop_empty": True} if self.drop_empty else {}
+        if self.counts:
+            extra["counts"] = True
         return {
             "dataset": self.dataset,
             "split": self.split,
@@ -265,20 +275,24 @@ class DatasetRef:
 
     Attributes
     ----------
-    kind : {"known", "parquet", "text", "hub"}
+    kind : {"known", "parquet", "text", "hub", "counts"}
     spec : str
         The spec as given.
     fingerprint : dict
         What identifies the data for the cache (a file's path, size and modification time;
-        a known corpus's :func:`posgeo.corpus_source`; a hub id, split and column).
+        a known corpus's :func:`posgeo.corpus_source`; a hub id, split and column; a counts
+        file's path, size and SHA-256, or a digest of counts given in memory).
     path : pathlib.Path or None
-        The file, for ``"parquet"`` and ``"text"``.
+        The file, for ``"parquet"``, ``"text"`` and a ``"counts"`` file.
+    counts : posgeo.PositionalCounts or None
+        Counts given in memory (:func:`resolve_counts`); ``None`` otherwise.
     """
 
     kind: str
     spec: str
     fingerprint: dict[str, Any]
     path: Path | None = None
+    counts: Any = field(default=None, compare=False, repr=False)
 
 
 def resolve_dataset(
@@ -382,6 +396,101 @@ def resolve_dataset(
                 f"pass {guess!r} or an existing file"
             )
     return DatasetRef(kind="hub", spec=spec, fingerprint={"kind": "hub", "id": spec, "split": split, "column": column})
+
+
+_COUNT_HINT = "write one with `posgeo count SOURCES --column COL --positions N --out counts.npz`"
+
+
+def resolve_counts(counts: Any) -> DatasetRef:
+    """Tell what a counts spec names: a file of positional counts, or counts in memory.
+
+    Nothing is loaded yet (see :func:`load_counts`); a file is fingerprinted by its bytes.
+
+    Parameters
+    ----------
+    counts : str, path or posgeo.PositionalCounts
+        A file written by ``posgeo count`` (:meth:`posgeo.PositionalCounts.save`), or the
+        counts themselves.
+
+    Returns
+    -------
+    DatasetRef
+        Of kind ``"counts"``.
+
+    Raises
+    ------
+    AuditError
+        A file that does not exist, or a directory.
+    TypeError
+        Neither a path nor :class:`posgeo.PositionalCounts`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from posgeo import PositionalCounts
+    >>> f = PositionalCounts.from_sequences([[0, 1]], 2, vocab_size=2).save(pathlib.Path(tempfile.mkdtemp()) / "c.npz")
+    >>> ref = resolve_counts(f)
+    >>> ref.kind, ref.path.name, sorted(ref.fingerprint)
+    ('counts', 'c.npz', ['kind', 'path', 'sha256', 'size'])
+    """
+    from posgeo import PositionalCounts, array_digest, file_digest
+
+    if isinstance(counts, PositionalCounts):
+        digest = array_digest(counts.counts.data, counts.counts.indices, counts.counts.indptr, counts.reach,
+                              counts.counts_a.data, counts.counts_a.indices, counts.counts_a.indptr, counts.reach_a)
+        fp = {"kind": "counts", "digest": digest, "tokenizer": counts.tokenizer, "sources": list(counts.sources),
+              "n_documents": counts.n_documents, "options": dict(counts.options)}
+        spec = f"<counts of {len(counts.sources)} shard(s), {counts.n_documents} documents>"
+        return DatasetRef(kind="counts", spec=spec, fingerprint=fp, counts=counts)
+    if not isinstance(counts, (str, os.PathLike)):
+        raise TypeError(
+            f"counts must be a path to a counts file or a posgeo.PositionalCounts, got {type(counts).__name__}"
+        )
+    spec = os.fspath(counts)
+    path = Path(spec).expanduser()
+    if not spec.strip() or path.is_dir():
+        raise AuditError(f"--counts {spec!r} is not a file; pass the counts file written by `posgeo count` ({_COUNT_HINT})")
+    if not path.is_file():
+        raise AuditError(f"no counts file {spec!r}; {_COUNT_HINT}")
+    fp = {"kind": "counts", "path": str(path.resolve()), "size": path.stat().st_size, "sha256": file_digest(path)}
+    return DatasetRef(kind="counts", spec=spec, fingerprint=fp, path=path)
+
+
+def load_counts(ds: DatasetRef) -> Any:
+    """The positional counts a :func:`resolve_counts` reference names.
+
+    Parameters
+    ----------
+    ds : DatasetRef
+        Of kind ``"counts"``.
+
+    Returns
+    -------
+    posgeo.PositionalCounts
+
+    Raises
+    ------
+    AuditError
+        The file is not a posgeo counts file (or is unreadable).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from posgeo import PositionalCounts
+    >>> f = PositionalCounts.from_sequences([[0, 1]], 2, vocab_size=2).save(pathlib.Path(tempfile.mkdtemp()) / "c.npz")
+    >>> load_counts(resolve_counts(f)).reach.tolist()
+    [1, 1]
+    """
+    from posgeo import PositionalCounts
+
+    if ds.counts is not None:
+        return ds.counts
+    assert ds.kind == "counts" and ds.path is not None
+    try:
+        return PositionalCounts.load(ds.path)
+    except (ValueError, OSError) as exc:
+        why = " ".join(str(exc).split())
+        raise AuditError(f"cannot read the counts file {ds.spec!r}: {why}") from exc
 
 
 def _pick_column(columns: Sequence[Any], column: str | None, where: str) -> str:

@@ -80,11 +80,14 @@ class AuditReport:
     ----------
     parameters : dict
         The inputs: ``dataset``, ``split``, ``column``, ``model``, ``n_positions``,
-        ``max_sequences``, ``seed``, ``min_reach``, ``mds_dims``.
+        ``max_sequences``, ``seed``, ``min_reach``, ``mds_dims`` (and ``counts: true``
+        when ``dataset`` is a counts file, ``--counts``).
     dataset : dict
-        ``description``, ``source`` (``"known"``, ``"parquet"``, ``"text"`` or ``"hub"``),
-        ``text_column``, ``sequences`` (analysed), ``tokens``, ``median_length``,
-        ``max_length``, ``vocab_size``, ``tokenizer``.
+        ``description``, ``source`` (``"known"``, ``"parquet"``, ``"text"``, ``"hub"`` or
+        ``"counts"``), ``text_column``, ``sequences`` (analysed), ``tokens``,
+        ``median_length``, ``max_length``, ``vocab_size``, ``tokenizer``; from counts,
+        ``tokens``, the lengths and ``text_column`` are ``None`` and ``counted_positions``
+        and ``shards`` are added.
     model : dict
         ``label``, ``model_type``, ``positional_kind`` (one of
         :data:`posgeo.POSITIONAL_KINDS`), ``encoding`` (how the position vectors were
@@ -153,7 +156,10 @@ class AuditReport:
     def command(self) -> str:
         """The ``posgeo audit`` command line that reproduces this report."""
         p = self.parameters
-        args = ["posgeo", "audit", str(p["dataset"]), "--split", str(p["split"])]
+        if p.get("counts"):  # stored counts: no split (nor column, subset, data directory, intervals)
+            args = ["posgeo", "audit", "--counts", str(p["dataset"])]
+        else:
+            args = ["posgeo", "audit", str(p["dataset"]), "--split", str(p["split"])]
         if p.get("column") is not None:
             args += ["--column", str(p["column"])]
         if p.get("model") is not None:
@@ -167,7 +173,7 @@ class AuditReport:
             args += ["--data-dir", str(p["data_dir"])]
         if p.get("drop_empty"):
             args += ["--drop-empty"]
-        if p.get("intervals", 20) != 20:
+        if p.get("intervals", 20) != 20 and not p.get("counts"):
             args += ["--intervals", str(p["intervals"])]
         return " ".join(shlex.quote(a) for a in args)
 
