@@ -312,3 +312,24 @@ def test_hybrid_from_counts_rejects_inconsistent_tables():
         hybrid_hellinger_from_counts(C.astype(complex), [4, 4])
     with pytest.raises(TypeError, match="squared"):
         hybrid_hellinger_from_counts(C, [4, 4], squared="yes")
+
+
+# ----------------------------------------------------------------------------- noise floor by groups
+def test_noise_floor_with_groups_sees_duplicated_sequences():
+    """Every sequence twice: split as independent sequences, copies land in both halves and the
+    halves look alike; split by groups (the two copies together), the floor is the one of the
+    distinct sequences."""
+    from posgeo import Sequences, hellinger_noise_floor, sample_synthetic_sequences, synthetic_marginals
+
+    mu = synthetic_marginals(6, 32, nonstationarity=0.5, seed=0)
+    base = sample_synthetic_sequences(mu, 300, seed=1)
+    rows = [base.tokens[base.offsets[k]:base.offsets[k + 1]] for k in range(300)]
+    doubled = Sequences.from_list(rows + rows, vocab_size=32)
+    groups = np.tile(np.arange(300), 2)
+    plain = hellinger_noise_floor(doubled, 6, 32, n_splits=10)
+    grouped = hellinger_noise_floor(doubled, 6, 32, n_splits=10, groups=groups)
+    distinct = hellinger_noise_floor(base, 6, 32, n_splits=10)
+    assert (grouped.split_half > 1.2 * plain.split_half).all()
+    np.testing.assert_allclose(grouped.split_half, distinct.split_half, rtol=0.25)
+    with pytest.raises(ValueError, match="one id per sequence"):
+        hellinger_noise_floor(doubled, 6, 32, groups=groups[:10])

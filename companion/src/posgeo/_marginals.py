@@ -348,6 +348,7 @@ def hellinger_noise_floor(
     n_splits: int = 5,
     seed: int = 0,
     min_count: int = 20,
+    groups: Any = None,
 ) -> NoiseFloor:
     r"""Estimate, per position, how far the empirical marginal sits from the truth by chance.
 
@@ -373,6 +374,11 @@ def hellinger_noise_floor(
         Seed of ``np.random.default_rng`` drawing the splits.
     min_count : int, default 20
         Positions reached by fewer sequences are ``flagged`` (halves of < 10 sequences).
+    groups : array of int, shape (m,), keyword-only, optional
+        One group id per sequence (e.g. :func:`overlap_groups`: SST-2's phrases with their
+        sentence). The random order of a split is then an order of the *groups*, so the
+        sequences of a group fall in the same half, except at most one group per position,
+        the one that straddles that position's median. Default: every sequence on its own.
 
     Returns
     -------
@@ -401,6 +407,15 @@ def hellinger_noise_floor(
     _check_reach(counts, offsets, n)
 
     m = offsets.size - 1
+    if groups is not None:
+        g = np.asarray(groups)
+        if g.ndim != 1 or g.dtype.kind not in "iu" or g.size != m:
+            raise ValueError(
+                f"groups must be a 1-d integer array with one id per sequence ({m}), got dtype {g.dtype} and "
+                f"shape {g.shape}; pass e.g. overlap_groups(corpus)"
+            )
+        _, group_of = np.unique(g, return_inverse=True)
+        group_of = group_of.reshape(-1)
     pos, keep = _positions(offsets, n)
     pos = pos[keep]
     flat = pos * V + tokens[keep].astype(np.int64)
@@ -413,7 +428,11 @@ def hellinger_noise_floor(
     rng = np.random.default_rng(seed)
     sq = np.zeros(n)
     for _ in range(n_splits):
-        perm = rng.permutation(m)
+        if groups is None:
+            perm = rng.permutation(m)
+        else:  # groups in random order, the sequences of a group together (random among themselves)
+            rank = rng.permutation(int(group_of.max()) + 1)
+            perm = np.lexsort((rng.random(m), rank[group_of]))
         plen = klen[perm]
         pstart = np.concatenate([[0], np.cumsum(plen)[:-1]])
         gather = np.arange(pos.size, dtype=np.int64) - np.repeat(pstart - kstart[perm], plen)
