@@ -131,11 +131,17 @@ stresses.xs("PMDS k=3", level="encoding")["corrected"].rename("PMDS k=3, correct
 # ## Training
 #
 # Every configuration (corpus, objective, encoding) is trained with five seeds; the table
-# gives the held-out accuracy, mean and 95% interval over the seeds (Student's t).
+# gives the held-out accuracy, mean and 95% interval over the seeds (Student's t). At 80
+# steps an occasional run has not yet found the task (the wide interval of the fixed
+# sinusoids on the reversal task is one such seed); which runs do can change with the
+# CPU's floating-point kernels, which is why these numbers are compared within 0.1 on
+# other machines (see the README).
 
-# %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
-# tolerance: the seed spread of these accuracies (sd 0.01 to 0.07 over 5 seeds) dwarfs the
-# differences between CPU kernel paths; 0.02 is a fraction of it (2 decimals shown)
+# %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0}
+# tolerance: the seed spread of these accuracies, up to sd 0.07 over 5 seeds: at 80 steps a
+# run can stay stuck or not (measured: one such run changes between CPU kernel paths and
+# moves its mean by 0.03, its interval's ends by 0.08), so 0.1
+
 runs = ex.run_constructive(settings, corpora, progress=False)
 summary = ex.summarise_runs(runs)
 accuracy = summary.assign(
@@ -146,7 +152,7 @@ accuracy
 # %%
 ex.plot_accuracy(summary)
 
-# %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
+# %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0}
 # tolerance: as for the table above
 synthetic = summary.loc["synthetic"]
 assert (synthetic.xs("none", level="encoding")["high"] < 0.55).all()
@@ -171,12 +177,12 @@ summary.loc[("synthetic", "cls"), "mean"].round(2).rename("reversal task, mean a
 # table, the fixed sinusoids and no positions: the difference of mean accuracies and its
 # 95% interval (Welch), and whether the interval excludes 0.
 
-# %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
-# tolerance: differences of the accuracies above, within their seed spread
+# %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0}
+# tolerance: differences of the accuracies above, as for their table
 contrasts = ex.accuracy_contrasts(runs, "PMDS k=3", ("learned", "sinusoidal (fixed)", "PMDS full", "none"))
 contrasts[["difference", "low", "high"]].round(2)
 
-# %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
+# %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0}
 # tolerance: as above
 tables = contrasts.drop(index="none", level="other")
 assert contrasts.loc[("synthetic", slice(None), "none"), "separated"].all()
