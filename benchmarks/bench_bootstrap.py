@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-positions", type=int, default=510)
     parser.add_argument("--n-boot", type=int, default=200, help="replicates of the reweighting path (a)")
     parser.add_argument("--naive-boot", type=int, default=3, help="replicates of the naive path (b), extrapolated")
-    parser.add_argument("--corrected-boot", type=int, default=10, help="replicates of first_order and matched (c); 0 skips")
+    parser.add_argument("--corrected-boot", type=int, default=10, help="replicates of first_order, matched and hybrid (halvings) (c); 0 skips")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (threadpoolctl) for both paths")
     parser.add_argument("--json", default=None, help="also write the results as JSON to this path")
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         # (c) corrected estimators
         corrected = []
         if args.corrected_boot > 0:
-            for est in ("first_order", "matched"):
+            for est in ("first_order", "matched", "hybrid"):  # hybrid: replicates are half-sample halvings
                 k = args.corrected_boot
                 w1c, c1c, _ = timed(lambda: bootstrap_geometry(corpus, n, estimator=est, n_boot=1, seed=args.seed, progress=False))
                 wk, ck, _ = timed(lambda: bootstrap_geometry(corpus, n, estimator=est, n_boot=k, seed=args.seed, progress=False))
