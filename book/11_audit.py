@@ -137,7 +137,7 @@ summary
 # %%
 corpus = report.corpus
 assert corpus["noise_share"] > 0.5
-ranks = pd.DataFrame(corpus["effective_rank"]).T
+ranks = pd.DataFrame(corpus["effective_rank"]).T.astype({"rank_90": int, "rank_99": int})
 assert (ranks.loc["corrected"] < ranks.loc["plug-in"]).all() and ranks.loc["plug-in", "rank_90"] > 24
 ranks
 

@@ -70,6 +70,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'NoiseFloor',
         'hellinger_noise_floor',
         'first_order_hellinger_matrix',
+        'first_order_correction',
         'positional_marginals',
         'position_counts',
         'hybrid_hellinger_matrix',

@@ -51,7 +51,7 @@ from scipy import sparse
 
 from ._cache import array_digest, file_digest
 from ._geometry import hellinger_matrix
-from ._marginals import CorpusGeometry, NoiseFloor, hybrid_hellinger_from_counts
+from ._marginals import CorpusGeometry, NoiseFloor, first_order_correction, hybrid_hellinger_from_counts
 from ._progress import progress_bar
 from ._sequences import Corpus, Sequences
 from .validation import check_int
@@ -1449,7 +1449,7 @@ class PositionalCounts:
         >>> bool((c.first_order_hellinger_matrix() <= c.hellinger_matrix() + 1e-12).all())
         True
         """
-        return _first_order(self.hellinger_matrix(), self.noise_floor().bias_sq)
+        return first_order_correction(self.hellinger_matrix(), self.noise_floor().bias_sq)
 
     def matched_hellinger_matrix(self) -> np.ndarray:
         r"""Chord distances corrected by matched half-samples (one split: the stored halves).
@@ -1611,7 +1611,7 @@ class PositionalCounts:
             marginals=mu,
             distances=H,
             matched=self.matched_hellinger_matrix(),
-            first_order=_first_order(H, nf.bias_sq),
+            first_order=first_order_correction(H, nf.bias_sq),
             counts=self.reach.copy(),
             split_half=nf.split_half,
             bias_sq=nf.bias_sq,
@@ -1654,13 +1654,6 @@ class PositionalCounts:
                 f"max_bytes={max_bytes / 2**30:.2f} GiB; truncate() to fewer positions, use hellinger_matrix() "
                 "(sparse) for the plug-in distances alone, or pass a larger max_bytes"
             )
-
-
-def _first_order(H: np.ndarray, bias_sq: np.ndarray) -> np.ndarray:
-    """``sqrt(max(H^2 - b_i - b_j, 0))``, zero diagonal: :func:`posgeo.first_order_hellinger_matrix`'s correction."""
-    D = np.sqrt(np.clip(H**2 - bias_sq[:, None] - bias_sq[None, :], 0.0, None))
-    np.fill_diagonal(D, 0.0)
-    return D
 
 
 # =====================================================================================

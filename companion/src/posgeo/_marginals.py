@@ -25,6 +25,7 @@ __all__ = [
     'NoiseFloor',
     'hellinger_noise_floor',
     'first_order_hellinger_matrix',
+    'first_order_correction',
     'positional_marginals',
     'position_counts',
     'hybrid_hellinger_matrix',
@@ -151,7 +152,7 @@ def corpus_geometry(
         mu = positional_marginals(seqs, n_positions, vocab)
         nf = hellinger_noise_floor(seqs, n_positions, vocab, n_splits=n_splits, seed=seed, min_count=min_count)
         H = hellinger_matrix(mu)
-        Hf = _first_order_correction(H, nf.bias_sq)
+        Hf = first_order_correction(H, nf.bias_sq)
         n = int(n_positions)
         twice = int((nf.counts >= 2).sum())  # counts do not increase: these are positions 0..twice-1
         if twice == n:
@@ -523,11 +524,44 @@ def first_order_hellinger_matrix(
     seqs = Sequences(tokens=tokens, offsets=offsets, vocab_size=V)
     mu = positional_marginals(seqs, n_positions, V)
     nf = hellinger_noise_floor(seqs, n_positions, V, seed=seed, n_splits=n_splits)
-    return _first_order_correction(np.asarray(hellinger_matrix(mu, metric="chord"), dtype=np.float64), nf.bias_sq)
+    return first_order_correction(np.asarray(hellinger_matrix(mu, metric="chord"), dtype=np.float64), nf.bias_sq)
 
 
-def _first_order_correction(H: np.ndarray, bias_sq: np.ndarray) -> np.ndarray:
-    """``sqrt(max(H^2 - b_i - b_j, 0))`` with a zero diagonal: the first-order correction of ``H``."""
+def first_order_correction(H: Any, bias_sq: Any) -> np.ndarray:
+    """The first-order noise correction of chord Hellinger distances,
+    ``sqrt(max(H_ij^2 - b_i - b_j, 0))`` with a zero diagonal.
+
+    What :func:`first_order_hellinger_matrix` and :func:`corpus_geometry` apply to the
+    plug-in distances, given each position's squared bias (e.g. ``NoiseFloor.bias_sq``).
+
+    Parameters
+    ----------
+    H : array_like, shape (n, n)
+        Plug-in chord Hellinger distances.
+    bias_sq : array_like, shape (n,)
+        Squared-Hellinger bias per position.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not match.
+
+    Examples
+    --------
+    >>> first_order_correction(np.array([[0.0, 0.5], [0.5, 0.0]]), np.array([0.05, 0.1])).round(4).tolist()
+    [[0.0, 0.3162], [0.3162, 0.0]]
+    """
+    H = check_real_array(H, "H")
+    bias_sq = check_real_array(bias_sq, "bias_sq")
+    if H.ndim != 2 or H.shape[0] != H.shape[1] or bias_sq.shape != (H.shape[0],):
+        raise ValueError(
+            f"H must be square (n, n) and bias_sq of shape (n,), got {H.shape} and {bias_sq.shape}; pass the "
+            "plug-in distances and the noise floor's bias_sq of the same positions"
+        )
     D = np.sqrt(np.clip(H**2 - bias_sq[:, None] - bias_sq[None, :], 0.0, None))
     np.fill_diagonal(D, 0.0)
     return D
