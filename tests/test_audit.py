@@ -219,7 +219,7 @@ def test_json_is_plain_and_complete(text_report: AuditReport) -> None:
     data = text_report.to_dict()
     text = json.dumps(data, allow_nan=False)  # no NaN, no numpy types
     assert json.loads(text) == data
-    assert set(data) == {"schema", "posgeo_version", "command", "parameters", "dataset", "model", "corpus",
+    assert set(data) == {"schema", "posgeo_version", "computed_on", "command", "parameters", "dataset", "model", "corpus",
                          "stress", "separation", "monotonicity", "layers", "paper", "verdict", "intervals", "notes"}
     assert data["monotonicity"]["hellinger"] == {"model": pytest.approx(text_report.monotonicity.loc["model", "hellinger"]),
                                                  "random": pytest.approx(text_report.monotonicity.loc["random", "hellinger"])}
@@ -924,3 +924,29 @@ def test_audit_from_counts_refuses_bad_inputs(counted_parquet, tmp_path: Path, c
         audit("sst2", counts=counts, progress=False)
     with pytest.raises(AuditError, match="pass a dataset"):
         audit(progress=False)
+
+
+def test_report_says_when_it_was_computed(text_report: AuditReport, tmp_path, monkeypatch) -> None:
+    import datetime as dt
+    import re as _re
+
+    assert _re.fullmatch(r"\d{4}-\d{2}-\d{2}", text_report.computed_on)
+    assert text_report.to_dict()["computed_on"] == text_report.computed_on
+    html, _ = text_report.write(tmp_path / "r")
+    assert f"computed on {text_report.computed_on}" in html.read_text()
+    from posgeo.audit import compute as audit_compute
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(int(dt.datetime(2030, 1, 2, tzinfo=dt.timezone.utc).timestamp())))
+    assert audit_compute._computed_on() == "2030-01-02"
+
+
+def test_report_tables_use_readable_names(text_report: AuditReport, tmp_path) -> None:
+    html, _ = text_report.write(tmp_path / "r2")
+    text = html.read_text()
+    for internal in ("<td>min_dist</td>", "<td>q05</td>", "<td>known</td>", "not set"):
+        assert internal not in text
+    assert "closest pair: distance" in text or text_report.separation is None
+    # every "How to read this" comes before the first table of its section
+    for section in text.split("<h2>")[1:]:
+        if "How to read this" in section and "<table" in section:
+            assert section.index("How to read this") < section.index("<table"), section[:60]

@@ -958,6 +958,16 @@ def layers_step(model: ModelStep, distances: np.ndarray, corrected: np.ndarray |
 
 
 # --------------------------------------------------------------------------- the audit
+def _computed_on() -> str:
+    """Today's UTC date, or ``$SOURCE_DATE_EPOCH``'s (reproducible builds)."""
+    import datetime as _dt
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch and epoch.isdigit() else \
+        _dt.datetime.now(_dt.timezone.utc)
+    return when.strftime("%Y-%m-%d")
+
+
 def _version() -> str:
     from posgeo import __version__
 
@@ -1053,6 +1063,7 @@ def compute_report(
         version=_version(),
         intervals=intervals.stress,
         differences=intervals.differences,
+        computed_on=_computed_on(),
     )
 
 
@@ -1217,7 +1228,8 @@ def audit(
 
         folder = Path(ref.identifier)
         model_key = {**model_key, "files": [(name, size, file_digest(folder / name)) for name, size, *_ in model_key["files"]]}
-    key = {"data": ds.fingerprint, "model": model_key, **{k: v for k, v in params.as_dict().items() if k != "data_dir"}}
+    key = {"data": ds.fingerprint, "model": model_key, **{k: v for k, v in params.as_dict().items() if k != "data_dir"},
+           "report": "intervals, differences, computed_on"}  # what an entry holds: older ones are recomputed
     return cached(
         "audit-report",
         key,

@@ -132,6 +132,9 @@ class AuditReport:
         corrected geometry).
     differences : pandas.DataFrame or None
         Paired intervals of their differences (:func:`posgeo.stress_differences`).
+    computed_on : str or None
+        UTC date (``YYYY-MM-DD``) the numbers were computed (a cached report keeps its date);
+        ``$SOURCE_DATE_EPOCH`` fixes it for reproducible builds.
     """
 
     parameters: dict[str, Any]
@@ -150,6 +153,7 @@ class AuditReport:
     version: str
     intervals: pd.DataFrame | None = None
     differences: pd.DataFrame | None = None
+    computed_on: str | None = None
 
     # ----------------------------------------------------------------- derived values
     @property
@@ -290,7 +294,8 @@ class AuditReport:
 
         Keys (stable; ``schema`` names the layout):
 
-        - ``schema`` (``"posgeo-audit/1"``), ``posgeo_version``, ``command``;
+        - ``schema`` (``"posgeo-audit/1"``), ``posgeo_version``, ``computed_on`` (UTC date),
+          ``command``;
         - ``parameters``, ``dataset``, ``model``: as the attributes of the same name;
         - ``corpus``: the attribute, plus ``hellinger`` and ``hellinger_corrected``
           (``n x n`` nested lists) and ``reach_per_position`` (length n);
@@ -325,6 +330,7 @@ class AuditReport:
         out = {
             "schema": _SCHEMA,
             "posgeo_version": self.version,
+            "computed_on": self.computed_on,
             "command": self.command,
             "parameters": self.parameters,
             "dataset": self.dataset,
@@ -762,6 +768,37 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+# Readable names for the report's tables (the JSON keeps the keys).
+_LABELS = {
+    "description": "description", "source": "source", "text_column": "text column", "sequences": "sequences",
+    "tokens": "tokens", "median_length": "median length (tokens)", "max_length": "longest (tokens)",
+    "vocab_size": "vocabulary size", "tokenizer": "tokenizer", "label": "model", "model_type": "architecture",
+    "positional_kind": "positional signal", "encoding": "position vectors", "position_offset": "table row of position 0",
+    "special_tokens_prepended": "special tokens before the text", "position_id_shift": "position-id shift",
+    "dimension": "width of the position vectors", "hidden_size": "hidden size", "n_heads": "attention heads",
+    "head_dim": "head size", "n_layers": "layers", "table_rows": "rows of the position table",
+    "min_dist": "closest pair: distance", "normalised": "closest pair: distance / mean norm",
+    "relative": "closest pair: distance / mean distance", "mean_dist": "mean distance between rows",
+    "mean_norm": "mean row norm", "q05": "distance, 5% quantile", "q25": "distance, 25% quantile",
+    "q50": "distance, median", "q75": "distance, 75% quantile", "q95": "distance, 95% quantile",
+    "i": "closest pair: position i", "j": "closest pair: position j", "metric": "metric",
+    "n_positions": "positions", "reach_first": "sequences reaching the first position",
+    "reach_last": "sequences reaching the last position", "flagged_positions": "positions reached by fewer than 100",
+    "mean_distance": "mean distance (plug-in)", "adjacent_distance": "mean distance at offset 1 (plug-in)",
+    "mean_distance_corrected": "mean distance (corrected)",
+    "adjacent_distance_corrected": "mean distance at offset 1 (corrected)", "noise_share": "noise share",
+}
+_VALUES = {("source", "known"): "a corpus posgeo knows (sst2/imdb)", ("source", "parquet"): "a parquet file",
+           ("source", "text"): "a text file, one sequence per line", ("source", "hub"): "a Hugging Face hub dataset",
+           ("source", "counts"): "stored positional counts (posgeo count)"}
+
+
+def _labelled(items: Any) -> list[list[Any]]:
+    """``[label, value]`` rows for a dict shown in the report, with readable names."""
+    return [[_LABELS.get(k, k.replace("_", " ")), _VALUES.get((k, v), v) if isinstance(v, str) else v]
+            for k, v in items]
+
+
 def _frame_table(df: pd.DataFrame, index_name: str) -> str:
     header = [index_name] + [str(c) for c in df.columns]
     rows = [[str(idx)] + [(None if isinstance(v, float) and not math.isfinite(v) else v) for v in row]
@@ -867,7 +904,8 @@ def _render_html(r: AuditReport) -> str:
     add('<meta name="viewport" content="width=device-width, initial-scale=1">')
     add(f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body><main>")
     add(f"<h1>{_esc(title)}</h1>")
-    add(f'<p class="sub">posgeo {_esc(r.version)} &middot; {_esc(r.dataset["description"])}</p>')
+    when = f" &middot; computed on {_esc(r.computed_on)}" if r.computed_on else ""
+    add(f'<p class="sub">posgeo {_esc(r.version)}{when} &middot; {_esc(r.dataset["description"])}</p>')
     add("<p>How well do this model's positions fit the positional geometry of this corpus? The corpus "
         "defines a distance between every two positions: the chord Hellinger distance between the token "
         "distributions seen there. An encoding fits when the distances between its position vectors reproduce "
@@ -887,33 +925,39 @@ def _render_html(r: AuditReport) -> str:
 
     # summary
     add("<h2>Summary</h2>")
-    summary = r.summary()
-    rows = [[f"{s}: {q}", v if math.isfinite(v) else None, pv if math.isfinite(pv) else ""]
-            for (s, q), (v, pv) in zip(summary.index, summary.itertuples(index=False))]
-    add(_table(["quantity", "value", "P1 reports"], rows))
     add('<p class="read"><strong>How to read this.</strong> Raw stress is P1\'s criterion; it compares distances on '
         "an absolute scale, so long vectors score badly whatever their shape. Scale-optimal stress multiplies the "
         "vectors by the best factor first and compares shapes (0 to 1). A monotonicity violation rate of 0 means "
         "that nearer positions always get nearer vectors; random vectors score about 0.5. The P1 column holds the "
         "values reported by Cirrincione (2026) where a comparable one exists (its stress values for sinusoidal, "
         "RoPE and ALiBi were measured on SST-2; its pretrained model is BERT-base).</p>")
+    summary = r.summary()
+    rows = [[f"{s}: {q}", v if math.isfinite(v) else None, pv if math.isfinite(pv) else ""]
+            for (s, q), (v, pv) in zip(summary.index, summary.itertuples(index=False))]
+    add(_table(["quantity", "value", "P1 reports"], rows))
 
     # dataset and model
     add("<h2>Dataset and model</h2>")
-    add(_table(["dataset", "value"], [[k, v] for k, v in r.dataset.items()]))
-    add(_table(["model", "value"], [[k, v] for k, v in m.items()]))
     add('<p class="read"><strong>How to read this.</strong> Corpus position <em>i</em> is the <em>i</em>-th token of a '
         "text tokenised without special tokens. For a learned table it is row <em>i</em> + position_offset of the "
         "table: the special tokens the tokenizer prepends (BERT's [CLS]) plus the architecture's position-id shift "
         "(RoBERTa starts at padding_idx + 1). RoPE and ALiBi act inside attention; their vectors are the "
         "constructions of the book's MDS chapter, whose distances depend on the offset only.</p>")
+    add(_table(["dataset", "value"], _labelled(r.dataset.items())))
+    add(_table(["model", "value"], _labelled(m.items())))
 
     # corpus geometry
     add("<h2>The corpus geometry</h2>")
+    add('<p class="read"><strong>How to read this.</strong> Distances near 0 mean two positions see the same '
+        "tokens; near 1, disjoint tokens. Plug-in distances include sampling noise, which inflates them and adds a "
+        "full-rank random component; the noise share is the part of the squared distances that the correction "
+        "removes. The effective rank is how many dimensions an encoding needs to reproduce the geometry: P1 "
+        "(Observation 8) expects it to be small. A curve that rises with the offset is a geometry an ordered "
+        "encoding can follow; a flat one says that, beyond the first positions, positions look alike.</p>")
     add(_figure(plot_audit_heatmap(r), "heatmap",
                 f"Chord Hellinger distance between the token distributions of positions 0..{n - 1}: plug-in (left) "
                 "and corrected for sampling noise (right)."))
-    geo_rows = [[k, v] for k, v in c.items() if k != "effective_rank"]
+    geo_rows = _labelled((k, v) for k, v in c.items() if k != "effective_rank")
     add(_table(["corpus", "value"], geo_rows))
     er_rows = [[t, v["rank_90"], v["rank_99"], v["entropy_rank"]] for t, v in c["effective_rank"].items() if v is not None]
     add(_table(["target", "rank (90% energy)", "rank (99% energy)", "entropy rank"], er_rows))
@@ -921,15 +965,14 @@ def _render_html(r: AuditReport) -> str:
                 "energy held by the top r."))
     add(_figure(plot_audit_offsets(r), "offsets",
                 "Mean distance at every offset |i - j| (band: min to max over pairs)."))
-    add('<p class="read"><strong>How to read this.</strong> Distances near 0 mean two positions see the same '
-        "tokens; near 1, disjoint tokens. Plug-in distances include sampling noise, which inflates them and adds a "
-        "full-rank random component; the noise share is the part of the squared distances that the correction "
-        "removes. The effective rank is how many dimensions an encoding needs to reproduce the geometry: P1 "
-        "(Observation 8) expects it to be small. A curve that rises with the offset is a geometry an ordered "
-        "encoding can follow; a flat one says that, beyond the first positions, positions look alike.</p>")
 
     # best fit
     add("<h2>The best possible fit</h2>")
+    add('<p class="read"><strong>How to read this.</strong> PMDS (P1\'s Algorithm 1, classical MDS) at full rank '
+        f"reproduces the chord Hellinger distance exactly, because that distance is Euclidean: P1 reports "
+        f"{_fmt(paper['stress/real/pmds'])} on real corpora. At a fixed low dimension SMACOF minimises stress "
+        "directly and is never worse than PMDS. These rows are the floor: no encoding of that dimension can do "
+        "better. alpha is the scale-optimal factor.</p>")
     add(_figure(plot_audit_maps(r), "maps", "Positions in two dimensions, coloured by position and joined in order: "
                 "the corpus geometry (PMDS, left) and the model's vectors (right), on the same scale."))
     for target, df in r.stress.items():
@@ -952,14 +995,17 @@ def _render_html(r: AuditReport) -> str:
                              .reset_index(level=1), "better"))
     add(_figure(plot_audit_stress(r), "stress", "Scale-optimal stress of each encoding (PMDS and SMACOF at k = "
                 + ", ".join(map(str, p["mds_dims"])) + "; the model; sinusoidal and random baselines of the model's width)."))
-    add('<p class="read"><strong>How to read this.</strong> PMDS (P1\'s Algorithm 1, classical MDS) at full rank '
-        f"reproduces the chord Hellinger distance exactly, because that distance is Euclidean: P1 reports "
-        f"{_fmt(paper['stress/real/pmds'])} on real corpora. At a fixed low dimension SMACOF minimises stress "
-        "directly and is never worse than PMDS. These rows are the floor: no encoding of that dimension can do "
-        "better. alpha is the scale-optimal factor.</p>")
 
     # model
     add("<h2>The model's positions</h2>")
+    add('<p class="read"><strong>How to read this.</strong> Separation (P1, Theorem 4): a trained model should keep '
+        "distinct positions apart; min_dist is the closest pair's distance, relative divides it by the mean "
+        "distance. Monotonicity (P1, Conjecture 5): the share of comparisons in which a position nearer to an "
+        "anchor gets a farther vector, with pairs ordered by the offset |i - j| or by the corpus distance. The "
+        f"corpus row is the rate of the corpus distances themselves (PMDS at full rank has the same); P1 reports "
+        f"{_fmt(paper['monotonicity/pmds'])} for PMDS, {_fmt(paper['monotonicity/pretrained'])} for a pretrained "
+        f"model and {_fmt(paper['monotonicity/random'])} for random vectors, without saying at which n: rates grow "
+        "with the range of positions.</p>")
     if has_model:
         model_rows = [["raw stress (plug-in)", plug.loc["model", "raw"]],
                       ["scale-optimal stress (plug-in)", plug.loc["model", "optimal"]],
@@ -972,37 +1018,31 @@ def _render_html(r: AuditReport) -> str:
         add(f'<p class="note">{_esc(r.notes.get("model", "no position vectors"))}</p>')
     if r.separation is not None:
         sep = r.separation
-        add(_table(["separation of the position vectors", "value"], [[k, v] for k, v in sep.items()]))
+        add(_table(["separation of the position vectors", "value"], _labelled(sep.items())))
     add(_frame_table(r.monotonicity, "monotonicity violation rate"))
-    add('<p class="read"><strong>How to read this.</strong> Separation (P1, Theorem 4): a trained model should keep '
-        "distinct positions apart; min_dist is the closest pair's distance, relative divides it by the mean "
-        "distance. Monotonicity (P1, Conjecture 5): the share of comparisons in which a position nearer to an "
-        "anchor gets a farther vector, with pairs ordered by the offset |i - j| or by the corpus distance. The "
-        f"corpus row is the rate of the corpus distances themselves (PMDS at full rank has the same); P1 reports "
-        f"{_fmt(paper['monotonicity/pmds'])} for PMDS, {_fmt(paper['monotonicity/pretrained'])} for a pretrained "
-        f"model and {_fmt(paper['monotonicity/random'])} for random vectors, without saying at which n: rates grow "
-        "with the range of positions.</p>")
 
     # layers
     add("<h2>The layers</h2>")
     if r.layers is not None:
-        add(_figure(plot_audit_layers(r), "layers", "Projected stress of the positional input through each layer's "
-                    "query and key maps (layer 0: the input itself)."))
-        for target, df in r.layers.items():
-            add(f"<h3>Projected stress against the {_esc(target)} distances</h3>")
-            add(_frame_table(df, "layer"))
         add('<p class="read"><strong>How to read this.</strong> The positional part of the embedding layer\'s output '
             "is pushed through every layer's query and key maps, and the result is scored by stress. P1 reports a "
             "peak of raw stress at layer 3 of BERT-base. Raw projected stress mostly measures how much a layer's maps "
             "stretch (see the distance ratio); scale-optimal stress compares the shape that each layer's attention "
             "sees.</p>")
+        add(_figure(plot_audit_layers(r), "layers", "Projected stress of the positional input through each layer's "
+                    "query and key maps (layer 0: the input itself)."))
+        for target, df in r.layers.items():
+            add(f"<h3>Projected stress against the {_esc(target)} distances</h3>")
+            add(_frame_table(df, "layer"))
     else:
         add(f'<p class="note">{_esc(r.notes.get("layers", "no per-layer numbers"))}</p>')
 
     add("<h2>Reproduce</h2>")
     add(f"<pre>{_esc(r.command)}</pre>")
-    add(_table(["parameter", "value"], [[k, "not set" if v is None else ", ".join(map(str, v)) if isinstance(v, list) else v]
-                                         for k, v in p.items()]))
+    defaults = {"model": "the bundled all-MiniLM-L6-v2", "column": "the default (text or sentence)",
+                "max_sequences": "all", "data_dir": "$POSGEO_DATA_DIR"}
+    add(_table(["parameter", "value"], [[k.replace("_", " "), defaults.get(k, "none") if v is None else
+                                         ", ".join(map(str, v)) if isinstance(v, list) else v] for k, v in p.items()]))
 
     add("<h2>Reference values (P1)</h2>")
     add(_table(["key", "reported"], [[k, v] for k, v in paper.items()]))
