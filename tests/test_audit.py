@@ -950,3 +950,13 @@ def test_report_tables_use_readable_names(text_report: AuditReport, tmp_path) ->
     for section in text.split("<h2>")[1:]:
         if "How to read this" in section and "<table" in section:
             assert section.index("How to read this") < section.index("<table"), section[:60]
+
+
+def test_monotonicity_intervals(text_report: AuditReport) -> None:
+    mono = text_report.monotonicity_intervals
+    if mono is None:
+        pytest.skip(f"no intervals: {text_report.notes.get('intervals')}")
+    assert (mono["low"] <= mono["estimate"]).all() and (mono["estimate"] <= mono["high"]).all()
+    rnd = mono.loc["random vectors, pairs ordered by the corrected distances"]
+    assert abs(rnd["estimate"] - 0.5) < 0.1  # random vectors are at chance whatever the order
+    assert text_report.to_dict()["intervals"]["monotonicity"] is not None

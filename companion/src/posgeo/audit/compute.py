@@ -825,6 +825,11 @@ class IntervalsStep:
         ``high``, ``permuted mean`` ... ``p``.
     differences : pandas.DataFrame or None
         :func:`posgeo.stress_differences` of the same encodings (paired intervals).
+    monotonicity : pandas.DataFrame or None
+        Monotonicity violation rates that depend on the corpus geometry, with their 95%
+        intervals (columns ``estimate``, ``low``, ``high``): the corrected corpus distances'
+        own in offset order, and the model's and random vectors' with pairs ordered by the
+        corrected distances.
     n_boot : int
         Halvings (0: no intervals).
     notes : dict of str to str
@@ -835,6 +840,7 @@ class IntervalsStep:
     differences: pd.DataFrame | None
     n_boot: int
     notes: dict[str, str]
+    monotonicity: pd.DataFrame | None = None
 
 
 def intervals_step(
@@ -884,11 +890,21 @@ def intervals_step(
     except ValueError as err:
         return IntervalsStep(stress=None, differences=None, n_boot=0,
                              notes={"intervals": f"no sampling intervals: {err}"})
+    rate = monotonicity_violation_rate
+    rates: dict[str, Any] = {"corrected corpus distances, offset order": lambda D: rate(distances=D, progress=False)}
+    for name, label in (("model", "model"), ("random", "random vectors")):
+        if name in encodings:
+            P = np.asarray(encodings[name], dtype=np.float64)
+            rates[f"{label}, pairs ordered by the corrected distances"] = (
+                lambda D, P=P: rate(P, reference=D, progress=False))
+    mono = pd.DataFrame({label: dict(zip(("estimate", "low", "high"), boot.interval(f))) for label, f in rates.items()}).T
+    mono.index.name = "violation rate"
     return IntervalsStep(
         stress=stress_intervals(boot, encodings, n_permutations=100, seed=seed),
         differences=stress_differences(boot, encodings),
         n_boot=n_boot,
         notes={},
+        monotonicity=mono,
     )
 
 
@@ -1063,6 +1079,7 @@ def compute_report(
         version=_version(),
         intervals=intervals.stress,
         differences=intervals.differences,
+        monotonicity_intervals=intervals.monotonicity,
         computed_on=_computed_on(),
     )
 
@@ -1229,7 +1246,7 @@ def audit(
         folder = Path(ref.identifier)
         model_key = {**model_key, "files": [(name, size, file_digest(folder / name)) for name, size, *_ in model_key["files"]]}
     key = {"data": ds.fingerprint, "model": model_key, **{k: v for k, v in params.as_dict().items() if k != "data_dir"},
-           "report": "intervals, differences, computed_on"}  # what an entry holds: older ones are recomputed
+           "report": "intervals, differences, monotonicity intervals, computed_on"}  # what an entry holds
     return cached(
         "audit-report",
         key,

@@ -132,6 +132,10 @@ class AuditReport:
         corrected geometry).
     differences : pandas.DataFrame or None
         Paired intervals of their differences (:func:`posgeo.stress_differences`).
+    monotonicity_intervals : pandas.DataFrame or None
+        95% half-sample intervals of the violation rates that depend on the corpus geometry
+        (index: ``corrected corpus distances, offset order``, ``model, pairs ordered by the
+        corrected distances``, ``random vectors, ...``; columns ``estimate``, ``low``, ``high``).
     computed_on : str or None
         UTC date (``YYYY-MM-DD``) the numbers were computed (a cached report keeps its date);
         ``$SOURCE_DATE_EPOCH`` fixes it for reproducible builds.
@@ -154,6 +158,7 @@ class AuditReport:
     intervals: pd.DataFrame | None = None
     differences: pd.DataFrame | None = None
     computed_on: str | None = None
+    monotonicity_intervals: pd.DataFrame | None = None
 
     # ----------------------------------------------------------------- derived values
     @property
@@ -356,6 +361,7 @@ class AuditReport:
                 "target": "corrected",
                 "stress": _table_records(self.intervals),
                 "differences": self.differences.to_dict(orient="records") if self.differences is not None else None,
+                "monotonicity": _table_records(self.monotonicity_intervals),
             },
             "notes": self.notes,
         }
@@ -1020,6 +1026,8 @@ def _render_html(r: AuditReport) -> str:
         sep = r.separation
         add(_table(["separation of the position vectors", "value"], _labelled(sep.items())))
     add(_frame_table(r.monotonicity, "monotonicity violation rate"))
+    if r.monotonicity_intervals is not None:
+        add(_frame_table(r.monotonicity_intervals, "violation rate, 95% half-sample interval"))
 
     # layers
     add("<h2>The layers</h2>")
