@@ -2,8 +2,10 @@
 #
 #   make book       set up (.venv, posgeo, MathJax), execute every chapter, sync the
 #                   jupytext pairs, build the HTML into _build/html
-#   make test       set up, then unit tests + doctests + jupytext pair check, strict nbval on
-#                   every chapter, HTML build (no execution) and the browser test
+#   make test       set up, then unit tests + doctests + jupytext pair check, nbval on every
+#                   chapter (strict, training cells within their tolerance), the cross-kernel
+#                   check, HTML build (no execution) and the browser test
+#   make test-kernels  the cross-kernel check alone: chapter 4 under two other CPU kernel paths
 #   make test-browser  the browser test alone, on the book already built (make html)
 #   make test-fast  set up, then the unit tests and doctests that are not marked slow
 #   make benchmarks run the four benchmark scripts (minutes; POSGEO_DATA_DIR needed), store
@@ -47,13 +49,14 @@ export POSGEO_CACHE_DIR ?= $(CURDIR)/.cache/posgeo
 
 NOW = date +%H:%M:%S
 
-.PHONY: help setup sync execute html book test test-fast test-unit test-nb test-browser clean clean-cache \
+.PHONY: help setup sync execute html book test test-fast test-unit test-nb test-kernels test-browser clean clean-cache \
         benchmarks benchmarks-page
 
 help:
 	@echo "make book       set up, execute every chapter, build the HTML (_build/html/index.html)"
-	@echo "make test       set up, then every test: unit + doctests, pair check, nbval, HTML build, browser"
+	@echo "make test       set up, then every test: unit + doctests, pair check, nbval, kernels, HTML build, browser"
 	@echo "make test-fast  set up, then the unit tests and doctests not marked slow"
+	@echo "make test-kernels  nbval on chapter 4 under two other CPU kernel paths (within the tolerances)"
 	@echo "make html       build the HTML from the stored outputs (no execution)"
 	@echo "make benchmarks run the benchmark scripts and regenerate book/benchmarks.md (needs POSGEO_DATA_DIR)"
 	@echo "make benchmarks-page  regenerate book/benchmarks.md from benchmarks/results/*.json"
@@ -126,6 +129,39 @@ test-nb: setup
 	@if [ -n "$(NBVAL_CACHE_DIR)" ]; then rm -rf "$(NBVAL_CACHE_DIR)"; fi
 	POSGEO_CACHE_DIR="$(or $(NBVAL_CACHE_DIR),$(POSGEO_CACHE_DIR))" $(NBVAL) $(CHAPTERS)
 
+# The cross-kernel check: one chapter that trains (chapter 4, the quickest) re-run by nbval
+# under CPU kernel paths other than the one that computed its stored outputs, each from an
+# empty cache, in parallel: ATen's generic kernels (ATEN_CPU_CAPABILITY=default), and ATen's
+# AVX2 kernels with MKL and oneDNN held to SSE4.2/SSE4.1 code paths. Each run must pass with
+# the tolerances (cells tagged "stochastic") and must actually differ from the stored outputs
+# in some tagged cell (--nbtolerance-require-difference), or it would show nothing.
+KERNEL_CHAPTERS ?= book/04_permutation_equivariance.ipynb
+KERNEL_PATHS := default:ATEN_CPU_CAPABILITY=default \
+                sse:ATEN_CPU_CAPABILITY=avx2,MKL_ENABLE_INSTRUCTIONS=SSE4_2,ONEDNN_MAX_CPU_ISA=SSE41
+KERNEL_DIR := $(CURDIR)/_build/kernel-check
+test-kernels: setup
+	@echo "[$$($(NOW))] cross-kernel check: nbval with tolerances on $(KERNEL_CHAPTERS) under other CPU kernel paths"
+	@rm -rf "$(KERNEL_DIR)"; mkdir -p "$(KERNEL_DIR)"; \
+	pids=""; \
+	for spec in $(KERNEL_PATHS); do \
+	  name=$${spec%%:*}; vars=$${spec#*:}; vars=$${vars//,/ }; \
+	  echo "[$$($(NOW))]   $$name: $$vars (log: $(KERNEL_DIR)/$$name.log)"; \
+	  ( env $$vars POSGEO_CACHE_DIR="$(KERNEL_DIR)/cache-$$name" \
+	      $(NBVAL) --nbtolerance-require-difference -p no:cacheprovider $(KERNEL_CHAPTERS) \
+	      > "$(KERNEL_DIR)/$$name.log" 2>&1; echo $$? > "$(KERNEL_DIR)/$$name.rc" ) & \
+	  pids="$$pids $$!"; \
+	done; \
+	wait $$pids; \
+	failed=""; \
+	for spec in $(KERNEL_PATHS); do \
+	  name=$${spec%%:*}; vars=$${spec#*:}; \
+	  echo "---------------- $$name: $${vars//,/ }"; \
+	  sed -n '/nbtolerance: cells tagged/,$$p' "$(KERNEL_DIR)/$$name.log"; \
+	  if [ "$$(cat "$(KERNEL_DIR)/$$name.rc")" != 0 ]; then failed="$$failed $$name"; cat "$(KERNEL_DIR)/$$name.log"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "[$$($(NOW))] cross-kernel check FAILED:$$failed"; exit 1; fi; \
+	echo "[$$($(NOW))] cross-kernel check passed"
+
 test-browser: setup
 	@echo "[$$($(NOW))] browser test"
 	$(PYTEST) tests/browser
@@ -135,7 +171,7 @@ test-browser: setup
 test: setup
 	@echo "[$$($(NOW))] make test: start"
 	@failed=""; \
-	for phase in test-unit test-nb html test-browser; do \
+	for phase in test-unit test-nb test-kernels html test-browser; do \
 	  t0=$$SECONDS; \
 	  $(MAKE) --no-print-directory $$phase || failed="$$failed $$phase"; \
 	  echo "[$$($(NOW))] $$phase took $$((SECONDS - t0)) s"; \

@@ -197,3 +197,25 @@ def test_misconfigured_cell_is_a_usage_error(nbval_dir, metadata, message):
     bad = nbval_dir.runpytest_inprocess("-p", "nbtolerance", "--nbval", "--nbval-current-env", "cells.ipynb")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert f"cells.ipynb::Cell 0: {message}" in bad.stderr.str()
+
+
+# ---------------------------------------------------------------- the book's tagged cells
+
+def book_tagged_cells():
+    for path in sorted((ROOT / "book").glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        code = [cell for cell in nb.cells if cell.cell_type == "code"]
+        for number, cell in enumerate(code):
+            if nbt.TAG in (cell.metadata.get("tags") or []) or nbt.METADATA_KEY in cell.metadata:
+                yield f"{path.name}::Cell {number}", cell
+
+
+def test_book_tagged_cells_have_a_tolerance_and_say_why():
+    """Every cell of the book tagged 'stochastic' has a valid tolerance, and a comment in the
+    cell that justifies it (mentioning its tolerance, or what its numbers are compared to)."""
+    cells = dict(book_tagged_cells())
+    for where, cell in cells.items():
+        assert nbt.TAG in cell.metadata.get("tags", []), f"{where}: a tolerance without the tag"
+        nbt.parse_tolerance(cell.metadata.get(nbt.METADATA_KEY))
+        comments = " ".join(line for line in cell.source.splitlines() if line.lstrip().startswith("#") or "  # " in line)
+        assert re.search(r"toleran|compared to", comments), f"{where}: no comment says why its tolerance is what it is"
