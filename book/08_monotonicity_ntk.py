@@ -137,7 +137,9 @@ sanity["rate"]
 # Columns: pairs ordered by offset, by the plug-in Hellinger distances, and by the
 # noise-corrected (hybrid) distances of chapter 2 (`.hybrid`).
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.005, "rtol": 0}
+# The two tables trained from scratch (last rows) depend on the CPU's kernels: other
+# kernel paths moved their rates by 3e-4. Shown to 3 decimals, compared to 0.005.
 N_POSITIONS = dict(BOOK_CORPORA)
 corpora = {name: pg.load_corpus(name, "train") for name in N_POSITIONS}
 geometries = {name: pg.corpus_geometry(corpora[name], n, min_count=1000) for name, n in N_POSITIONS.items()}
@@ -151,7 +153,7 @@ encodings = {
     for name, g in geometries.items()
 }
 rates = ex.monotonicity_table(geometries, encodings)
-rates
+rates.round(3)
 
 # %% [markdown]
 # Reading the table column by column:
@@ -203,7 +205,9 @@ rates.loc[["ALiBi 12 heads", "sinusoidal d=384", "PMDS full", "MiniLM learned"],
 # $n = 16$, against geometries of the same 16 positions, beside PMDS, rows 1–16 of the
 # MiniLM table and random vectors of the same width.
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0}
+# The MLM tables trained on SST-2 and IMDB (one seed) depend on the CPU's kernels: other
+# kernel paths moved their rates by up to 0.036. Shown to 2 decimals, compared to 0.08.
 text_corpora = {name: corpora[name] for name in ("sst2", "imdb")}
 separation = separation.separation_settings()
 text_tables = ex.from_scratch_text_tables(text_corpora, separation)
@@ -222,7 +226,7 @@ text_rates = ex.monotonicity_table(
         for name, g in text_geometries.items()
     },
 )
-text_rates
+text_rates.round(2)
 
 # %% [markdown]
 # After 500 steps the tables trained from scratch are far more monotone than random (about
@@ -238,7 +242,7 @@ text_rates
 # that is mostly, not exactly, monotone, as Conjecture 5 expects for corpora whose
 # distances grow with offset; no rate here is 0.
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0}
 offset_rates = text_rates.xs("offset", axis=1, level=1)
 assert (offset_rates.loc["MLM from scratch"] < 0.25).all()
 assert (offset_rates.loc["MLM from scratch"] < offset_rates.loc["MiniLM learned"]).all()
@@ -249,7 +253,7 @@ scratch = text_rates.loc["MLM from scratch"]
 assert all(scratch[(c, "hellinger")] > scratch[(c, "offset")] for c in ("sst2", "imdb"))
 assert scratch[("sst2", "corrected")] < scratch[("sst2", "hellinger")]
 assert all(pg.noise_share(g) > 0.5 for g in text_geometries.values())  # "more than half noise"
-offset_rates
+offset_rates.round(2)  # the tolerance of the table above
 
 # %% [markdown]
 # ## Beside P1's numbers
@@ -386,9 +390,11 @@ line_check["corpus distances, offset order"]
 # frozen-attention table of the same objective (0 when full training reproduces the frozen
 # geometry up to scale).
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2}
+# One seed per run. Other CPU kernel paths (same seed) moved the attention change by up to
+# 9%, the rates by 0.02 and stress* by 10%: shown to 2 decimals, compared to 0.03 + 20%.
 comparison = ex.ntk_comparison(settings)
-comparison
+comparison.round(2)
 
 # %% [markdown]
 # The test behind "frozen": the attention parameters after training are *bitwise* equal to
@@ -405,12 +411,12 @@ bitwise = pd.Series(
 )
 bitwise
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2}
 assert bitwise["mlm, frozen"] and bitwise["cls, frozen"] and not bitwise["mlm, full"] and not bitwise["cls, full"]
 assert (comparison.xs("frozen", level="regime")["attention change"] == 0.0).all()
 assert (comparison["rate (offset)"] < comparison["initial rate"] - 0.2).all()
 assert comparison.loc[("mlm", "full"), "stress* vs frozen"] < 0.01 < comparison.loc[("cls", "full"), "stress* vs frozen"]
-comparison[["rate (offset)", "initial rate", "stress* vs frozen"]]
+comparison[["rate (offset)", "initial rate", "stress* vs frozen"]].round(2)  # tolerance as above
 
 # %% [markdown]
 # What the runs show:
@@ -481,12 +487,14 @@ farthest_from_0
 # like $1/d$. The sweep runs both: learning rate $10^{-3} \cdot 32/d$, and a constant
 # $10^{-3}$ (the two coincide at $d = 32$).
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2}
+# The tolerance of the comparison above (other kernel paths moved these accuracies by up to
+# 0.075, the attention change by 9%): shown to 2 decimals, compared to 0.03 + 20%.
 sweeps = {
     "lr ~ 1/width": ex.width_sweep(settings, lr_scaling="inverse"),
     "constant lr": ex.width_sweep(settings, lr_scaling="constant"),
 }
-pd.concat(sweeps, names=["lr scaling"])
+pd.concat(sweeps, names=["lr scaling"]).round(2)
 
 # %%
 ex.plot_width_sweep(sweeps)
@@ -503,14 +511,16 @@ ex.plot_width_sweep(sweeps)
 # near 0.5.) In neither case do the violation rates approach 0, for
 # the reason shown above: the frozen solution itself is not monotone.
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0, "rtol": 0.15}
+# A ratio of two trained stresses: other CPU kernel paths moved it by up to 5%, so it is
+# shown to the unit and compared to 15% of its value.
 inverse, constant = sweeps["lr ~ 1/width"], sweeps["constant lr"]
 assert inverse["attention change"].is_monotonic_decreasing
 assert inverse["stress* full vs frozen"].iloc[-1] < inverse["stress* full vs frozen"].iloc[0] / 10
 assert constant["attention change"].iloc[-1] > 2 * inverse["attention change"].iloc[-1]
 assert (inverse[["rate frozen", "rate full"]] > 0.1).all().all()
 assert constant.loc[128, "accuracy frozen"] < 0.6 < inverse.loc[128, "accuracy frozen"]
-(inverse["stress* full vs frozen"].iloc[0] / inverse["stress* full vs frozen"].iloc[-1]).round(1)
+(inverse["stress* full vs frozen"].iloc[0] / inverse["stress* full vs frozen"].iloc[-1]).round()
 
 # %% [markdown]
 # ### Running the full profile

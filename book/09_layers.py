@@ -114,7 +114,9 @@ frequent = np.argsort(np.bincount(corpora["sst2"].sequences.tokens, minlength=co
 linearisation = ex.positional_input_error(model, settings.n_positions["sst2"], frequent)
 linearisation
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0, "rtol": 1e-06}
+# No training here, but float32 rounding: other CPU kernel paths change the trailing digits
+# (by 7e-8 of the value), so compared to 1e-6 of it.
 assert linearisation["median"] < 0.1 and linearisation["median cosine"] > 0.99
 linearisation["median"]
 
@@ -341,7 +343,9 @@ pd.concat(sinusoid_tables, axis=1).xs("optimal", axis=1, level=2).agg(["min", "m
 # averaged over the same 256 SST-2 sentences, or the same 32 IMDB reviews, with cached
 # results). Its stress, layer by layer (layer 0: the embedding output):
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.0001, "rtol": 1e-06}
+# Float32 rounding of the hidden states: other CPU kernel paths moved the last digit shown
+# (5163.8589 -> 5163.8590), so compared to 1e-6 of the value plus one unit of the last digit.
 hidden = {
     name: pg.positional_hidden_states(
         model, corpora[name], g.n_positions, max_sequences=settings.hidden_sequences[name],

@@ -12,24 +12,32 @@ The convention (for chapter authors)
 Tag a code cell ``stochastic`` and give it a ``tolerance`` in its metadata, in the jupytext
 percent header of ``book/NN_name.py`` (jupytext carries both to the ``.ipynb``)::
 
-    # %% tags=["stochastic"] tolerance={"atol": 0.02, "rtol": 0}
-    # tolerance: seed spread of the accuracy (sd 0.006 over 5 seeds), 3 sd
-    runs = ex.train_order_tasks(settings)
-    ...
+    # %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0}
+    # Shown to 2 decimals, compared to 0.05: an accuracy at chance is a Bin(N, 1/2)/N draw, and
+    # two such draws differ by up to 0.047 (3 sd); other CPU kernel paths moved the others by 0.015.
+    table = ex.order_task_table(runs, settings)
+    table.round(2)
 
 - ``tags``: ``"stochastic"`` (it can sit beside other tags, e.g. ``["hide-input",
   "stochastic"]``);
 - ``tolerance``: a JSON object with ``atol`` and/or ``rtol`` (non-negative numbers, missing
   ones are 0). Two numbers agree when ``|new - ref| <= atol + rtol * |ref|``. The tolerance
-  applies to every number the cell displays, as displayed: show no more decimals than the
-  tolerance resolves (two decimals for ``atol`` 0.01 to 0.09).
+  applies to every number the cell displays, as displayed (so it must cover the rounding of
+  the display too); use ``rtol`` where the cell's numbers span orders of magnitude.
 
 Tag only cells whose displayed numbers come from training (or from anything computed from a
-trained model), and justify each tolerance where the reader sees it, in a comment of the cell
-or in the markdown before it: by the spread of that quantity over seeds where the chapter
-shows several, else by the measured difference between kernel paths with a generous margin
-(``make test-kernels`` runs a chapter under other kernel paths; the plugin's summary prints
-each tagged cell's largest difference and its share of the tolerance).
+trained model), or are themselves rounding errors (float32 digits, an equivariance error of
+1e-15): the cells that differ when the chapter runs under another kernel path. Find them by
+running the chapter that way (``ATEN_CPU_CAPABILITY=default make test-nb CHAPTERS=...``, and
+``MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41``): strict nbval names them. Justify
+each tolerance where the reader sees it, in a comment of the cell (``tests/test_nbtolerance.py``
+requires one that mentions the tolerance or what the numbers are "compared to"): by the spread
+of that quantity over seeds or random draws where the chapter gives it, else as at least
+twice the largest difference measured between kernel paths (``make test-kernels
+KERNEL_CHAPTERS=...`` runs chapters under two other paths; the plugin's summary prints each
+tagged cell's largest difference as a share of its tolerance). Show trained numbers to the
+precision the tolerance resolves (``.round(2)`` on the displayed table for an ``atol`` of
+0.05): the reader should not see digits that another machine changes.
 
 How a tagged cell is compared
 -----------------------------
