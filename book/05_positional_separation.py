@@ -190,10 +190,10 @@ pd.DataFrame(
 # position table every 50 steps: three order-sensitive runs and the i.i.d. MLM, where
 # nothing distinguishes positions.
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.3}
+# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
 # One seed per run. Other CPU kernel paths (same seed) moved accuracies by up to 0.06,
-# distances by up to 27% and a collapsing minimum from 0.02 to 0.001: shown to 2 decimals,
-# compared to 0.05 + 30% of the value.
+# distances by up to 40% and a collapsing minimum from 0.02 to 0.001: shown to 2 decimals,
+# compared to 0.05 + 50% of the value.
 plain = ex.run_separation_experiments(
     {name: experiments[name] for name in ["synthetic MLM", "first marker", "sst2 MLM", "(b) i.i.d. MLM"]},
     settings,
@@ -215,7 +215,7 @@ ex.plot_separation_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"])
 # pair ends up small relative to the typical distance, since positions with similar
 # statistics get similar vectors. The i.i.d. table keeps the shape of its random start.
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.3}
+# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
 for name, trajectory in plain_trajectories.items():
     assert (trajectory["min_dist"] > 0).all(), name
 iid = plain_trajectories["(b) i.i.d. MLM"]
@@ -245,7 +245,7 @@ pd.DataFrame({name: t["min_dist"].agg(["min", "max"]) for name, t in plain_traje
 # when the gradients on $P$ vanish, because the task is solved exactly without positions,
 # does the decay win completely.
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.3}
+# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
 # The tolerance of the plain runs' table, for the same reasons (shown to 2 decimals).
 probe = ex.run_separation_experiments(
     experiments, settings, position_weight_decay=settings.position_weight_decay, progress=False

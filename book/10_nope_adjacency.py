@@ -459,9 +459,9 @@ ex.plot_probe_results(probes)
 # these small models is coarse. The difference in NRMSE, cosine minus variance, for the
 # layers after the embedding:
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0}
-# Differences of the probes' errors: other CPU kernel paths moved them by up to 0.015.
-# Shown to 2 decimals, compared to 0.05.
+# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.2}
+# Differences of the probes' errors: other CPU kernel paths moved them by up to 0.04.
+# Shown to 2 decimals, compared to 0.05 + 20% of the value.
 for label, table in probes.items():
     assert (table.loc[0, ["NRMSE (cosine)", "NRMSE (variance)"]] > 0.95).all(), label
     assert (table.loc[1:, "NRMSE (cosine)"] < table.loc[1:, "NRMSE (variance)"]).all(), label
