@@ -231,9 +231,9 @@ text_rates.round(2)
 # %% [markdown]
 # After 500 steps the tables trained from scratch are far more monotone than random (about
 # 0.5) and than the pretrained MiniLM table at the same $n$: in offset order they violate
-# about as often as full-rank PMDS, the corpus geometry itself (within 0.05 of it on both
-# corpora; these are single training runs, whose rates moved by up to 0.05 between two
-# machines' CPU kernels). Against the Hellinger order their rates are higher than in
+# about as often as full-rank PMDS, the corpus geometry itself (within 0.1 of it on both
+# corpora; these are single training runs, whose rates moved by up to 0.08 between CPU
+# kernel paths, measured, so the chapter claims no finer agreement). Against the Hellinger order their rates are higher than in
 # offset order, the reverse of PMDS: these plug-in distances are more than half noise at
 # 16 positions (noise share about 0.6 on both corpora, chapter 2), and a table trained on
 # the same text but on other draws does not reproduce that noise. Against the
@@ -248,7 +248,7 @@ assert (offset_rates.loc["MLM from scratch"] < 0.25).all()
 assert (offset_rates.loc["MLM from scratch"] < offset_rates.loc["MiniLM learned"]).all()
 assert (offset_rates.loc[f"random d={separation.d_model}"] > 0.45).all()
 assert (text_rates.loc["MLM from scratch"] > 0).all()
-assert (abs(offset_rates.loc["MLM from scratch"] - offset_rates.loc["PMDS full"]) < 0.05).all()
+assert (abs(offset_rates.loc["MLM from scratch"] - offset_rates.loc["PMDS full"]) < 0.1).all()  # single runs
 scratch = text_rates.loc["MLM from scratch"]
 assert all(scratch[(c, "hellinger")] > scratch[(c, "offset")] for c in ("sst2", "imdb"))
 assert scratch[("sst2", "corrected")] < scratch[("sst2", "hellinger")]
