@@ -331,5 +331,5 @@ def test_noise_floor_with_groups_sees_duplicated_sequences():
     distinct = hellinger_noise_floor(base, 6, 32, n_splits=10)
     assert (grouped.split_half > 1.2 * plain.split_half).all()
     np.testing.assert_allclose(grouped.split_half, distinct.split_half, rtol=0.25)
-    with pytest.raises(ValueError, match="one id per sequence"):
+    with pytest.raises(ValueError, match="one group id per sequence"):
         hellinger_noise_floor(doubled, 6, 32, groups=groups[:10])

@@ -27,7 +27,7 @@ from ._marginals import (
 )
 from ._progress import progress_bar
 from ._sequences import Corpus, Sequences
-from .validation import check_float, check_int
+from .validation import check_float, check_groups, check_int
 
 __all__ = ['BootstrapGeometry', 'bootstrap_geometry', 'stress_intervals', 'stress_differences']
 
@@ -470,18 +470,7 @@ def _group_index(groups: Any, m: int) -> tuple[np.ndarray | None, int]:
     """Map group ids to 0..G-1 (``None``: every sequence its own unit)."""
     if groups is None:
         return None, m
-    g = np.asarray(groups)
-    if g.ndim != 1 or g.dtype.kind not in "iu":
-        raise TypeError(
-            f"groups must be a 1-d integer array (one group id per sequence), got dtype {g.dtype} and "
-            f"shape {g.shape}; pass e.g. the index of each phrase's source sentence"
-        )
-    if g.size != m:
-        raise ValueError(
-            f"groups has {g.size} entries but the corpus has {m} sequences; pass one group id per sequence"
-        )
-    _, inverse = np.unique(g, return_inverse=True)
-    return inverse.reshape(-1), int(inverse.max()) + 1
+    return check_groups(groups, m)
 
 
 def _percentiles(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:

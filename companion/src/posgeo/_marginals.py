@@ -13,7 +13,7 @@ import numpy as np
 from ._cache import cached
 from ._geometry import hellinger_matrix
 from typing import Any
-from .validation import check_fits_in_memory, check_float, check_int, check_real_array
+from .validation import check_fits_in_memory, check_float, check_groups, check_int, check_real_array
 from collections.abc import Callable, Iterable
 from ._sequences import Corpus, Sequences
 
@@ -409,14 +409,7 @@ def hellinger_noise_floor(
 
     m = offsets.size - 1
     if groups is not None:
-        g = np.asarray(groups)
-        if g.ndim != 1 or g.dtype.kind not in "iu" or g.size != m:
-            raise ValueError(
-                f"groups must be a 1-d integer array with one id per sequence ({m}), got dtype {g.dtype} and "
-                f"shape {g.shape}; pass e.g. overlap_groups(corpus)"
-            )
-        _, group_of = np.unique(g, return_inverse=True)
-        group_of = group_of.reshape(-1)
+        group_of, n_groups = check_groups(groups, m)
     pos, keep = _positions(offsets, n)
     pos = pos[keep]
     flat = pos * V + tokens[keep].astype(np.int64)
@@ -432,7 +425,7 @@ def hellinger_noise_floor(
         if groups is None:
             perm = rng.permutation(m)
         else:  # groups in random order, the sequences of a group together (random among themselves)
-            rank = rng.permutation(int(group_of.max()) + 1)
+            rank = rng.permutation(n_groups)
             perm = np.lexsort((rng.random(m), rank[group_of]))
         plen = klen[perm]
         pstart = np.concatenate([[0], np.cumsum(plen)[:-1]])

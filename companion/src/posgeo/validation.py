@@ -20,7 +20,7 @@ import math
 import sys
 from typing import Any, Sequence
 
-__all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array', 'check_not_complex', 'check_texts', 'suggest_name', "physical_memory", "check_fits_in_memory"]
+__all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array', 'check_not_complex', 'check_texts', 'suggest_name', 'check_groups', "physical_memory", "check_fits_in_memory"]
 
 
 # --------------------------------------------------------------------------- statistics
@@ -370,6 +370,58 @@ def _edit_distance(a: str, b: str) -> int:
                 row[j] = min(row[j], prev2[j - 2] + 1)
         prev2, prev = prev, row
     return prev[-1]
+
+
+def check_groups(groups: Any, n_items: int, *, what: str = "sequence") -> tuple[NDArray[np.int64], int]:
+    """Check one group id per item and number the groups ``0..G-1``.
+
+    Parameters
+    ----------
+    groups : array-like of int, shape (n_items,)
+        Any integer ids (e.g. :func:`posgeo.overlap_groups`).
+    n_items : int
+        How many ids there must be.
+    what : str, keyword-only, default "sequence"
+        The item, as the messages name it.
+
+    Returns
+    -------
+    (inverse, n_groups)
+        ``inverse[k]`` in ``0..n_groups-1`` is item k's group (numbered in the order of
+        the sorted ids), and ``n_groups`` the number of distinct ids.
+
+    Raises
+    ------
+    TypeError
+        Not a 1-d integer array.
+    ValueError
+        The wrong number of ids.
+
+    Examples
+    --------
+    >>> inverse, n = check_groups([7, 3, 7], 3)
+    >>> inverse.tolist(), n
+    ([1, 0, 1], 2)
+    >>> check_groups([0, 1], 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: groups has 2 entries but the corpus has 3 sequences; pass one group id per sequence
+    """
+    g = np.asarray(groups)
+    if g.ndim != 1 or g.dtype.kind not in "iu":
+        raise TypeError(
+            f"groups must be a 1-d integer array (one group id per {what}), got dtype {g.dtype} and "
+            f"shape {g.shape}; pass e.g. posgeo.overlap_groups(corpus)"
+        )
+    if g.size != n_items:
+        raise ValueError(
+            f"groups has {g.size} entries but the corpus has {n_items} {what}s; pass one group id per {what}"
+        )
+    if g.size == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    _, inverse = np.unique(g, return_inverse=True)
+    inverse = inverse.reshape(-1).astype(np.int64)
+    return inverse, int(inverse.max()) + 1
 
 
 def suggest_name(value: str, choices: Any, *, max_distance: int = 2) -> str | None:

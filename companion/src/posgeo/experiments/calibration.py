@@ -517,6 +517,23 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(spearmanr(a, b).statistic)
 
 
+def _known_truth(
+    regime: str, curve: ReachCurve, size: str, max_positions: int | None, vocab_size: int, seed: int,
+    strength: float | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """The shared set-up of the calibration and the coverage study: the positions analysed,
+    their reach, the true distributions and distances, the test encodings and their true
+    stresses."""
+    positions = calibration_positions(size, max_positions)
+    reach = curve.reach(positions)
+    truth = calibration_truth(
+        regime, n_positions=curve.n_positions, vocab_size=vocab_size, seed=seed, positions=positions, strength=strength
+    )
+    D_true = hellinger_matrix(truth)
+    encodings = _ranking_encodings(positions, curve.n_positions, D_true)
+    return positions, reach, truth, D_true, encodings, _stresses(encodings, D_true)
+
+
 def _estimate(name: str, seqs: Sequences, n: int, V: int, seed: int) -> np.ndarray:
     if name == "plug-in":
         return hellinger_matrix(positional_marginals(seqs, n, V))
@@ -616,18 +633,12 @@ def calibrate_estimators(
         raise ValueError("estimators is empty; pass at least one of " + ", ".join(CALIBRATION_ESTIMATORS))
     if "plug-in" not in names:
         names.insert(0, "plug-in")
-    positions = calibration_positions(size, max_positions)
-    reach = curve.reach(positions)
-    truth = calibration_truth(
-        regime, n_positions=curve.n_positions, vocab_size=vocab_size, seed=seed, positions=positions, strength=strength
-    )
+    positions, reach, truth, D_true, encodings, s_true = _known_truth(regime, curve, size, max_positions, vocab_size,
+                                                                      seed, strength)
     V = truth.shape[1]
     k = positions.size
-    D_true = hellinger_matrix(truth)
     iu = np.triu_indices(k, 1)
     t = D_true[iu]
-    encodings = _ranking_encodings(positions, curve.n_positions, D_true)
-    s_true = _stresses(encodings, D_true)
 
     rows = []
     stress_sum = {e: np.zeros(len(encodings)) for e in names}
@@ -758,15 +769,11 @@ def interval_coverage(
     n_boot = check_int(n_boot, "n_boot", minimum=2, maximum=100_000)
     level = check_float(level, "level", minimum=0.0, maximum=1.0)
     seed = check_int(seed, "seed", minimum=0)
-    positions = calibration_positions(size, max_positions)
-    reach = curve.reach(positions)
-    truth = calibration_truth(regime, n_positions=curve.n_positions, vocab_size=vocab_size, seed=seed, positions=positions)
+    positions, reach, truth, D_true, encodings, s_true = _known_truth(regime, curve, size, max_positions, vocab_size,
+                                                                      seed, None)
     V = truth.shape[1]
     k = positions.size
-    D_true = hellinger_matrix(truth)
     iu = np.triu_indices(k, 1)
-    encodings = _ranking_encodings(positions, curve.n_positions, D_true)
-    s_true = _stresses(encodings, D_true)
     inside, hits_stress, hits_mean, widths, per_corpus = [], [], [], [], []
     for child in np.random.SeedSequence(seed).spawn(n_corpora):
         s_corpus, s_boot = (int(x) >> 1 for x in child.generate_state(2, dtype=np.uint32))

@@ -20,7 +20,7 @@ predict performance?).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -98,7 +98,6 @@ class ConstructiveSettings:
     lowrank: int = 3
     eval_sequences: int = 1024
     ranks: tuple[int, ...] = (3, 8)
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def constructive_settings(profile: str | None = None) -> ConstructiveSettings:
