@@ -111,26 +111,26 @@ ex.corpus_summary(corpora, N_POSITIONS)
 # corpus), normalises the counts into $\mu_i$, and computes all pairwise Hellinger
 # distances. It also measures the {term}`noise floor` described below.
 
-# %%
+# %% mystnb={"figure": {"caption": "Chord Hellinger distance between the token distributions of positions i and j (plug-in), per corpus. IMDB's 510 positions are shown as means of 4 x 4 blocks; hover a cell for its positions and value.", "name": "fig-ch2-heatmaps"}}
 geometries = {name: pg.corpus_geometry(c, N_POSITIONS[name], min_count=1000) for name, c in corpora.items()}
 pg.plot_distance_heatmaps({name: g.distances for name, g in geometries.items()})
 
 # %% [markdown]
-# Three different geometries. The synthetic corpus shows a band around the diagonal that
+# Three different geometries ({numref}`fig-ch2-heatmaps`). The synthetic corpus shows a band around the diagonal that
 # wraps around at the corners: the ring structure. SST-2 separates its first few positions
 # sharply from the rest (sentences open differently from how they continue), and the
 # distances grow with position. IMDB looks almost uniform: after the opening tokens, every
 # position is at roughly the same distance from every other.
 #
 # The same picture, as distance against offset $|i - j|$ (mean over all pairs with that
-# offset; the shaded band spans their minimum and maximum):
+# offset; the shaded band spans their minimum and maximum), in {numref}`fig-ch2-offsets`:
 
-# %%
+# %% mystnb={"figure": {"caption": "Mean distance against offset |i - j| for the first 64 offsets: plug-in (band: minimum to maximum over the pairs at that offset), corrected (hybrid estimator, dashed) and the noise floor (dotted). Click a legend entry to show one curve; drag to pan, scroll to zoom.", "name": "fig-ch2-offsets"}}
 pg.plot_offset_profiles(list(geometries.values()), max_offset=64)
 
 # %% [markdown]
-# The {term}`plug-in <plug-in estimate>` curves (blue) for the real corpora sit on top of a large noise floor (red,
-# dashed), explained in the next section; the green curves remove it.
+# The {term}`plug-in <plug-in estimate>` curves (blue) for the real corpora sit on top of a large noise floor (black,
+# dotted), explained in the next section; the corrected curves (vermillion, dashed) remove it.
 
 # %% [markdown]
 # ## How much of it is noise?
@@ -144,11 +144,11 @@ pg.plot_offset_profiles(list(geometries.values()), max_offset=64)
 # **The noise floor.** For each position we split the sequences that reach it into two
 # random halves and compute the Hellinger distance between the halves' token
 # distributions (root mean square over five random splits). Both halves come from the
-# *same* distribution, so this split-half distance $s_i$ is pure noise. Below, $s_i$ per
-# position (red) and the number of sequences that reach the position (grey, log scale);
-# black dots flag positions reached by fewer than 1,000 sequences.
+# *same* distribution, so this split-half distance $s_i$ is pure noise. {numref}`fig-ch2-floor`
+# shows $s_i$ per position and, below it, the number of sequences that reach the position
+# (log scale); black triangles flag positions reached by fewer than 1,000 sequences.
 
-# %%
+# %% mystnb={"figure": {"caption": "The noise floor: split-half distance of each position (top of each panel) and the number of sequences reaching it (below, log scale). Triangles: positions reached by fewer than 1,000 sequences.", "name": "fig-ch2-floor"}}
 pg.plot_noise_floor(list(geometries.values()))
 
 # %% [markdown]

@@ -111,6 +111,19 @@ def result(text, count):
     return nbformat.v4.new_output("execute_result", data={"text/plain": text}, execution_count=count)
 
 
+VEGALITE = "application/vnd.vegalite.v5+json"
+CHART_SOURCE = (
+    "from IPython.display import display\n"
+    f"display({{{VEGALITE!r}: {{'mark': 'point', 'data': {{'values': [{{'x': 0.5103}}]}}}}, "
+    "'image/svg+xml': '<svg>here</svg>', 'text/plain': 'Chart: one point'}, raw=True)"
+)
+
+
+def chart(x, mark="point", svg="<svg>here</svg>"):
+    spec = {"mark": mark, "data": {"values": [{"x": x}]}}
+    return nbformat.v4.new_output("display_data", data={VEGALITE: spec, "image/svg+xml": svg, "text/plain": "Chart: one point"})
+
+
 STOCHASTIC = {"tags": ["stochastic"], "tolerance": {"atol": 0.02, "rtol": 0}}
 # (name, source, stored outputs, metadata, expected outcome)
 CELLS = [
@@ -123,6 +136,12 @@ CELLS = [
      [stream("loss\na  0.1000\nb -0.0050\n")], STOCHASTIC, "PASSED"),  # column widths differ
     ("tagged equal", "0.25", [result("0.25", 7)], STOCHASTIC, "PASSED"),
     ("tagged missing output", "x = 1", [stream("accuracy 0.5103\n")], STOCHASTIC, "FAILED"),
+    # Charts: the Vega-Lite spec is compared (numbers within a tagged cell's tolerance), the SVG never.
+    ("chart within", CHART_SOURCE, [chart(0.4946)], STOCHASTIC, "PASSED"),
+    ("chart outside", CHART_SOURCE, [chart(0.5403)], STOCHASTIC, "FAILED"),
+    ("chart mark changed", CHART_SOURCE, [chart(0.5103, mark="line")], STOCHASTIC, "FAILED"),
+    ("chart untagged", CHART_SOURCE, [chart(0.5104)], {}, "FAILED"),
+    ("chart other svg", CHART_SOURCE, [chart(0.5103, svg="<svg>drawn elsewhere</svg>")], {}, "PASSED"),
 ]
 
 

@@ -10,6 +10,13 @@ It also switches off sphinx-thebe's page scripts when the book does not use theb
 (``launch_buttons.thebe: false``): Jupyter Book always loads sphinx-thebe, which then
 declares ``const THEBE_JS_URL`` twice on every page (a JavaScript SyntaxError in the
 browser) and names a CDN bundle. With thebe off, nothing on the page uses them.
+
+Charts: posgeo's charts are stored in the notebooks as Vega-Lite specs, which posgeo's MyST-NB
+plugin (``posgeo._mystnb``) writes into the page as ``<div class="posgeo-chart">`` blocks. This
+extension copies vega, vega-lite and vega-embed (pinned in ``package.json``, installed by
+``npm ci``) and the book's ``tools/posgeo-charts.js`` (which draws every such block, and
+re-flows multi-panel charts to one column on a phone) into ``<outdir>/_static/posgeo-vega``,
+and adds the four scripts to the pages that have a chart, and only to those.
 """
 
 from __future__ import annotations
@@ -25,6 +32,14 @@ from sphinx.errors import ExtensionError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MATHJAX_SRC = REPO_ROOT / "node_modules" / "mathjax" / "es5"
 ENTRY = "tex-mml-chtml.js"
+VEGA_DIR = "posgeo-vega"
+# (npm package, file in the package) in load order: vega-embed needs vega and vega-lite.
+VEGA_FILES = (
+    ("vega", "build/vega.min.js"),
+    ("vega-lite", "build/vega-lite.min.js"),
+    ("vega-embed", "build/vega-embed.min.js"),
+)
+CHART_SCRIPT = Path(__file__).resolve().parent / "posgeo-charts.js"
 
 
 def _mathjax_version() -> str:
@@ -40,6 +55,12 @@ def _check_source(app: Sphinx) -> None:
             f"MathJax not found at {MATHJAX_SRC / ENTRY}; run `npm ci` in {REPO_ROOT} "
             "(or `make book`) so the book can render equations offline"
         )
+    for package, name in VEGA_FILES:
+        if not (REPO_ROOT / "node_modules" / package / name).is_file():
+            raise ExtensionError(
+                f"{package} not found at node_modules/{package}/{name}; run `npm ci` in {REPO_ROOT} "
+                "(or `make book`) so the book can draw its charts offline"
+            )
 
 
 def _thebe_enabled(app: Sphinx) -> bool:
@@ -76,8 +97,29 @@ def _copy_mathjax(app: Sphinx, exception: Exception | None) -> None:
     stamp.write_text(version, encoding="utf-8")
 
 
+def _copy_vega(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    dest = Path(app.outdir) / "_static" / VEGA_DIR
+    dest.mkdir(parents=True, exist_ok=True)
+    for package, name in VEGA_FILES:
+        shutil.copy2(REPO_ROOT / "node_modules" / package / name, dest / Path(name).name)
+    shutil.copy2(CHART_SCRIPT, dest / CHART_SCRIPT.name)
+
+
+def _chart_scripts(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    """Load the chart scripts on the pages that have a chart (deferred, in order)."""
+    if 'class="posgeo-chart"' not in (context.get("body") or ""):
+        return
+    for _, name in VEGA_FILES:
+        app.add_js_file(f"{VEGA_DIR}/{Path(name).name}", defer="defer")
+    app.add_js_file(f"{VEGA_DIR}/{CHART_SCRIPT.name}", defer="defer")
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", _check_source)
     app.connect("builder-inited", _drop_unused_thebe)
     app.connect("build-finished", _copy_mathjax)
+    app.connect("build-finished", _copy_vega)
+    app.connect("html-page-context", _chart_scripts)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

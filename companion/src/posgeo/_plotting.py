@@ -1,46 +1,557 @@
-"""Charts for the book: each function returns a matplotlib Figure (displayed once in a notebook).
+"""Charts for the book and the audit: Altair (Vega-Lite 5) charts with one theme and one palette.
 
-Figures are built with :class:`matplotlib.figure.Figure` directly, not through pyplot, so a
-notebook shows a returned figure exactly once and no global pyplot state is touched.
+Every chart of posgeo is an :class:`altair.Chart` (or a layered / concatenated chart) built
+from the helpers here, so the whole book looks the same:
+
+- **one palette** (:func:`series_colour`, :func:`colour_scale`): colour-blind safe (Okabe-Ito,
+  then Paul Tol's muted colours), and one colour per corpus and per encoding wherever it
+  appears ("sst2" is always vermillion, "sinusoidal" always orange); a corrected estimate is
+  its corpus's colour, dashed;
+- **one theme** (:func:`finish_chart`): fonts, axes, legends below the plot, a description
+  that screen readers and the notebook's text output read as the chart's alt text;
+- **building blocks** the recipes of :mod:`posgeo.experiments` use: :func:`series_chart`
+  (lines with interval bands, legend toggling, x zoom, tooltips), :func:`heatmap_chart`
+  (binned so a 510 x 510 matrix stays light, colour bar, tooltips), :func:`panel_grid`
+  (multi-panel figures as a grid sized for the book's column; the book's page script
+  re-flows it to one column on a phone).
+
+How a chart is displayed: :func:`notebook_setup` (each chapter's first cell) enables the
+``posgeo`` Altair renderer (:func:`chart_bundle`), which shows a chart as its Vega-Lite spec
+(JupyterLab draws it, interactively) with a static SVG (or PNG, for charts with thousands of
+marks) fallback drawn by ``vl-convert``, and a text line with the alt text. The spec's numbers
+are rounded to 4 significant digits and Altair's counter-based names (``view_3``,
+``param_7``) renumbered from 1, so a stored notebook output is the same on every machine.
+The book's HTML draws the spec with vega-embed served from the book itself
+(``tools/posgeo_book_assets.py``; the MyST-NB renderer is :mod:`posgeo._mystnb`).
+
+Importing this module changes nothing: the renderer is enabled by :func:`notebook_setup` or
+:func:`enable_charts` only.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
+import base64
+import hashlib
+import json
+import math
 import os
+import re
+import warnings
 from typing import Any, Mapping, Sequence
 
+import altair as alt
+import numpy as np
+import pandas as pd
+
 __all__ = [
-    'new_figure',
-    'symlog_axis',
+    'COLUMN_WIDTH',
+    'PANEL_WIDTH',
+    'series_colour',
+    'colour_scale',
+    'finish_chart',
+    'panel_grid',
+    'series_chart',
+    'heatmap_chart',
+    'chart_bundle',
+    'enable_charts',
     'notebook_setup',
     'plot_distance_heatmaps',
     'plot_offset_profiles',
     'plot_noise_floor',
     'plot_spectra',
     'plot_stress_bars',
+    'new_figure',
+    'symlog_axis',
 ]
 
+#: Width in px of a one-panel chart's plotting area: the book's text column is 784 px wide
+#: at 1400 px, and the axes, padding and legend need the rest.
+COLUMN_WIDTH = 620
+#: Width in px of one panel of a two-column :func:`panel_grid`.
+PANEL_WIDTH = 290
+PANEL_HEIGHT = 220
 
-# --------------------------------------------------------------------------- plots
-def symlog_axis(ax: object, values: Sequence[float]) -> None:
-    """Symmetric-log x axis for non-negative values that include 0: ticks at 0 and powers of ten."""
-    from matplotlib.ticker import NullLocator
+# ----------------------------------------------------------------------------- palette
+# Okabe & Ito (2008), then Paul Tol's "muted" scheme: both readable with the common forms of
+# colour-vision deficiency. Named so that the table below reads as what it means.
+_C = {
+    "blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73", "orange": "#E69F00",
+    "sky": "#56B4E9", "purple": "#CC79A7", "black": "#000000", "yellow": "#F0E442",
+    "wine": "#882255", "teal": "#44AA99", "olive": "#999933", "indigo": "#332288",
+    "rose": "#CC6677", "sand": "#DDCC77", "grey": "#888888", "light grey": "#BBBBBB",
+}
+# First match wins (lower-cased substring): encodings, then corpora, then estimators and
+# reference lines. A name such as "sst2 corrected" takes its corpus's colour (and a dash).
+_NAMED: tuple[tuple[str, str], ...] = (
+    ("sinus", "orange"), ("rope", "purple"), ("alibi", "sky"), ("random", "grey"),
+    ("simplex", "black"), ("equidistant", "black"), ("minilm", "wine"), ("bert", "wine"),
+    ("smacof", "indigo"), ("pmds", "teal"), ("p_mds", "teal"), ("mds", "teal"),
+    ("low-rank", "olive"), ("lowrank", "olive"), ("learned", "blue"), ("free", "blue"),
+    ("nope", "light grey"), ("none", "light grey"),
+    ("synthetic", "blue"), ("sst", "vermillion"), ("imdb", "green"),
+    ("plug-in", "blue"), ("plugin", "blue"), ("hybrid", "vermillion"), ("corrected", "vermillion"),
+    ("matched", "purple"), ("first-order", "sky"), ("floor", "black"), ("chance", "grey"),
+    ("truth", "black"), ("reference", "black"), ("null", "grey"),
+)
+_FALLBACK = ("blue", "vermillion", "green", "orange", "purple", "sky", "wine", "teal", "olive",
+             "indigo", "rose", "sand", "black", "yellow")
+_DASHES = (("corrected", [6, 3]), ("hybrid", [6, 3]), ("floor", [2, 2]), ("chance", [2, 2]),
+           ("reference", [2, 2]), ("null", [2, 2]), ("bound", [2, 2]))
 
-    x = np.asarray(values, dtype=float)
-    positive = x[x > 0]
-    if positive.size == 0:
-        return
-    lo, hi = float(positive.min()), float(positive.max())
-    ax.set_xscale("symlog", linthresh=lo, linscale=0.6)  # type: ignore[attr-defined]
-    ax.set_xlim(-0.15 * lo, hi * 1.5)  # type: ignore[attr-defined]
-    ticks = [0.0] + [10.0**k for k in range(int(np.ceil(np.log10(lo))), int(np.floor(np.log10(hi))) + 1)]
-    if len(ticks) == 1 or ticks[1] > lo * 1.5:
-        ticks.insert(1, lo)
-    ax.set_xticks(ticks)  # type: ignore[attr-defined]
-    ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
+
+def series_colour(name: str) -> str | None:
+    """The book's colour for a corpus, an encoding or an estimator, or None if it has none.
+
+    Parameters
+    ----------
+    name : str
+        A series name, e.g. ``"sst2"``, ``"sinusoidal"``, ``"imdb corrected"``.
+
+    Returns
+    -------
+    str or None
+        A hex colour; None for a name the palette does not know.
+
+    Examples
+    --------
+    >>> series_colour("sst2"), series_colour("SST-2 corrected"), series_colour("Sinusoidal")
+    ('#D55E00', '#D55E00', '#E69F00')
+    >>> series_colour("something else") is None
+    True
+    """
+    low = str(name).lower()
+    for key, colour in _NAMED:
+        if key in low:
+            return _C[colour]
+    return None
+
+
+def _dash(name: str) -> list[int]:
+    low = str(name).lower()
+    for key, dash in _DASHES:
+        if key in low:
+            return dash
+    return [1, 0]
+
+
+def colour_scale(names: Sequence[str]) -> alt.Scale:
+    """An Altair colour scale giving each of ``names`` the book's colour.
+
+    Known names get :func:`series_colour`; the others get the palette's colours that no known
+    name of this chart uses, in order. Two names with the same book colour (e.g. ``"sst2"``
+    and ``"sst2 corrected"``) share it: tell them apart by dash (:func:`series_chart` does).
+
+    Parameters
+    ----------
+    names : sequence of str
+        The series of one chart, in legend order (duplicates are dropped).
+
+    Returns
+    -------
+    altair.Scale
+
+    Examples
+    --------
+    >>> colour_scale(["imdb", "mystery"]).to_dict()
+    {'domain': ['imdb', 'mystery'], 'range': ['#009E73', '#0072B2']}
+    """
+    domain = list(dict.fromkeys(str(n) for n in names))
+    known = {n: series_colour(n) for n in domain}
+    used = {c for c in known.values() if c is not None}
+    spare = [_C[c] for c in _FALLBACK if _C[c] not in used]
+    colours = []
+    for n in domain:
+        if known[n] is None:
+            known[n] = spare.pop(0) if spare else _C["grey"]
+        colours.append(known[n])
+    return alt.Scale(domain=domain, range=colours)
+
+
+def _slug(*parts: Any) -> str:
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:6]
+
+
+# ----------------------------------------------------------------------------- theme
+def finish_chart(chart: Any, *, description: str, title: str | None = None, canvas: bool = False) -> Any:
+    """Apply the book's theme to a chart and give it its alt text.
+
+    Call it once, on the outermost chart (a layer or concatenation can be configured only
+    at the top).
+
+    Parameters
+    ----------
+    chart : altair chart
+    description : str, keyword-only
+        What the chart shows, in a sentence or two: the alt text (screen readers, the
+        notebook's text output, the SVG's ``aria-label``).
+    title : str, optional, keyword-only
+        A title above the chart.
+    canvas : bool, keyword-only, default False
+        Draw with the canvas renderer (for charts with thousands of marks; SVG otherwise).
+
+    Returns
+    -------
+    altair chart
+        The same chart, configured.
+
+    Examples
+    --------
+    >>> c = finish_chart(alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_point().encode(x="x:Q"),
+    ...                  description="Two points.")
+    >>> c.to_dict()["description"]
+    'Two points.'
+    """
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError("finish_chart: description must be a non-empty sentence saying what the chart shows (the alt text)")
+    props: dict[str, Any] = {"description": description.strip()}
+    if title:
+        props["title"] = alt.TitleParams(title, anchor="start")
+    if canvas:
+        props["usermeta"] = {"embedOptions": {"renderer": "canvas"}}
+    return (
+        chart.properties(**props)
+        .configure(font="Helvetica Neue, Helvetica, Arial, sans-serif", padding=6)
+        .configure_axis(labelFontSize=11, titleFontSize=12, titleFontWeight="normal", gridColor="#e8e8e8",
+                        domainColor="#888888", tickColor="#888888", labelLimit=180)
+        .configure_legend(orient="bottom", direction="horizontal", columns=3, labelFontSize=11,
+                          titleFontSize=11, symbolStrokeWidth=2.5, labelLimit=240, gradientLength=220)
+        .configure_title(fontSize=13, fontWeight="bold", anchor="start", subtitleFontSize=11)
+        .configure_header(labelFontSize=12, titleFontSize=12)
+        .configure_view(stroke="#dddddd")
+        .configure_range(category=[_C[c] for c in _FALLBACK])
+    )
+
+
+def panel_grid(charts: Sequence[Any], *, columns: int = 2) -> Any:
+    """Several panels as one chart, ``columns`` per row (the page re-flows it on a phone).
+
+    Parameters
+    ----------
+    charts : sequence of altair charts
+        Unconfigured panels (call :func:`finish_chart` on the result).
+    columns : int, keyword-only, default 2
+        Panels per row at the book's column width (two panels of :data:`PANEL_WIDTH`).
+
+    Returns
+    -------
+    altair.ConcatChart
+    """
+    charts = list(charts)
+    if not charts:
+        raise ValueError("panel_grid: no panels given; pass at least one chart")
+    if len(charts) == 1:
+        return charts[0]
+    return alt.concat(*charts, columns=max(1, min(int(columns), len(charts))))
+
+
+def series_chart(
+    frame: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    series: str | None = None,
+    lower: str | None = None,
+    upper: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    series_title: str | None = None,
+    title: str | None = None,
+    x_type: str = "quantitative",
+    x_scale: Mapping[str, Any] | None = None,
+    y_scale: Mapping[str, Any] | None = None,
+    points: bool = False,
+    width: int = COLUMN_WIDTH,
+    height: int = 260,
+    tooltip: Sequence[str] = (),
+    zoom: bool = True,
+) -> alt.LayerChart:
+    """Lines (one per series) with optional interval bands: the book's line chart.
+
+    Hover a point for its values; click a legend entry to show that series alone (shift-click
+    for several); drag or scroll on the plot to pan and zoom along x (double-click resets).
+    Series are coloured by :func:`colour_scale` and dashed where they are corrected estimates
+    or reference lines.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Long format: one row per (series, x).
+    x, y : str, keyword-only
+        Column names.
+    series : str, optional, keyword-only
+        Column naming the series (None: one line).
+    lower, upper : str, optional, keyword-only
+        Columns bounding an interval drawn as a band around each line.
+    x_title, y_title, series_title, title : str, optional, keyword-only
+        Axis, legend and panel titles (defaults: the column names).
+    x_type : str, keyword-only, default "quantitative"
+        Vega-Lite type of x ("quantitative", "ordinal", "nominal").
+    x_scale, y_scale : mapping, optional, keyword-only
+        Vega-Lite scale properties, e.g. ``{"type": "log"}``.
+    points : bool, keyword-only, default False
+        Draw a point at every value (they always exist, invisibly, for the tooltips).
+    width, height : int, keyword-only
+        Size of the plotting area in px.
+    tooltip : sequence of str, keyword-only
+        Extra columns to show on hover.
+    zoom : bool, keyword-only, default True
+        Pan and zoom along x.
+
+    Returns
+    -------
+    altair.LayerChart
+
+    Examples
+    --------
+    >>> f = pd.DataFrame({"k": [1, 2, 1, 2], "v": [0.5, 0.2, 0.6, 0.4], "who": ["a", "a", "b", "b"]})
+    >>> spec = series_chart(f, x="k", y="v", series="who").to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['line', 'point']
+    """
+    for column in [x, y, series, lower, upper, *tooltip]:
+        if column is not None and column not in frame.columns:
+            raise ValueError(f"series_chart: no column {column!r} in the frame; it has {list(frame.columns)}")
+    if (lower is None) != (upper is None):
+        raise ValueError("series_chart: give both lower= and upper= (the band's two edges), or neither")
+    data = frame.copy()
+    if series is None:
+        series = "series"
+        data[series] = y_title or y
+    data[series] = data[series].astype(str)
+    names = list(dict.fromkeys(data[series]))
+    key = _slug(title, x, y, series, tuple(names), len(data))
+    xtype = {"quantitative": "Q", "ordinal": "O", "nominal": "N"}[x_type]
+    x_enc = alt.X(f"{x}:{xtype}", title=x_title or x, scale=alt.Scale(**(x_scale or {})) if x_scale else alt.Undefined)
+    y_enc = alt.Y(f"{y}:Q", title=y_title or y, scale=alt.Scale(**(y_scale or {})) if y_scale else alt.Undefined)
+    colour = alt.Color(f"{series}:N", scale=colour_scale(names), title=series_title or (None if series == "series" else series),
+                       legend=alt.Legend(symbolType="stroke"))
+    dash = alt.StrokeDash(f"{series}:N", scale=alt.Scale(domain=names, range=[_dash(n) for n in names]), legend=None)
+    pick = alt.selection_point(fields=[series], bind="legend", name=f"pick_{key}")
+    shown = alt.condition(pick, alt.value(1.0), alt.value(0.12))
+    base = alt.Chart(data).properties(width=width, height=height)
+    if title:
+        base = base.properties(title=title)
+    layers = []
+    if lower is not None:
+        layers.append(base.mark_area(opacity=0.18).encode(
+            x=x_enc, y=alt.Y(f"{lower}:Q", title=y_title or y), y2=alt.Y2(f"{upper}:Q"),
+            color=alt.Color(f"{series}:N", scale=colour_scale(names)),
+            opacity=alt.condition(pick, alt.value(0.18), alt.value(0.03))))
+    line = base.mark_line(strokeWidth=2).encode(x=x_enc, y=y_enc, color=colour, strokeDash=dash, opacity=shown).add_params(pick)
+    if zoom and x_type == "quantitative":
+        line = line.add_params(alt.selection_interval(bind="scales", encodings=["x"], name=f"zoom_{key}"))
+    layers.append(line)
+    tips = [alt.Tooltip(f"{series}:N", title=series_title or "series"), alt.Tooltip(f"{x}:{xtype}", title=x_title or x),
+            alt.Tooltip(f"{y}:Q", title=y_title or y, format=".4~g")]
+    if lower is not None:
+        tips += [alt.Tooltip(f"{lower}:Q", title="lower", format=".4~g"), alt.Tooltip(f"{upper}:Q", title="upper", format=".4~g")]
+    tips += [alt.Tooltip(c) for c in tooltip]
+    layers.append(base.mark_point(filled=True, size=36 if points else 60).encode(
+        x=x_enc, y=y_enc, color=alt.Color(f"{series}:N", scale=colour_scale(names)),
+        opacity=alt.condition(pick, alt.value(0.9 if points else 0.01), alt.value(0.01)), tooltip=tips))
+    return alt.layer(*layers)
+
+
+def _block_mean(M: np.ndarray, side: int) -> tuple[np.ndarray, int]:
+    n = M.shape[0]
+    block = max(1, math.ceil(n / side))
+    if block == 1:
+        return M, 1
+    m = math.ceil(n / block)
+    padded = np.full((m * block, m * block), np.nan)
+    padded[:n, :n] = M
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = np.nanmean(padded.reshape(m, block, m, block), axis=(1, 3))
+    return out, block
+
+
+def heatmap_chart(
+    matrix: Any,
+    *,
+    title: str | None = None,
+    value_title: str = "Hellinger distance",
+    domain: tuple[float, float] | None = (0.0, 1.0),
+    scheme: str = "viridis",
+    max_side: int = 128,
+    x_title: str = "position j",
+    y_title: str = "position i",
+    width: int = PANEL_WIDTH,
+    digits: int = 3,
+) -> alt.Chart:
+    """A square matrix as a heatmap with a colour bar; hover a cell for its positions and value.
+
+    A matrix larger than ``max_side`` is shown as the means of square blocks (a 510 x 510
+    matrix as 128 x 128 blocks of 4 x 4 positions), and the tooltip names the block's
+    positions. The values travel as one compact array, unpacked in the browser.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (n, n)
+    title, value_title, x_title, y_title : str, keyword-only
+    domain : (float, float) or None, keyword-only
+        The colour scale's range (None: the data's).
+    scheme : str, keyword-only
+        A Vega colour scheme (perceptually uniform: "viridis", "magma", "blueorange" for signed).
+    max_side : int, keyword-only, default 128
+    width : int, keyword-only
+        Width (= height) of the plotting area in px.
+    digits : int, keyword-only, default 3
+        Decimals kept in the data (and shown in the tooltip).
+
+    Returns
+    -------
+    altair.Chart
+
+    Examples
+    --------
+    >>> spec = heatmap_chart(np.eye(3), title="I").to_dict()
+    >>> spec["mark"]["type"], spec["encoding"]["color"]["field"]
+    ('rect', 'value')
+    """
+    from .validation import check_real_array
+
+    M = check_real_array(matrix, "matrix")
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] == 0:
+        raise ValueError(f"heatmap_chart: matrix must be square and non-empty, got shape {M.shape}")
+    n = M.shape[0]
+    B, block = _block_mean(M, int(max_side))
+    m = B.shape[0]
+    flat = [None if not np.isfinite(v) else round(float(v), digits) for v in B.ravel()]
+    data = alt.Data(values=[{"v": flat}])
+    last = n - 1
+    label = (f"datum.r0 + (datum.r0 + {block - 1} > datum.r0 ? '–' + min(datum.r0 + {block - 1}, {last}) : '')"
+             if block > 1 else "'' + datum.r0")
+    label_j = label.replace("r0", "c0")
+    chart = (
+        alt.Chart(data)
+        .transform_flatten(["v"], as_=["value"])
+        .transform_window(idx="row_number()")
+        .transform_calculate(r0=f"floor((datum.idx - 1) / {m}) * {block}", c0=f"((datum.idx - 1) % {m}) * {block}")
+        .transform_calculate(r1=f"min(datum.r0 + {block}, {n})", c1=f"min(datum.c0 + {block}, {n})",
+                             rows=label, cols=label_j)
+        .mark_rect(strokeWidth=0.6)
+        .encode(
+            x=alt.X("c0:Q", title=x_title, scale=alt.Scale(domain=[0, n], nice=False)),
+            x2="c1:Q",
+            y=alt.Y("r0:Q", title=y_title, scale=alt.Scale(domain=[0, n], nice=False, reverse=True)),
+            y2="r1:Q",
+            color=alt.Color("value:Q", title=value_title,
+                            scale=alt.Scale(scheme=scheme, **({"domain": list(domain)} if domain else {})),
+                            legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=min(width, 260))),
+            stroke=alt.Stroke("value:Q", scale=alt.Scale(scheme=scheme, **({"domain": list(domain)} if domain else {})), legend=None),
+            tooltip=[alt.Tooltip("rows:N", title=y_title), alt.Tooltip("cols:N", title=x_title),
+                     alt.Tooltip("value:Q", title=value_title + (" (block mean)" if block > 1 else ""), format=f".{digits}f")],
+        )
+        .properties(width=width, height=width)
+    )
+    if title:
+        chart = chart.properties(title=title if block == 1 else alt.TitleParams(title, subtitle=f"means of {block} x {block} blocks"))
+    return chart
+
+
+# ----------------------------------------------------------------------------- display
+_NAME = re.compile(r"\b(view|param)_(\d+)\b")
+
+
+def _round(value: Any) -> Any:
+    if isinstance(value, float):
+        if not math.isfinite(value) or value == 0 or value == int(value):
+            return value
+        if abs(value) >= 1000:
+            return round(value, 1)
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {k: _round(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_round(v) for v in value]
+    return value
+
+
+def _canonical(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Round the numbers to 4 significant digits and renumber Altair's counter names."""
+    text = json.dumps(_round(dict(spec)), sort_keys=False)
+    order: dict[str, str] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        return order.setdefault(match.group(0), f"{match.group(1)}_{len([k for k in order if k.startswith(match.group(1))]) + 1}")
+
+    return json.loads(_NAME.sub(rename, text))
+
+
+def _n_rows(spec: Any) -> int:
+    """Data values a spec carries (inline data anywhere in it; a packed array counts its items)."""
+    total = 0
+    if isinstance(spec, dict):
+        for key, value in spec.items():
+            if key in ("values",) and isinstance(value, list) or key == "datasets" and isinstance(value, dict):
+                rows = value if isinstance(value, list) else [r for v in value.values() for r in v]
+                for row in rows:
+                    packed = [len(v) for v in row.values() if isinstance(v, list)] if isinstance(row, dict) else []
+                    total += max(packed, default=1)
+            else:
+                total += _n_rows(value)
+    elif isinstance(spec, list):
+        total += sum(_n_rows(v) for v in spec)
+    return total
+
+
+def _static_image(spec: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        import vl_convert as vlc
+    except ImportError:  # pragma: no cover - vl-convert is a dependency; a trimmed install shows no fallback
+        return {}
+    version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    try:
+        if _n_rows(spec) > 4000:
+            png = vlc.vegalite_to_png(dict(spec), vl_version=version, scale=1)
+            return {"image/png": base64.b64encode(png).decode("ascii")}
+        return {"image/svg+xml": vlc.vegalite_to_svg(dict(spec), vl_version=version)}
+    except Exception as error:  # pragma: no cover - a fallback image is a convenience
+        warnings.warn(f"posgeo: no static image for a chart ({error}); the interactive chart is unaffected", stacklevel=2)
+        return {}
+
+
+def chart_bundle(spec: Mapping[str, Any], **_metadata: Any) -> dict[str, Any]:
+    """The ``posgeo`` Altair renderer: a chart's notebook output.
+
+    Returns the Vega-Lite spec (numbers rounded to 4 significant digits, Altair's counter
+    names renumbered, so the stored output is machine-independent), a static SVG (PNG above
+    4,000 data rows) for viewers that cannot run Vega, and the alt text as plain text.
+
+    Parameters
+    ----------
+    spec : mapping
+        A Vega-Lite spec (``chart.to_dict()``).
+
+    Returns
+    -------
+    dict
+        A MIME bundle.
+
+    Examples
+    --------
+    >>> spec = finish_chart(alt.Chart(pd.DataFrame({"x": [0.123456]})).mark_point().encode(x="x:Q"),
+    ...                     description="One point.").to_dict()
+    >>> bundle = chart_bundle(spec)
+    >>> bundle["text/plain"], bundle["application/vnd.vegalite.v5+json"]["datasets"].popitem()[1]
+    ('Chart: One point.', [{'x': 0.1235}])
+    """
+    canonical = _canonical(spec)
+    bundle: dict[str, Any] = {"application/vnd.vegalite.v5+json": canonical}
+    bundle.update(_static_image(canonical))
+    bundle["text/plain"] = "Chart: " + str(canonical.get("description") or "(no description)")
+    return bundle
+
+
+def enable_charts() -> None:
+    """Register and enable the ``posgeo`` Altair renderer (:func:`chart_bundle`).
+
+    :func:`notebook_setup` calls it; call it yourself to get the book's chart output elsewhere.
+    """
+    alt.renderers.register("posgeo", chart_bundle)
+    alt.renderers.enable("posgeo")
+
 
 _QUIET_ENV = {
     "TQDM_DISABLE": "1",
@@ -52,11 +563,12 @@ _QUIET_ENV = {
 
 
 def notebook_setup(*, quiet: bool = True, precision: int = 4) -> pd.DataFrame:
-    """Prepare a chapter: quiet progress output, compact tables, PNG charts.
+    """Prepare a chapter: quiet progress output, compact tables, the book's charts.
 
     Called explicitly in each chapter's first cell (importing posgeo changes nothing). Sets
     the environment variables that silence progress bars (so notebook outputs are
-    reproducible), pandas' display precision, and the inline figure format.
+    reproducible), pandas' display precision, and enables the ``posgeo`` chart renderer
+    (:func:`enable_charts`).
 
     Parameters
     ----------
@@ -76,218 +588,239 @@ def notebook_setup(*, quiet: bool = True, precision: int = 4) -> pd.DataFrame:
     pd.set_option("display.precision", precision)
     pd.set_option("display.max_columns", 20)
     pd.set_option("display.width", 120)
-    try:  # pragma: no cover - only inside IPython
-        from IPython import get_ipython
-
-        if get_ipython() is not None:
-            # Figures are built without pyplot: register the PNG formatter so that a Figure
-            # returned by a cell is displayed as an image.
-            from matplotlib_inline.backend_inline import set_matplotlib_formats
-
-            set_matplotlib_formats("png")
-    except ImportError:  # pragma: no cover - plain Python: nothing to display
-        pass
-    import matplotlib
+    enable_charts()
     import torch
 
     from . import __version__
 
     return pd.DataFrame(
-        {"package": ["posgeo", "numpy", "pandas", "matplotlib", "torch"],
-         "version": [__version__, np.__version__, pd.__version__, matplotlib.__version__, torch.__version__.split("+")[0]]}
+        {"package": ["posgeo", "numpy", "pandas", "altair", "torch"],
+         "version": [__version__, np.__version__, pd.__version__, alt.__version__, torch.__version__.split("+")[0]]}
     ).set_index("package")
 
 
-def new_figure(
-    ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.4, grid: bool = False
-) -> tuple[Figure, np.ndarray]:
-    """The book's one figure helper: a constrained-layout figure of ``nrows x ncols`` panels.
-
-    Built on :class:`matplotlib.figure.Figure` directly (no pyplot state), at 96 dpi.
-
-    Parameters
-    ----------
-    ncols, nrows : int, default 1
-    width, height : float, keyword-only, default 4.2 and 3.4
-        Size of one panel in inches.
-    grid : bool, keyword-only, default False
-        Return the axes as an ``(nrows, ncols)`` array instead of a flat one.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    axes : numpy.ndarray of Axes, shape (nrows * ncols,) or (nrows, ncols)
-
-    Examples
-    --------
-    >>> fig, axes = new_figure(3, 2, grid=True)
-    >>> axes.shape, fig.get_size_inches().round(1).tolist()
-    ((2, 3), [12.6, 6.8])
-    """
-    fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False))
-    return fig, (axes if grid else axes.ravel())
-
-
+# ----------------------------------------------------------------------------- the library's charts
 def plot_distance_heatmaps(
-    matrices: Mapping[str, np.ndarray], *, vmax: float | None = 1.0, cmap: str = "viridis", label: str = "Hellinger distance"
-) -> Figure:
-    """Heatmaps of distance matrices side by side.
+    matrices: Mapping[str, np.ndarray], *, vmax: float | None = 1.0, label: str = "Hellinger distance", columns: int = 2
+) -> Any:
+    """Heatmaps of distance matrices, one panel each, sharing one colour bar.
 
     Parameters
     ----------
     matrices : mapping of str to (n, n) arrays
         Title -> matrix.
-    vmax : float or None
-        Upper end of the colour scale (shared); None lets each panel scale itself.
-    cmap : str
-    label : str
-        Colour-bar label.
+    vmax : float or None, keyword-only
+        Upper end of the shared colour scale (None: the data's).
+    label : str, keyword-only
+        Colour-bar title.
+    columns : int, keyword-only, default 2
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    fig, axes = new_figure(len(matrices), width=3.6, height=3.3)
-    im = None
-    for ax, (title, M) in zip(axes, matrices.items()):
-        im = ax.imshow(np.asarray(M), cmap=cmap, vmin=0.0, vmax=vmax, interpolation="antialiased")
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("position j")
-        ax.set_ylabel("position i")
-    if im is not None:
-        fig.colorbar(im, ax=list(axes), shrink=0.8, label=label)
-    return fig
+    if not matrices:
+        raise ValueError("plot_distance_heatmaps: no matrices given")
+    domain = (0.0, float(vmax)) if vmax is not None else None
+    panels = [heatmap_chart(M, title=f"{name} (n = {np.asarray(M).shape[0]})", value_title=label, domain=domain)
+              for name, M in matrices.items()]
+    names = ", ".join(matrices)
+    return finish_chart(
+        panel_grid(panels, columns=columns),
+        description=(f"Heatmaps of the {label} between positions i (rows) and j (columns) for {names}; "
+                     "dark is close, yellow far. Hover a cell for its value."),
+        canvas=any(np.asarray(M).shape[0] > 64 for M in matrices.values()),
+    )
 
 
-def plot_offset_profiles(geometries: Sequence[Any], *, max_offset: int | None = 64, debiased: bool = True) -> Figure:
+def _profile_frame(D: np.ndarray, name: str, max_offset: int | None) -> pd.DataFrame:
+    from ._geometry import distance_by_offset
+
+    prof = pd.DataFrame(distance_by_offset(D, max_offset=max_offset))
+    prof["series"] = name
+    return prof[["offset", "mean", "min", "max", "series"]]
+
+
+def plot_offset_profiles(geometries: Sequence[Any], *, max_offset: int | None = 64, corrected: bool = True, columns: int = 2) -> Any:
     """Distance versus offset ``|i - j|``, one panel per corpus, with the noise floor.
 
     Each panel shows the mean plug-in distance at every offset (band: min to max over pairs),
-    the noise-corrected mean (``g.matched``), and the noise floor: the mean over pairs of
-    ``sqrt((s_i^2 + s_j^2) / 2)``, with ``s_i`` the split-half distance of position i: the
-    distance between two half-samples of one and the same distribution.
+    the corrected (hybrid) mean (``g.hybrid``), and the noise floor: the mean over pairs of
+    ``sqrt((s_i^2 + s_j^2) / 2)``, with ``s_i`` the split-half distance of position i (the
+    distance between two half-samples of one and the same distribution).
 
     Parameters
     ----------
     geometries : sequence of CorpusGeometry
-    max_offset : int or None
-    debiased : bool
-        Also draw the bias-corrected curve.
+    max_offset : int or None, keyword-only
+    corrected : bool, keyword-only, default True
+        Also draw the corrected curve.
+    columns : int, keyword-only, default 2
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    from ._geometry import distance_by_offset
-
-    fig, axes = new_figure(len(geometries), width=3.8, height=3.0)
-    for ax, g in zip(axes, geometries):
-        prof = distance_by_offset(g.distances, max_offset=max_offset)
-        ax.fill_between(prof["offset"], prof["min"], prof["max"], alpha=0.2, color="C0", lw=0)
-        ax.plot(prof["offset"], prof["mean"], color="C0", label="plug-in")
-        if debiased:
-            dprof = distance_by_offset(g.matched, max_offset=max_offset)
-            ax.plot(dprof["offset"], dprof["mean"], color="C2", label="noise-corrected")
+    panels = []
+    for g in geometries:
+        parts = [_profile_frame(g.distances, "plug-in (band: min to max)", max_offset)]
+        if corrected:
+            parts.append(_profile_frame(g.hybrid, "corrected (hybrid)", max_offset).assign(min=np.nan, max=np.nan))
         s2 = g.split_half**2
         floor = np.sqrt(0.5 * (s2[:, None] + s2[None, :]))
         np.fill_diagonal(floor, 0.0)
-        fprof = distance_by_offset(floor, max_offset=max_offset)
-        ax.plot(fprof["offset"], fprof["mean"], color="C3", ls="--", label="noise floor")
-        ax.set_title(f"{g.name} (n={g.n_positions})", fontsize=10)
-        ax.set_xlabel("offset |i - j|")
-        ax.set_ylim(0, None)
-    axes[0].set_ylabel(f"{geometries[0].metric} distance")
-    axes[0].legend(fontsize=8, loc="lower right")
-    return fig
+        parts.append(_profile_frame(floor, "noise floor", max_offset).assign(min=np.nan, max=np.nan))
+        frame = pd.concat(parts, ignore_index=True)
+        panels.append(series_chart(frame, x="offset", y="mean", series="series", lower="min", upper="max",
+                                   x_title="offset |i - j|", y_title=f"mean {g.metric} distance", series_title="curve",
+                                   title=f"{g.name} (n = {g.n_positions})", width=PANEL_WIDTH, height=PANEL_HEIGHT))
+    return finish_chart(
+        panel_grid(panels, columns=columns),
+        description=("Mean distance between positions against their offset |i - j|, one panel per corpus: "
+                     "plug-in (with its min-max band over pairs), corrected, and the noise floor "
+                     "that two samples of one distribution would show."),
+    )
 
 
-def plot_noise_floor(geometries: Sequence[Any]) -> Figure:
-    """Per-position noise floor (split-half distance) and the number of sequences reaching it.
+def plot_noise_floor(geometries: Sequence[Any], *, columns: int = 2) -> Any:
+    """Per-position noise floor (split-half distance) above the number of sequences reaching it.
 
     Parameters
     ----------
     geometries : sequence of CorpusGeometry
+    columns : int, keyword-only, default 2
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
+        Per corpus: the split-half distance by position (positions flagged for too few
+        sequences marked), and below it the sequences reaching each position (log scale).
     """
-    fig, axes = new_figure(len(geometries), width=3.8, height=3.0)
-    for ax, g in zip(axes, geometries):
+    panels = []
+    for g in geometries:
         pos = np.arange(g.n_positions)
-        ax.plot(pos, g.split_half, color="C3", label="split-half distance")
-        if g.flagged.any():
-            ax.scatter(pos[g.flagged], g.split_half[g.flagged], color="k", s=8, zorder=3, label="too few sequences")
-        ax.set_ylim(0, 1)
-        ax.set_xlabel("position")
-        ax.set_title(g.name, fontsize=10)
-        ax2 = ax.twinx()
-        ax2.plot(pos, g.counts, color="C7", lw=1)
-        ax2.set_yscale("log")
-        ax2.set_ylabel("sequences reaching it", color="C7", fontsize=8)
-    axes[0].set_ylabel("chord Hellinger")
-    axes[0].legend(fontsize=8, loc="upper left")
-    return fig
+        flagged = np.asarray(g.flagged, dtype=bool)
+        frame = pd.DataFrame({"position": pos, "split-half distance": np.asarray(g.split_half, dtype=float),
+                              "sequences": np.asarray(g.counts, dtype=int),
+                              "status": np.where(flagged, "too few sequences", "enough sequences")})
+        top = series_chart(frame.assign(curve="split-half distance"), x="position", y="split-half distance", series="curve",
+                           y_title="chord Hellinger", title=f"{g.name}", width=PANEL_WIDTH, height=150,
+                           y_scale={"domain": [0, 1]}, tooltip=["sequences"])
+        marks = alt.Chart(frame[flagged]).mark_point(shape="triangle-up", filled=True, size=40, color=_C["black"]).encode(
+            x="position:Q", y="split-half distance:Q",
+            shape=alt.Shape("status:N", scale=alt.Scale(domain=["too few sequences"], range=["triangle-up"]), title=None),
+            tooltip=["position", alt.Tooltip("split-half distance:Q", format=".3f"), "sequences"])
+        reach = alt.Chart(frame).mark_line(color=_C["grey"], strokeWidth=1.5).encode(
+            x=alt.X("position:Q", title="position"),
+            y=alt.Y("sequences:Q", title="sequences reaching it", scale=alt.Scale(type="log"),
+                    axis=alt.Axis(tickCount=3, format="~s")),
+            tooltip=["position", "sequences"]).properties(width=PANEL_WIDTH, height=90)
+        panels.append(alt.vconcat(alt.layer(top, marks) if flagged.any() else top, reach, spacing=4))
+    return finish_chart(
+        panel_grid(panels, columns=columns),
+        description=("Per corpus: the split-half distance of each position (the noise floor; triangles mark "
+                     "positions reached by too few sequences) above the number of sequences reaching it, on a log scale."),
+    )
 
 
-def plot_spectra(spectra: Mapping[str, np.ndarray], *, top: int = 40) -> Figure:
+def plot_spectra(spectra: Mapping[str, np.ndarray], *, top: int = 40) -> Any:
     """Eigen-spectra of double-centred Gram matrices: normalised eigenvalues and cumulative energy.
 
     Parameters
     ----------
     spectra : mapping of str to (n,) arrays
         Eigenvalues, descending (negatives allowed).
-    top : int
-        How many leading eigenvalues to draw.
+    top : int, keyword-only
+        How many leading eigenvalues the left panel draws.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
+        Left: ``|eigenvalue| / sum |eigenvalues|`` for the first ``top`` (log scale); right: the
+        share of the positive eigenvalues' sum in the top r (log r), with the 99% line.
     """
-    fig, (ax1, ax2) = new_figure(2, width=4.2, height=3.2)
-    for i, (name, lam) in enumerate(spectra.items()):
+    left, right = [], []
+    for name, lam in spectra.items():
         lam = np.asarray(lam, dtype=float)
-        scale = np.abs(lam).sum()
         k = np.arange(1, min(top, lam.size) + 1)
-        ax1.semilogy(k, np.abs(lam[: k.size]) / scale, marker="o", ms=3, color=f"C{i}", label=name)
+        left.append(pd.DataFrame({"index": k, "share": np.abs(lam[: k.size]) / np.abs(lam).sum(), "series": name}))
         pos = np.clip(lam, 0, None)
-        ax2.plot(np.arange(1, lam.size + 1), np.cumsum(pos) / pos.sum(), color=f"C{i}", label=name)
-    ax1.set_xlabel("eigenvalue index")
-    ax1.set_ylabel("|eigenvalue| / sum |eigenvalues|")
-    ax1.legend(fontsize=8)
-    ax2.set_xscale("log")
-    ax2.set_xlabel("rank r")
-    ax2.set_ylabel("energy in top r")
-    ax2.axhline(0.99, color="k", lw=0.5, ls=":")
-    return fig
+        right.append(pd.DataFrame({"rank": np.arange(1, lam.size + 1), "energy": np.cumsum(pos) / pos.sum(), "series": name}))
+    a = series_chart(pd.concat(left), x="index", y="share", series="series", points=True, x_title="eigenvalue index",
+                     y_title="|eigenvalue| / sum |eigenvalues|", y_scale={"type": "log"}, series_title="spectrum",
+                     width=PANEL_WIDTH, height=PANEL_HEIGHT, title="leading eigenvalues")
+    energy = pd.concat(right)
+    ranks = energy["rank"].max()
+    energy = pd.concat([energy, pd.DataFrame({"rank": [1, ranks], "energy": [0.99, 0.99], "series": "99% reference"})])
+    b = series_chart(energy, x="rank", y="energy", series="series", x_title="rank r", y_title="energy in the top r",
+                     x_scale={"type": "log"}, series_title="spectrum", width=PANEL_WIDTH, height=PANEL_HEIGHT,
+                     title="cumulative energy")
+    return finish_chart(
+        alt.hconcat(a, b).resolve_scale(color="shared"),
+        description=("Eigen-spectra: the leading eigenvalues' shares (log scale, left) and the cumulative share "
+                     f"of the positive eigenvalues in the top r (right) for {', '.join(spectra)}; the dotted line is 99%."),
+    )
 
 
-def plot_stress_bars(table: pd.DataFrame, *, column: str = "optimal", log: bool = False) -> Figure:
+def plot_stress_bars(table: pd.DataFrame, *, column: str = "optimal", log: bool = False) -> Any:
     """Grouped bars of stress: encodings (rows) by corpus (columns of a pivoted table).
 
     Parameters
     ----------
     table : pandas.DataFrame
         Index: encoding; columns: corpora; values: stress.
-    column : str
-        Label for the y axis.
-    log : bool
+    column : str, keyword-only
+        Which stress (the y axis reads "<column> stress").
+    log : bool, keyword-only
         Logarithmic y axis (raw stress spans orders of magnitude).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    fig, (ax,) = new_figure(1, width=7.5, height=3.2)
-    n_enc, n_corp = table.shape
-    width = 0.8 / n_corp
-    x = np.arange(n_enc)
-    for j, corpus in enumerate(table.columns):
-        ax.bar(x + j * width - 0.4 + width / 2, table[corpus].to_numpy(dtype=float), width, label=str(corpus), color=f"C{j}")
-    ax.set_xticks(x, [str(i) for i in table.index], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(f"{column} stress")
-    if log:
-        ax.set_yscale("log")
-    ax.legend(fontsize=8)
-    return fig
+    long = table.rename_axis(index="encoding", columns="corpus").stack().rename("stress").reset_index()
+    long["encoding"] = long["encoding"].astype(str)
+    long["corpus"] = long["corpus"].astype(str)
+    corpora = list(dict.fromkeys(long["corpus"]))
+    chart = alt.Chart(long).mark_bar().encode(
+        x=alt.X("encoding:N", sort=list(dict.fromkeys(long["encoding"])), title=None, axis=alt.Axis(labelAngle=-35)),
+        xOffset=alt.XOffset("corpus:N", sort=corpora),
+        y=alt.Y("stress:Q", title=f"{column} stress", scale=alt.Scale(type="log") if log else alt.Undefined),
+        color=alt.Color("corpus:N", scale=colour_scale(corpora), title="corpus"),
+        tooltip=["encoding", "corpus", alt.Tooltip("stress:Q", format=".4f")],
+    ).properties(width=COLUMN_WIDTH, height=240)
+    return finish_chart(chart, description=f"{column.capitalize()} stress of each encoding (bars) against each corpus (colours); lower fits better.")
+
+
+# ----------------------------------------------------------------------------- matplotlib (transitional)
+def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.4, grid: bool = False) -> tuple[Any, np.ndarray]:
+    """Transitional matplotlib helper, removed once every chart is an Altair chart.
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    axes : numpy.ndarray of Axes
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False))
+    return fig, (axes if grid else axes.ravel())
+
+
+def symlog_axis(ax: Any, values: Sequence[float]) -> None:
+    """Transitional matplotlib helper (symmetric-log x axis), removed with :func:`new_figure`."""
+    from matplotlib.ticker import NullLocator
+
+    x = np.asarray(values, dtype=float)
+    positive = x[x > 0]
+    if positive.size == 0:
+        return
+    lo, hi = float(positive.min()), float(positive.max())
+    ax.set_xscale("symlog", linthresh=lo, linscale=0.6)
+    ax.set_xlim(-0.15 * lo, hi * 1.5)
+    ticks = [0.0] + [10.0**k for k in range(int(np.ceil(np.log10(lo))), int(np.floor(np.log10(hi))) + 1)]
+    if len(ticks) == 1 or ticks[1] > lo * 1.5:
+        ticks.insert(1, lo)
+    ax.set_xticks(ticks)
+    ax.xaxis.set_minor_locator(NullLocator())
