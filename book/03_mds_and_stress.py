@@ -179,12 +179,12 @@ ranks = pd.concat(
 ranks = ranks.astype({col: int for col in ranks.columns if col[1] != "entropy rank"})  # counts as integers
 ranks
 
-# %%
+# %% mystnb={"figure": {"caption": "Eigen-spectra of the double-centred Gram matrices of the plug-in and corrected geometries: the leading eigenvalues' shares (left, log scale) and the cumulative share of the positive eigenvalues in the top r (right). A corpus keeps its colour; its corrected spectrum is dashed.", "name": "fig-ch3-spectra"}}
 pg.plot_spectra({f"{name} plug-in": pg.classical_mds(g.distances).eigenvalues for name, g in geometries.items()}
                 | {f"{name} corrected": pg.classical_mds(g.hybrid).eigenvalues for name, g in geometries.items() if name != "synthetic"})
 
 # %% [markdown]
-# On the synthetic corpus a handful of dimensions carry the geometry. On the real corpora
+# On the synthetic corpus a handful of dimensions carry the geometry ({numref}`fig-ch3-spectra`). On the real corpora
 # the *plug-in* spectrum is nearly flat: sampling noise adds an independent random
 # component to every position, which is full-rank by nature, and 99% of the energy needs
 # almost every dimension. Removing the noise lowers the effective rank substantially, but
@@ -311,11 +311,11 @@ sinusoid_scale
 stress_plugin = ex.stress_comparison(geometries, encodings)
 stress_plugin.where(stress_plugin > 1e-12, 0.0)  # values below 1e-12 are rounding: shown as 0
 
-# %%
-pg.plot_stress_bars(stress_plugin.xs("optimal", axis=1, level=1).drop(index="PMDS full"))
+# %% mystnb={"figure": {"caption": "Scale-optimal stress of every encoding against each corpus's plug-in distances (log scale; lower fits better). PMDS at full rank is left out: its stress is zero. Hover a bar for its value.", "name": "fig-ch3-stress"}}
+pg.plot_stress_bars(stress_plugin.xs("optimal", axis=1, level=1).drop(index="PMDS full"), log=True)
 
 # %% [markdown]
-# What the table shows:
+# What the table (and {numref}`fig-ch3-stress`) shows:
 #
 # - **PMDS at full rank** reproduces the chord distance exactly (stress zero to machine
 #   precision, shown as 0).

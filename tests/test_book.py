@@ -190,9 +190,18 @@ def test_api_reference_extension_is_configured() -> None:
     assert sphinx["local_extensions"].get("posgeo_api") == "tools/", "_config.yml must load tools/posgeo_api.py"
     assert {"sphinx.ext.autodoc", "sphinx.ext.napoleon"} <= set(sphinx.get("extra_extensions", []))
     api = _posgeo_api()
-    page = (ROOT / f"{api.DOCNAME}.md").read_text(encoding="utf-8")
-    assert page.count(api.MARKER) == 1, f"{api.DOCNAME}.md must hold the marker {api.MARKER!r} exactly once"
     assert api.DOCNAME in toc_docnames(), f"{api.DOCNAME} is not in _toc.yml"
+    assert list(api.PAGES.values()) == [part.key for part in api.parts()], "one page per part, in order"
+    for docname in api.PAGES:
+        page = (ROOT / f"{docname}.md").read_text(encoding="utf-8")
+        assert page.count(api.MARKER) == 1, f"{docname}.md must hold the marker {api.MARKER!r} exactly once"
+        assert docname in toc_docnames(), f"{docname} is not in _toc.yml"
+    # each page documents its own part, and only it
+    for docname, key in api.PAGES.items():
+        text = api.generate(key)
+        assert re.findall(r"^# (.+)$", text, flags=re.M) == [api.PART_TITLES[key]], docname
+    with pytest.raises(ValueError, match="unknown part"):
+        api.generate("nope")
 
 
 def _api_entries(text: str) -> list[tuple[str, str, str]]:

@@ -1,33 +1,42 @@
-"""Tests for posgeo._plotting: figures built without pyplot, and the notebook set-up."""
+"""Tests for posgeo._plotting: the book's Altair charts, the renderer and the notebook set-up.
+
+Charts are checked as data (their Vega-Lite spec: marks, encodings, the values they carry),
+never as images.
+"""
 
 from __future__ import annotations
 
-import io
+import json
 import os
 
-import matplotlib
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-import posgeo  # noqa: E402
+import posgeo
 from posgeo import (
-    classical_mds,
+    chart_bundle,
+    colour_scale,
     corpus_geometry,
     distance_by_offset,
+    enable_charts,
+    finish_chart,
+    heatmap_chart,
     load_corpus,
     notebook_setup,
+    panel_grid,
     plot_distance_heatmaps,
     plot_noise_floor,
     plot_offset_profiles,
     plot_spectra,
     plot_stress_bars,
+    series_chart,
+    series_colour,
 )
+
+VEGALITE = "application/vnd.vegalite.v5+json"
 
 
 @pytest.fixture(scope="module")
@@ -39,138 +48,205 @@ def geometries():
     return out
 
 
-@pytest.fixture(autouse=True)
-def no_pyplot_figures():
-    """Every plot function must leave pyplot's global figure list as it found it."""
-    before = plt.get_fignums()
-    yield
-    assert plt.get_fignums() == before
+def walk(spec):
+    """Every dict inside a spec (depth first)."""
+    if isinstance(spec, dict):
+        yield spec
+        for value in spec.values():
+            yield from walk(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            yield from walk(value)
 
 
-def renders(fig: Figure) -> bool:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()[:8] == b"\x89PNG\r\n\x1a\n"
+def marks(spec) -> list[str]:
+    return [d["mark"]["type"] if isinstance(d["mark"], dict) else d["mark"] for d in walk(spec) if "mark" in d]
 
 
-# ----------------------------------------------------------------------------- heatmaps
-@pytest.mark.parametrize("k", [1, 3])
-def test_distance_heatmaps(k):
-    rng = np.random.default_rng(k)
-    mats = {}
-    for i in range(k):
-        A = rng.random((6, 6))
-        M = (A + A.T) / 2
-        np.fill_diagonal(M, 0)
-        mats[f"m{i}"] = M
-    fig = plot_distance_heatmaps(mats, label="my label")
-    assert isinstance(fig, Figure)
-    assert len(fig.axes) == k + 1  # one panel each, plus the shared colour bar
-    for ax, (title, M) in zip(fig.axes, mats.items()):
-        assert ax.get_title() == title
-        np.testing.assert_array_equal(ax.images[0].get_array(), M)
-        assert ax.images[0].get_clim() == (0.0, 1.0)
-    assert fig.axes[-1].get_ylabel() == "my label"
-    assert renders(fig)
+def datasets(spec) -> list[pd.DataFrame]:
+    return [pd.DataFrame(rows) for rows in spec.get("datasets", {}).values()]
 
 
-def test_distance_heatmaps_free_colour_scale():
-    M = np.array([[0.0, 3.0], [3.0, 0.0]])
-    fig = plot_distance_heatmaps({"a": M}, vmax=None)
-    assert fig.axes[0].images[0].get_clim() == (0.0, 3.0)
+# ----------------------------------------------------------------------------- palette
+def test_series_colour_is_one_colour_per_corpus_and_encoding():
+    assert series_colour("sst2") == series_colour("SST-2 corrected") == series_colour("sst2 plug-in")
+    assert series_colour("sinusoidal") == series_colour("Sinusoidal (fixed)")
+    named = ["synthetic", "sst2", "imdb"]
+    assert len({series_colour(n) for n in named}) == 3
+    encodings = ["sinusoidal", "RoPE", "ALiBi", "random", "simplex", "MiniLM", "SMACOF k=3", "PMDS k=3", "learned"]
+    assert len({series_colour(n) for n in encodings}) == len(encodings)
+    assert series_colour("nothing we know") is None
 
 
-# ----------------------------------------------------------------------------- offset profiles
-def test_offset_profiles(geometries):
-    fig = plot_offset_profiles(geometries, max_offset=5)
-    assert isinstance(fig, Figure)
-    assert len(fig.axes) == 2
-    for ax, g in zip(fig.axes, geometries):
-        labels = [line.get_label() for line in ax.get_lines()]
-        assert labels == ["plug-in", "noise-corrected", "noise floor"]
-        plug, corr, _ = ax.get_lines()
-        np.testing.assert_allclose(plug.get_ydata(), distance_by_offset(g.distances, max_offset=5)["mean"])
-        np.testing.assert_allclose(corr.get_ydata(), distance_by_offset(g.matched, max_offset=5)["mean"])
-        np.testing.assert_array_equal(plug.get_xdata(), np.arange(1, 6))
-        assert ax.get_title() == f"{g.name} (n=12)"
-    assert fig.axes[0].get_ylabel() == "chord distance"
-    assert renders(fig)
+def test_colour_scale_gives_unknown_names_unused_colours():
+    scale = colour_scale(["imdb", "x", "y", "x"]).to_dict()
+    assert scale["domain"] == ["imdb", "x", "y"]
+    assert scale["range"][0] == series_colour("imdb")
+    assert len(set(scale["range"])) == 3
 
 
-def test_offset_profiles_noise_floor_curve(geometries):
-    g = geometries[0]
-    fig = plot_offset_profiles([g], max_offset=None, debiased=False)
-    (ax,) = fig.axes
-    assert [line.get_label() for line in ax.get_lines()] == ["plug-in", "noise floor"]
-    floor = ax.get_lines()[1].get_ydata()
-    s = g.split_half
-    # offset 1: mean over i of sqrt((s_i^2 + s_{i+1}^2) / 2)
-    assert floor[0] == pytest.approx(np.mean(np.sqrt(0.5 * (s[:-1] ** 2 + s[1:] ** 2))))
-    assert len(floor) == 11
+# ----------------------------------------------------------------------------- building blocks
+def test_finish_chart_needs_a_description():
+    chart = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x:Q")
+    with pytest.raises(ValueError, match="description"):
+        finish_chart(chart, description="  ")
+    spec = finish_chart(chart, description="One point.", title="T", canvas=True).to_dict()
+    assert spec["description"] == "One point."
+    assert spec["usermeta"]["embedOptions"]["renderer"] == "canvas"
+    assert spec["config"]["legend"]["orient"] == "bottom"
 
 
-# ----------------------------------------------------------------------------- noise floor
-def test_noise_floor(geometries):
-    fig = plot_noise_floor(geometries)
-    assert isinstance(fig, Figure)
-    assert len(fig.axes) == 4  # each panel has a twin axis for the counts
-    main = [ax for ax in fig.axes if ax.get_title()]
-    assert len(main) == 2
-    for ax, g in zip(main, geometries):
-        np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), g.split_half)
-    # the second corpus has positions reached by too few sequences: they are marked
-    assert len(main[0].collections) == 0
-    assert len(main[1].collections) == 1
-    np.testing.assert_allclose(main[1].collections[0].get_offsets()[:, 0], np.flatnonzero(geometries[1].flagged))
-    assert renders(fig)
+def test_series_chart_lines_band_legend_toggle_and_tooltips():
+    frame = pd.DataFrame({"k": [1, 2, 1, 2], "v": [0.5, 0.2, 0.6, 0.4], "lo": [0.4, 0.1, 0.5, 0.3],
+                          "hi": [0.6, 0.3, 0.7, 0.5], "who": ["sst2 plug-in", "sst2 plug-in", "sst2 corrected", "sst2 corrected"]})
+    spec = finish_chart(series_chart(frame, x="k", y="v", series="who", lower="lo", upper="hi"), description="d").to_dict()
+    assert marks(spec) == ["area", "line", "point"]
+    params = [p for d in walk(spec) for p in d.get("params", []) if isinstance(p, dict) and "name" in p]
+    assert any(p.get("bind") == "legend" for p in params)
+    assert any(p.get("bind") == "scales" for p in params)
+    line = spec["layer"][1]["encoding"]
+    assert line["color"]["scale"]["range"] == [series_colour("sst2")] * 2  # one corpus, one colour ...
+    assert line["strokeDash"]["scale"]["range"] == [[1, 0], [6, 3]]  # ... corrected dashed
+    tooltip = [t["field"] for t in spec["layer"][2]["encoding"]["tooltip"]]
+    assert tooltip == ["who", "k", "v", "lo", "hi"]
+    (data,) = datasets(spec)
+    assert data["v"].tolist() == [0.5, 0.2, 0.6, 0.4]
 
 
-# ----------------------------------------------------------------------------- spectra
-def test_spectra():
+def test_series_chart_rejects_bad_columns():
+    frame = pd.DataFrame({"k": [1], "v": [0.5]})
+    with pytest.raises(ValueError, match="no column 'w'"):
+        series_chart(frame, x="k", y="w")
+    with pytest.raises(ValueError, match="both lower= and upper="):
+        series_chart(frame, x="k", y="v", lower="v")
+
+
+def test_heatmap_chart_bins_large_matrices_and_keeps_small_ones():
+    small = heatmap_chart(np.arange(9.0).reshape(3, 3) / 10).to_dict()
+    assert small["data"]["values"][0]["v"] == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    assert small["encoding"]["color"]["scale"]["domain"] == [0.0, 1.0]
     rng = np.random.default_rng(0)
-    P = rng.normal(size=(20, 3))
-    D = np.linalg.norm(P[:, None] - P[None], axis=-1)
-    lam = classical_mds(D).eigenvalues
-    fig = plot_spectra({"euclid": lam, "flat": np.r_[np.ones(5), np.zeros(15)]}, top=10)
-    assert isinstance(fig, Figure)
-    assert len(fig.axes) == 2
-    ax1, ax2 = fig.axes
-    assert len(ax1.get_lines()) == 2
-    assert len(ax2.get_lines()) == 3  # two curves and the 99% guide
-    assert ax2.get_lines()[2].get_ydata()[0] == pytest.approx(0.99)
-    assert len(ax1.get_lines()[0].get_xdata()) == 10
-    # cumulative energy reaches 1 and is non-decreasing; 3 points in R^3 carry all energy in 3 eigenvalues
-    energy = ax2.get_lines()[0].get_ydata()
-    assert energy[-1] == pytest.approx(1.0)
-    assert np.all(np.diff(energy) >= -1e-12)
-    assert energy[2] == pytest.approx(1.0)
-    np.testing.assert_allclose(ax2.get_lines()[1].get_ydata()[:5], [0.2, 0.4, 0.6, 0.8, 1.0])
-    assert renders(fig)
+    M = rng.random((300, 300))
+    big = heatmap_chart(M, max_side=100).to_dict()
+    values = np.array(big["data"]["values"][0]["v"], dtype=float)
+    assert values.size == 100 * 100  # 3 x 3 blocks
+    assert values[0] == pytest.approx(M[:3, :3].mean(), abs=1e-3)
+    assert "3 x 3 blocks" in json.dumps(big["title"])
+    with pytest.raises(ValueError, match="square"):
+        heatmap_chart(np.zeros((2, 3)))
 
 
-# ----------------------------------------------------------------------------- stress bars
-@pytest.mark.parametrize("log", [False, True])
-def test_stress_bars(log):
-    table = pd.DataFrame({"sst2": [0.1, 0.5, 0.9], "imdb": [0.2, 0.4, 0.8]}, index=["a", "b", "c"])
-    fig = plot_stress_bars(table, column="optimal", log=log)
-    assert isinstance(fig, Figure)
-    assert len(fig.axes) == 1
-    (ax,) = fig.axes
-    heights = [p.get_height() for p in ax.patches]
-    assert heights == [0.1, 0.5, 0.9, 0.2, 0.4, 0.8]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
-    assert ax.get_yscale() == ("log" if log else "linear")
-    assert ax.get_ylabel() == "optimal stress"
-    assert renders(fig)
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 40), side=st.integers(1, 12))
+def test_heatmap_blocks_cover_the_matrix(n, side):
+    M = np.arange(n * n, dtype=float).reshape(n, n)
+    values = heatmap_chart(M, max_side=side, digits=6).to_dict()["data"]["values"][0]["v"]
+    m = int(round(len(values) ** 0.5))
+    assert m * m == len(values) and m <= max(side, 1) or m == n
+    finite = np.array([v for v in values if v is not None])
+    assert finite.min() >= M.min() and finite.max() <= M.max()  # block means stay in range
 
 
-def test_stress_bars_from_a_stress_comparison(geometries):
-    enc = {g.name: {"line": np.arange(12.0)[:, None]} for g in geometries[:1]}
-    from posgeo.experiments.stress import stress_comparison
+def test_panel_grid():
+    a = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x:Q")
+    assert panel_grid([a]) is a
+    assert panel_grid([a, a, a], columns=2).to_dict()["columns"] == 2
+    with pytest.raises(ValueError, match="no panels"):
+        panel_grid([])
 
-    comp = stress_comparison({geometries[0].name: geometries[0]}, enc, mds_dims=(1,))
-    fig = plot_stress_bars(comp.xs("raw", axis=1, level=1), column="raw", log=True)
-    assert len(fig.axes[0].patches) == len(comp)
+
+# ----------------------------------------------------------------------------- the renderer
+def test_chart_bundle_is_machine_independent():
+    frame = pd.DataFrame({"x": [0.123456789, 12345.678, 3.0]})
+    chart = finish_chart(alt.Chart(frame).mark_point().encode(x="x:Q").add_params(alt.selection_point()), description="Points.")
+    first, second = chart_bundle(chart.to_dict()), chart_bundle(chart.to_dict())
+    spec = first[VEGALITE]
+    assert spec == second[VEGALITE]  # the param's counter name is renumbered
+    assert [p["name"] for p in spec["params"]] == ["param_1"]
+    (rows,) = spec["datasets"].values()
+    assert [r["x"] for r in rows] == [0.1235, 12345.7, 3.0]  # 4 significant digits, integers kept
+    assert first["text/plain"] == "Chart: Points."
+    assert first["image/svg+xml"].lstrip().startswith("<svg")
+
+
+def test_chart_bundle_falls_back_to_png_for_many_marks():
+    bundle = chart_bundle(finish_chart(heatmap_chart(np.zeros((80, 80))), description="Zeros.").to_dict())
+    assert "image/png" in bundle and "image/svg+xml" not in bundle
+
+
+def test_enable_charts_registers_the_renderer():
+    before = alt.renderers.active
+    try:
+        enable_charts()
+        assert alt.renderers.active == "posgeo"
+        chart = finish_chart(alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x:Q"), description="A point.")
+        bundle = chart._repr_mimebundle_()
+        bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+        assert set(bundle) >= {VEGALITE, "text/plain"}
+    finally:
+        alt.renderers.enable(before)
+
+
+# ----------------------------------------------------------------------------- the library's charts
+def test_distance_heatmaps(geometries):
+    spec = plot_distance_heatmaps({g.name + str(i): g.distances for i, g in enumerate(geometries)}).to_dict()
+    assert marks(spec) == ["rect", "rect"] and spec["columns"] == 2
+    first = spec["concat"][0]["data"]["values"][0]["v"]
+    assert first[1] == pytest.approx(geometries[0].distances[0, 1], abs=1e-3)
+    with pytest.raises(ValueError, match="no matrices"):
+        plot_distance_heatmaps({})
+
+
+def test_heatmaps_linked_to_their_offset_curves(geometries):
+    g = geometries[0]
+    spec = plot_distance_heatmaps({"one": g.distances}, profiles=True, max_offset=5).to_dict()
+    (row,) = spec["vconcat"]
+    heat, curve = row["hconcat"]
+    assert heat["mark"]["type"] == "rect"
+    params = [p for d in walk(spec) for p in d.get("params", []) if isinstance(p, dict)]
+    (linked,) = [p for p in params if p["name"].startswith("offset_")]
+    assert linked["select"]["fields"] == ["offset"] and linked["select"]["on"] == "pointerover"
+    assert len(linked.get("views", [])) == 2  # one selection, set from the heatmap and from the curve
+    rule = [layer for layer in curve["layer"] if layer["mark"]["type"] == "rule"][0]
+    assert rule["transform"] == [{"filter": {"param": linked["name"], "empty": False}}]
+    (profile,) = [d for d in datasets(spec) if "mean" in d]
+    assert profile["mean"].to_numpy() == pytest.approx(np.asarray(distance_by_offset(g.distances, max_offset=5)["mean"]))
+
+
+def test_offset_profiles_use_the_corrected_geometry(geometries):
+    spec = plot_offset_profiles(geometries, max_offset=6).to_dict()
+    assert len(spec["concat"]) == 2
+    first, _ = datasets(spec)  # one data set per panel, in panel order
+    data = pd.concat(datasets(spec))
+    curves = set(data["series"])
+    assert curves == {"plug-in (band: min to max)", "corrected (hybrid)", "noise floor"}
+    corrected = first[first["series"] == "corrected (hybrid)"]
+    expected = distance_by_offset(geometries[0].hybrid, max_offset=6)["mean"]
+    assert corrected["mean"].to_numpy() == pytest.approx(np.asarray(expected), abs=1e-12)
+    plugin = data[data["series"].str.startswith("plug-in")]
+    assert plugin["min"].notna().all() and (plugin["min"] <= plugin["mean"] + 1e-12).all()
+
+
+def test_noise_floor_marks_flagged_positions(geometries):
+    spec = plot_noise_floor(geometries).to_dict()
+    text = json.dumps(spec)
+    assert "sequences reaching it" in text and '"type": "log"' in text
+    assert ("too few sequences" in text) == bool(np.any([g.flagged.any() for g in geometries]))
+
+
+def test_spectra_and_stress_bars():
+    lam = {"a": np.array([4.0, 2.0, 1.0, -0.5]), "b": np.array([3.0, 1.0, 0.0, 0.0])}
+    spec = plot_spectra(lam, top=3).to_dict()
+    data = pd.concat(datasets(spec))
+    share = data.dropna(subset=["share"]) if "share" in data else data
+    assert share[share["series"] == "a"]["share"].tolist() == pytest.approx([4 / 7.5, 2 / 7.5, 1 / 7.5])
+    assert "99% reference" in set(data["series"])
+    table = pd.DataFrame({"sst2": [0.1, 0.5], "imdb": [0.2, 0.4]}, index=["sinusoidal", "random"])
+    bars = plot_stress_bars(table, log=True).to_dict()
+    assert marks(bars) == ["bar"] and bars["encoding"]["y"]["scale"]["type"] == "log"
+    (rows,) = datasets(bars)
+    assert sorted(rows["stress"]) == [0.1, 0.2, 0.4, 0.5]
+    assert bars["encoding"]["color"]["scale"]["range"] == [series_colour("sst2"), series_colour("imdb")]
 
 
 # ----------------------------------------------------------------------------- notebook_setup
@@ -194,11 +270,11 @@ def test_notebook_setup_versions_table(clean_state):
     table = notebook_setup()
     assert isinstance(table, pd.DataFrame)
     assert table.index.name == "package"
-    assert list(table.index) == ["posgeo", "numpy", "pandas", "matplotlib", "torch"]
+    assert list(table.index) == ["posgeo", "numpy", "pandas", "altair", "torch"]
     assert table.loc["posgeo", "version"] == posgeo.__version__
     assert table.loc["numpy", "version"] == np.__version__
     assert table.loc["pandas", "version"] == pd.__version__
-    assert table.loc["matplotlib", "version"] == matplotlib.__version__
+    assert table.loc["altair", "version"] == alt.__version__
     assert "+" not in table.loc["torch", "version"]
 
 

@@ -1,8 +1,10 @@
 """Sphinx extension: the posgeo API reference, generated from the package at build time.
 
-``book/api_reference.md`` holds a marker line (:data:`MARKER`). When Sphinx reads that page,
-this extension replaces the marker with the three parts of the package, each a top-level
-section of the page, in this order:
+The reference is one page per part of the package (:data:`PAGES`): ``book/api_library.md``,
+``book/api_experiments.md`` and ``book/api_audit.md``, listed in ``_toc.yml`` under the
+overview page ``book/api_reference.md``. Each holds a marker line (:data:`MARKER`); when Sphinx
+reads the page, this extension replaces the marker with that part, titled, one section per
+module:
 
 1. **the library**, ``posgeo.__all__`` (imported flat, ``posgeo.hellinger_matrix``): one
    section per module of ``posgeo.LIBRARY_MODULES``, in that order, titled by :data:`TOPICS`
@@ -43,7 +45,13 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 MARKER = "<!-- posgeo-api-reference -->"
-DOCNAME = "book/api_reference"
+DOCNAME = "book/api_reference"  # the overview page (hand-written; no marker)
+# The generated pages, in the reference's order: docname -> the part it documents.
+PAGES: dict[str, str] = {
+    "book/api_library": "library",
+    "book/api_experiments": "experiments",
+    "book/api_audit": "audit",
+}
 PACKAGE = "posgeo"
 VALIDATION = "posgeo.validation"
 EXPERIMENTS = "posgeo.experiments"
@@ -338,40 +346,47 @@ def expected_names() -> list[str]:
     return names
 
 
-def generate() -> str:
-    """MyST markdown documenting the three parts of posgeo, one top-level section each.
+def generate(part: str | None = None) -> str:
+    """MyST markdown documenting posgeo: one part (``"library"``, ``"experiments"``, ``"audit"``),
+    titled, one section per module; or, with ``part=None``, the three parts one after the other.
 
     Raises ``RuntimeError`` if a name of ``posgeo.__all__`` is not exported by a module of
     ``posgeo.LIBRARY_MODULES`` (except the package metadata in :data:`PACKAGE_DOCS`), if a
-    module has no ``__all__``, or if a public name is missing from the output.
+    module has no ``__all__``, or (``part=None``) if a public name is missing from the output;
+    ``ValueError`` for an unknown part.
     """
+    all_parts = parts()
+    if part is not None and part not in {p.key for p in all_parts}:
+        raise ValueError(f"unknown part {part!r}; the parts are {[p.key for p in all_parts]}")
     text: list[str] = []
     documented: list[str] = []
-    for part in parts():
-        text += [f"# {part.title}", part.intro]
-        for section in part.sections:
+    for each in all_parts:
+        if part is not None and each.key != part:
+            continue
+        text += [f"# {each.title}", each.intro]
+        for section in each.sections:
             body, names = _section_text(section)
             text.append(body)
             documented += names
     missing = sorted(set(expected_names()) - set(documented))
-    if missing:  # pragma: no cover - guarded by construction; kept as the page's promise
+    if part is None and missing:  # pragma: no cover - guarded by construction; kept as the page's promise
         raise RuntimeError(f"the API reference would leave out {missing}")
     return "\n\n".join(text) + "\n"
 
 
 def _fill_page(app: Any, docname: str, source: list[str]) -> None:
-    if docname != DOCNAME:
+    if docname not in PAGES:
         return
     if MARKER not in source[0]:
         from sphinx.errors import ExtensionError
 
         raise ExtensionError(f"{docname}.md has lost its marker {MARKER!r}: put it back where the reference goes")
-    source[0] = source[0].replace(MARKER, generate(), 1)
+    source[0] = source[0].replace(MARKER, generate(PAGES[docname]), 1)
 
 
 def _always_reread(app: Any, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
-    """The page's source does not change when posgeo does: re-read it on every build."""
-    return [DOCNAME] if DOCNAME in env.found_docs else []
+    """The pages' sources do not change when posgeo does: re-read them on every build."""
+    return [name for name in PAGES if name in env.found_docs]
 
 
 def setup(app: Any) -> dict[str, Any]:

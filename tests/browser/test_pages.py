@@ -1,13 +1,17 @@
 """Every page of the built book, as a reader's browser shows it, with no network.
 
 For each page in _toc.yml: no JavaScript error, MathJax typeset every equation (no raw TeX
-left), every chart image in the cell outputs loaded, and no request left 127.0.0.1. A
-full-page screenshot of each page goes to _build/screenshots/.
+left), every image in the cell outputs loaded, every chart drawn by vega-embed (and one
+answering a hover with its tooltip), and no request left 127.0.0.1. A full-page screenshot of
+each page goes to _build/screenshots/; each chapter's chart timings and page weight go to
+_build/screenshots/charts.json.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,20 +25,30 @@ REMOVED_OUTPUT_TAGS = {"remove-output", "remove-cell"}
 
 
 
-def expected_images(docname: str) -> int:
-    """Image outputs stored in the chapter notebook that the book shows (0 for .md pages)."""
+VEGALITE = "application/vnd.vegalite.v5+json"
+
+
+def _shown_outputs(docname: str):
     path = ROOT / f"{docname}.ipynb"
     if not path.is_file():
-        return 0
+        return
     nb = nbformat.read(path, as_version=4)
-    count = 0
     for cell in nb.cells:
         if cell.cell_type != "code" or REMOVED_OUTPUT_TAGS & set(cell.metadata.get("tags", [])):
             continue
-        for output in cell.outputs:
-            if any(mime.startswith("image/") for mime in output.get("data", {})):
-                count += 1
-    return count
+        yield from cell.outputs
+
+
+def expected_images(docname: str) -> int:
+    """Image outputs stored in the chapter notebook that the book shows as images (0 for .md
+    pages); a chart's static fallback image is not one: the page draws the chart instead."""
+    return sum(1 for o in _shown_outputs(docname) if VEGALITE not in o.get("data", {})
+               and any(mime.startswith("image/") for mime in o.get("data", {})))
+
+
+def expected_charts(docname: str) -> int:
+    """Chart outputs (Vega-Lite specs) stored in the chapter notebook."""
+    return sum(1 for o in _shown_outputs(docname) if VEGALITE in o.get("data", {}))
 
 
 @dataclass
@@ -124,10 +138,10 @@ def test_page_renders_offline(browser, server: str, screenshots: Path, docname: 
         images = page.evaluate(IMAGES_JS)
         prose = page.evaluate(PROSE_TEXT_JS)
         page.wait_for_load_state("networkidle")
-        # the API reference is one very long page: its full-page screenshot takes minutes on a
-        # loaded machine, so it gets the first screen only
+        # the API reference's pages are very long: a full-page screenshot takes minutes on a
+        # loaded machine, so they get the first screen only
         page.screenshot(path=str(screenshots / f"{docname.replace('/', '__')}.png"),
-                        full_page=docname != "book/api_reference", timeout=120_000)
+                        full_page=not docname.startswith("book/api_"), timeout=120_000)
     finally:
         context.close()
 
@@ -146,7 +160,7 @@ def test_page_renders_offline(browser, server: str, screenshots: Path, docname: 
     leftover = RAW_TEX.findall(prose)
     assert not leftover, f"{docname}: raw TeX left in the page text: {leftover[:5]}"
 
-    broken = [img for img in images if img["w"] <= 0 or img["h"] <= 0]
+    broken = [img for img in images if img["w"] <= 0 or img["h"] <= 0]  # charts: test_charts_are_drawn_and_answer_a_hover
     assert not broken, f"{docname}: chart images that did not load: {broken}"
     expected = expected_images(docname)
     assert len(images) >= expected, f"{docname}: the notebook stores {expected} images, the page shows {len(images)}"
@@ -218,11 +232,17 @@ def test_api_reference_renders_every_public_name(browser, server: str, built_htm
     """The generated API reference: an entry (anchor, signature, docstring) for each public name."""
     import posgeo
 
-    docname = _docname_ending("api_reference")
+    docname = _docname_ending("api_library")
     html = (built_html / f"{docname}.html").read_text(encoding="utf-8")
     anchors = set(re.findall(r'id="posgeo\.([A-Za-z_]\w*)"', html))
     missing = sorted(set(posgeo.__all__) - anchors)
     assert not missing, f"the built API reference has no entry for {missing}: rebuild with `make html`"
+    import posgeo.audit
+
+    audit = (built_html / f"{_docname_ending('api_audit')}.html").read_text(encoding="utf-8")
+    missing = sorted(set(posgeo.audit.__all__) - set(re.findall(r'id="posgeo\.audit\.([A-Za-z_]\w*)"', audit)))
+    assert not missing, f"the audit's API page has no entry for {missing}"
+    assert "_modules/posgeo/" in html, "the API pages link to the highlighted source ([source])"
 
     context, page, log = open_page(browser, server, f"{docname}.html")
     try:
@@ -316,3 +336,123 @@ def test_page_fits_a_phone_screen(browser, server: str, docname: str) -> None:
     finally:
         context.close()
     assert fit["scroll"] <= fit["width"] + 2, f"{docname}: {fit['scroll']} px wide at {fit['width']} px: {fit['wide']}"
+
+
+# ------------------------------------------------------------------ charts
+CHART_STATE_JS = """
+() => Array.from(document.querySelectorAll('div.posgeo-chart')).map(box => {
+  const view = box.querySelector('.posgeo-chart-view');
+  const svg = view && view.querySelector('svg');
+  const canvas = view && view.querySelector('canvas');
+  const drawn = svg || canvas;
+  const r = drawn ? drawn.getBoundingClientRect() : {width: 0, height: 0};
+  const marks = svg ? svg.querySelectorAll('g.mark-rect > path, g.mark-line > path, g.mark-symbol > path, g.mark-area > path, g.mark-rule > line, g.mark-rule > path, g.mark-text > text').length
+                    : (canvas ? -1 : 0);
+  return {state: box.getAttribute('data-posgeo-state'), renderer: svg ? 'svg' : (canvas ? 'canvas' : null),
+          width: r.width, height: r.height, box: box.clientWidth, marks,
+          label: (box.getAttribute('aria-label') || '').slice(0, 60),
+          inFigure: !!box.closest('figure'), caption: (box.closest('figure') && box.closest('figure').querySelector('figcaption')) ? true : false};
+})
+"""
+
+# The first SVG mark of a chart that has a tooltip and is the topmost element at its centre.
+HOVER_TARGET_JS = """
+(index) => {
+  const box = document.querySelectorAll('div.posgeo-chart')[index];
+  const svg = box && box.querySelector('.posgeo-chart-view svg');
+  if (!svg) return null;
+  for (const el of svg.querySelectorAll('path, rect')) {
+    const item = el.__data__;
+    if (!item || !item.tooltip || typeof item.tooltip !== 'object') continue;
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 && r.height <= 0) continue;
+    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    if (x < 0 || y < 0 || x > window.innerWidth || y > window.innerHeight) continue;
+    const top = document.elementFromPoint(x, y);
+    if (top !== el) continue;
+    return {x, y, tooltip: Object.fromEntries(Object.entries(item.tooltip).map(([k, v]) => [k, String(v)]))};
+  }
+  return null;
+}
+"""
+
+WEIGHT_JS = """
+() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const resources = performance.getEntriesByType('resource');
+  const bytes = resources.reduce((sum, r) => sum + (r.encodedBodySize || 0), nav ? nav.encodedBodySize : 0);
+  return {bytes, html: nav ? nav.encodedBodySize : 0, requests: resources.length + 1};
+}
+"""
+
+CHART_DEADLINE_S = 20  # a drawn page within this on a loaded CI machine; the measured time is recorded
+TIMINGS: dict[str, dict] = {}
+
+
+def _wait_for_charts(page, n: int) -> float:
+    start = time.perf_counter()
+    page.wait_for_function(
+        f"document.querySelectorAll('div.posgeo-chart[data-posgeo-state]').length >= {n}",
+        timeout=CHART_DEADLINE_S * 1000,
+    )
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("docname", [d for d in toc_docnames() if expected_charts(d)])
+def test_charts_are_drawn_and_answer_a_hover(browser, server: str, screenshots: Path, docname: str) -> None:
+    """Every chart of the page is drawn by vega-embed (SVG with marks, or a canvas), inside a
+    numbered figure with a caption, with no console error and no outside request; hovering a
+    mark of the first SVG chart shows a tooltip holding that mark's values."""
+    n = expected_charts(docname)
+    start = time.perf_counter()
+    context, page, log = open_page(browser, server, f"{docname}.html")
+    try:
+        waited = _wait_for_charts(page, n)
+        interactive = time.perf_counter() - start
+        charts = page.evaluate(CHART_STATE_JS)
+        weight = page.evaluate(WEIGHT_JS)
+        hovered = None
+        for index, chart in enumerate(charts):
+            if chart["renderer"] != "svg":
+                continue
+            page.locator("div.posgeo-chart").nth(index).scroll_into_view_if_needed()
+            target = page.evaluate(HOVER_TARGET_JS, index)
+            if target is None:
+                continue
+            page.mouse.move(target["x"], target["y"])
+            page.wait_for_selector("#vg-tooltip-element.visible", timeout=5000)
+            hovered = (index, target["tooltip"], page.locator("#vg-tooltip-element").inner_text())
+            break
+    finally:
+        context.close()
+    TIMINGS[docname] = {"charts": n, "interactive_s": round(interactive, 2), "charts_drawn_after_load_s": round(waited, 2),
+                        "page_kb": round(weight["bytes"] / 1024), "html_kb": round(weight["html"] / 1024), "requests": weight["requests"]}
+    (screenshots / "charts.json").write_text(json.dumps(TIMINGS, indent=1, sort_keys=True), encoding="utf-8")
+
+    assert len(charts) == n, f"{docname}: the notebook stores {n} charts, the page has {len(charts)}"
+    failed = [c for c in charts if c["state"] != "drawn"]
+    assert not failed, f"{docname}: charts not drawn: {failed}"
+    empty = [c for c in charts if c["marks"] == 0 or c["width"] < 50 or c["height"] < 50]
+    assert not empty, f"{docname}: charts drawn without marks: {empty}"
+    unlabelled = [c for c in charts if not c["label"] or not c["inFigure"] or not c["caption"]]
+    assert not unlabelled, f"{docname}: charts without alt text or without a numbered, captioned figure: {unlabelled}"
+    assert not log.blocked, f"{docname}: outside requests: {log.blocked}"
+    assert not log.js_errors and not log.console_errors, (log.js_errors, log.console_errors)
+    if any(c["renderer"] == "svg" for c in charts):
+        assert hovered, f"{docname}: no SVG chart answered a hover with a tooltip"
+        index, values, shown = hovered
+        missing = [v for v in values.values() if v not in shown]
+        assert not missing, f"{docname}: chart {index + 1}'s tooltip shows {shown!r}, not the mark's values {missing}"
+
+
+@pytest.mark.parametrize("docname", [d for d in toc_docnames() if expected_charts(d)])
+def test_charts_fit_a_phone_screen(browser, server: str, docname: str) -> None:
+    """At 390 px every chart is re-flowed to fit its box (panels in one column, narrowed)."""
+    context, page, _ = open_page(browser, server, f"{docname}.html", width=390, height=844)
+    try:
+        _wait_for_charts(page, expected_charts(docname))
+        charts = page.evaluate(CHART_STATE_JS)
+    finally:
+        context.close()
+    wide = [c for c in charts if c["width"] > c["box"] + 2]
+    assert not wide, f"{docname}: charts wider than the screen's column: {wide}"

@@ -438,15 +438,17 @@ def heatmap_chart(
             y2="r1:Q",
             color=alt.Color("value:Q", title=value_title,
                             scale=alt.Scale(scheme=scheme, **({"domain": list(domain)} if domain else {})),
-                            legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=min(width, 260))),
+                            legend=alt.Legend(type="gradient", orient="bottom", direction="horizontal", gradientLength=min(width, 260))),
             stroke=alt.Stroke("value:Q", scale=alt.Scale(scheme=scheme, **({"domain": list(domain)} if domain else {})), legend=None),
             tooltip=[alt.Tooltip("rows:N", title=y_title), alt.Tooltip("cols:N", title=x_title),
                      alt.Tooltip("value:Q", title=value_title + (" (block mean)" if block > 1 else ""), format=f".{digits}f")],
         )
         .properties(width=width, height=width)
     )
-    if title:
-        chart = chart.properties(title=title if block == 1 else alt.TitleParams(title, subtitle=f"means of {block} x {block} blocks"))
+    if block > 1:
+        chart = chart.properties(title=alt.TitleParams(title or "", subtitle=f"means of {block} x {block} blocks"))
+    elif title:
+        chart = chart.properties(title=title)
     return chart
 
 
@@ -601,9 +603,20 @@ def notebook_setup(*, quiet: bool = True, precision: int = 4) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- the library's charts
 def plot_distance_heatmaps(
-    matrices: Mapping[str, np.ndarray], *, vmax: float | None = 1.0, label: str = "Hellinger distance", columns: int = 2
+    matrices: Mapping[str, np.ndarray],
+    *,
+    vmax: float | None = 1.0,
+    label: str = "Hellinger distance",
+    columns: int = 2,
+    profiles: bool = False,
+    max_offset: int | None = None,
 ) -> Any:
-    """Heatmaps of distance matrices, one panel each, sharing one colour bar.
+    """Heatmaps of distance matrices, sharing one colour bar; optionally each beside its offset curve.
+
+    With ``profiles=True`` each heatmap sits beside its distance-versus-offset curve (mean
+    over the pairs at offset ``|i - j|``, band: minimum to maximum), and the two are linked:
+    hovering a cell marks its offset on the curve, hovering the curve lights up the cells at
+    that offset.
 
     Parameters
     ----------
@@ -614,22 +627,60 @@ def plot_distance_heatmaps(
     label : str, keyword-only
         Colour-bar title.
     columns : int, keyword-only, default 2
+        Panels per row (without profiles).
+    profiles : bool, keyword-only, default False
+        One row per matrix: heatmap and linked offset curve.
+    max_offset : int or None, keyword-only
+        Largest offset the curves show (None: all).
 
     Returns
     -------
     altair chart
     """
+    from ._geometry import distance_by_offset
+
     if not matrices:
         raise ValueError("plot_distance_heatmaps: no matrices given")
     domain = (0.0, float(vmax)) if vmax is not None else None
-    panels = [heatmap_chart(M, title=f"{name} (n = {np.asarray(M).shape[0]})", value_title=label, domain=domain)
-              for name, M in matrices.items()]
     names = ", ".join(matrices)
+    large = any(np.asarray(M).shape[0] > 64 for M in matrices.values())
+    if not profiles:
+        panels = [heatmap_chart(M, title=f"{name} (n = {np.asarray(M).shape[0]})", value_title=label, domain=domain)
+                  for name, M in matrices.items()]
+        return finish_chart(
+            panel_grid(panels, columns=columns),
+            description=(f"Heatmaps of the {label} between positions i (rows) and j (columns) for {names}; "
+                         "dark is close, yellow far. Hover a cell for its value."),
+            canvas=large,
+        )
+    rows = []
+    for name, M in matrices.items():
+        M = np.asarray(M, dtype=float)
+        key = _slug("offset", name, M.shape)
+        at = alt.selection_point(on="pointerover", fields=["offset"], name=f"offset_{key}", clear="pointerout")
+        heat = (heatmap_chart(M, title=f"{name} (n = {M.shape[0]})", value_title=label, domain=domain)
+                .transform_calculate(offset="abs(datum.r0 - datum.c0)")
+                .encode(opacity=alt.condition(at, alt.value(1.0), alt.value(0.35)))
+                .add_params(at))
+        prof = pd.DataFrame(distance_by_offset(M, max_offset=max_offset))[["offset", "mean", "min", "max"]]
+        base = alt.Chart(prof).encode(x=alt.X("offset:Q", title="offset |i - j|"))
+        band = base.mark_area(opacity=0.2, color=_C["blue"]).encode(y=alt.Y("min:Q", title=f"mean {label}"), y2="max:Q")
+        line = base.mark_line(color=_C["blue"], strokeWidth=2).encode(y="mean:Q")
+        dots = base.mark_point(filled=True, size=50, color=_C["blue"]).encode(
+            y="mean:Q", opacity=alt.condition(at, alt.value(1.0), alt.value(0.01), empty=False),
+            tooltip=[alt.Tooltip("offset:Q", title="offset |i - j|"), alt.Tooltip("mean:Q", format=".3f"),
+                     alt.Tooltip("min:Q", format=".3f"), alt.Tooltip("max:Q", format=".3f")]).add_params(at)
+        rule = base.mark_rule(color=_C["black"], strokeDash=[3, 3]).transform_filter(
+            alt.FilterTransform(filter={"param": at.name, "empty": False}).filter)
+        curve = alt.layer(band, line, rule, dots).properties(width=PANEL_WIDTH, height=PANEL_WIDTH,
+                                                             title=f"{name}: distance by offset")
+        rows.append(alt.hconcat(heat, curve, spacing=24))
     return finish_chart(
-        panel_grid(panels, columns=columns),
-        description=(f"Heatmaps of the {label} between positions i (rows) and j (columns) for {names}; "
-                     "dark is close, yellow far. Hover a cell for its value."),
-        canvas=any(np.asarray(M).shape[0] > 64 for M in matrices.values()),
+        alt.vconcat(*rows, spacing=18),
+        description=(f"For {names}: the heatmap of the {label} between positions i and j, beside the mean "
+                     "distance at each offset |i - j| (band: minimum to maximum over the pairs). Hovering a "
+                     "cell marks its offset on the curve; hovering the curve lights up the cells at that offset."),
+        canvas=large,
     )
 
 
