@@ -201,9 +201,14 @@ plain = ex.run_separation_experiments(
 )
 ex.separation_table(plain, experiments).round(2)
 
-# %%
+# %% [markdown]
+# {numref}`fig-ch5-plain` follows the closest pair over training, in absolute terms and
+# relative to the size of the table.
+
+# %% mystnb={"figure": {"caption": "Plain training (no weight decay): the minimum separation of the position table and the same relative to the mean row norm, at every checkpoint of the four runs. Dashed: the i.i.d. MLM, where no condition of the theorem holds. Click a run in the legend to show it alone; hover a point for its value.", "name": "fig-ch5-plain"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
+# The trained tables of the table above, compared to its tolerance (0.05 + 50% of the value).
 plain_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in plain.items()}
-ex.plot_separation_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"])
+ex.plot_separation_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"], log=())  # within a decade: linear
 
 # %% [markdown]
 # The minimum separation is strictly positive at every checkpoint of every run, as P1
@@ -253,7 +258,12 @@ probe = ex.run_separation_experiments(
 probe_table = ex.separation_table(probe, experiments)
 probe_table.round(2)
 
-# %%
+# %% [markdown]
+# {numref}`fig-ch5-probe` shows the minimum and the median pairwise distance of every probe
+# over training.
+
+# %% mystnb={"figure": {"caption": "Training with strong weight decay on the position table: the minimum separation and the median pairwise distance (both log scale) of every run at every checkpoint. Dashed: the runs that break a condition of the theorem. Click a run in the legend to show it alone (shift-click for several); hover a point for its value.", "name": "fig-ch5-probe"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
+# The trained tables of the probe table above, compared to its tolerance (0.05 + 50%).
 probe_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in probe.items()}
 ex.plot_separation_trajectories(
     probe_trajectories,
@@ -264,12 +274,13 @@ ex.plot_separation_trajectories(
 
 # %% [markdown]
 # The distribution of all pairwise distances at four checkpoints makes the same point for
-# four of the runs. The lower whisker of each box is the minimum separation.
+# four of the runs ({numref}`fig-ch5-boxes`). The lower whisker of each box is the minimum
+# separation.
 
-# %%
+# %% mystnb={"figure": {"caption": "All pairwise distances between the rows of the position table at four checkpoints, for four of the weight-decay runs (log scale). Box: quartiles; black line: median; whiskers: minimum (the minimum separation) to maximum. Click a run in the legend to show it alone; hover a box for its numbers.", "name": "fig-ch5-boxes"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
+# The trained tables of the probe table above, compared to its tolerance (0.05 + 50%).
 ex.plot_distance_distributions(
     {name: probe[name].snapshots for name in ["synthetic MLM", "(a) bag of tokens", "(b) i.i.d. MLM", "(c) first marker, uniform attn"]},
-    ncols=4,
 )
 
 # %% [markdown]
@@ -419,11 +430,11 @@ assert (unseen < 1e-4 * np.linalg.norm(P_first[run.positions_seen :], axis=1)).a
 change.rename(columns={"first": "min separation before", "last": "min separation after"})
 
 # %% [markdown]
-# Row by row, the change is confined to the positions the inputs reach. Beyond them, the
-# rows move only through weight decay, which shrinks them by a fraction
+# Row by row ({numref}`fig-ch5-drift`), the change is confined to the positions the inputs
+# reach. Beyond them, the rows move only through weight decay, which shrinks them by a fraction
 # $\eta\lambda = 5 \cdot 10^{-5} \times 0.01 = 5 \cdot 10^{-7}$ per step.
 
-# %%
+# %% mystnb={"figure": {"caption": "Fine-tuning all-MiniLM-L6-v2 on SST-2: relative change of each of the first 128 rows of the position table between the first and the last checkpoint (log scale), coloured by whether the training sentences reach the row; dashed line: the first row they never reach. Hover a point for its value.", "name": "fig-ch5-drift"}}
 ex.plot_row_drift(run.snapshots, seen=run.positions_seen, rows=128)
 
 # %% [markdown]

@@ -140,10 +140,10 @@ kernel_table
 # column scores each encoding's geometry against the sinusoidal one by scale-optimal
 # stress (chapter 3): it treats the sinusoidal distances as the target. With one head
 # RoPE is the sinusoidal encoding up to a rotation. With per-head frequencies the kernels
-# differ by up to about 0.2, but the geometries (the *distances*, up to scale) hardly
-# differ at all.
+# differ by up to about 0.2 ({numref}`fig-ch6-kernels`, below), but the geometries (the
+# *distances*, up to scale) hardly differ at all.
 
-# %%
+# %% mystnb={"figure": {"caption": "The Gram kernel of the sinusoidal encoding and of three RoPE variants against the offset |i - j| over SST-2's 48 positions, normalised to 1 at offset 0. RoPE with one head coincides with the sinusoidal kernel (its dashes show the sinusoidal line through their gaps); the per-head variants oscillate around it. Click an encoding in the legend to show it alone.", "name": "fig-ch6-kernels"}}
 assert kernel_table["Toeplitz distance < 1e-12"].all()
 assert (kernel_table["circulant distance"] > 0.01).all()
 assert np.allclose(kernels["RoPE d=384 (one head)"] @ kernels["RoPE d=384 (one head)"].T, reference @ reference.T)
@@ -350,7 +350,12 @@ placement = pd.DataFrame(
 )
 placement
 
-# %%
+# %% [markdown]
+# {numref}`fig-ch6-sweep` puts the sweeps and the corpora side by side, one measure per panel.
+
+# %% mystnb={"figure": {"caption": "Four stationarity measures of the synthetic corpus along its non-stationarity knob (symmetric-log axis: linear below 0.05), for the ring with true and with sampled marginals and for the line, with SST-2 and IMDB (plug-in dotted, corrected dashed) as horizontal reference lines. Click an entry of the legend to show it alone in every panel; hover a point for its value.", "name": "fig-ch6-sweep"}} tags=["stochastic"] tolerance={"atol": 1e-09, "rtol": 0}
+# At knob 0 the ring's distance to circulant is float64 rounding (about 1e-16), whose digits
+# depend on the CPU's kernels: compared to 1e-9 (the assertions above need 1e-12 and more).
 ex.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real)
 
 # %% [markdown]
@@ -391,7 +396,7 @@ first_mode = pd.DataFrame(
 ).T
 first_mode
 
-# %%
+# %% mystnb={"figure": {"caption": "The top three eigenvectors of B (dots, one colour each) and their best-matching sinusoids (lines of the same colour), against the position: the exactly circulant ring, the ring at knob 2, and the corrected geometries of SST-2 and IMDB. Each panel's subtitle gives every eigenvector's best frequency and the share of its energy at it. Click an eigenvector in the legend to show it alone.", "name": "fig-ch6-modes"}}
 assert (real["circulant distance (B)"] > ring["circulant distance (B)"].max()).all()
 assert (real["DFT alignment"] < ring["DFT alignment"].min()).all()
 assert real["circulant distance (B)"].round(2).agg(["min", "max"]).tolist() == [0.53, 0.97]
@@ -403,16 +408,16 @@ assert (first_mode["energy"].drop("imdb corrected") > 0.9).all() and 0.5 < first
 assert (first_mode["energy, eigenvectors 2-3"] < 0.9).all()
 knob2_alignment = ex.fourier_alignment(pg.double_centered_gram(pg.hellinger_matrix(pg.synthetic_marginals(32, 64, nonstationarity=2.0))), k=3)
 ex.plot_fourier_modes(
-    {"ring, knob 0": ring_alignment, "ring, knob 2": knob2_alignment, "SST-2": top_modes["sst2 corrected"], "IMDB": top_modes["imdb corrected"]},
+    {"ring, knob 0": ring_alignment, "ring, knob 2": knob2_alignment, "SST-2 corrected": top_modes["sst2 corrected"], "IMDB corrected": top_modes["imdb corrected"]},
     k=3,
 )
 
 # %% [markdown]
-# Dots: the top three eigenvectors of $B$; red lines: their best-matching sinusoids (DFT
-# pairs for the ring, any frequency for the real corpora). On the ring at knob 0 the two
-# coincide. At knob 2 the first one still fits, the third no longer does. On SST-2
-# (corrected distances) the first eigenvector is a slow **drift** from the beginning
-# of a sequence to its end. A sinusoid of a fraction of a cycle fits it, as would a
+# In {numref}`fig-ch6-modes`, dots are the top three eigenvectors of $B$ and lines of the same
+# colour their best-matching sinusoids (DFT pairs for the ring, any frequency for the real
+# corpora). On the ring at knob 0 the two coincide. At knob 2 the first one still fits,
+# the third no longer does. On SST-2 (corrected distances) the first eigenvector is a slow
+# **drift** from the beginning of a sequence to its end. A sinusoid of a fraction of a cycle fits it, as would a
 # straight line, and it has nothing periodic about it. On corrected IMDB the first
 # eigenvector carries 58% of the variance, and the best sinusoid holds only 58% of its
 # energy: it mostly sets the first positions of a review against the rest, and the next

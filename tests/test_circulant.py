@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from matplotlib.figure import Figure
 
 from posgeo.experiments.circulant import (
     STATIONARITY_MEASURES,
@@ -248,13 +247,46 @@ def test_equivalent_knob_interpolates_both_directions() -> None:
         equivalent_knob(sweep, "sideways", 0.1)
 
 
-def test_plots_return_figures() -> None:
-    sweep = stationarity_sweep([0.0, 1.0], n=8, vocab_size=16, progress=False)
-    corpora = pd.DataFrame([sweep.iloc[1]], index=["corpus"])
-    assert isinstance(plot_stationarity_sweep({"ring": sweep}, corpora=corpora), Figure)
+def test_plots_return_altair_charts() -> None:
+    sweep = stationarity_sweep([0.0, 0.1, 1.0], n=8, vocab_size=16, progress=False)
+    corpora = pd.DataFrame([sweep.iloc[2], sweep.iloc[1]], index=["sst2 plug-in", "sst2 corrected"])
+    columns = ["circulant distance (B)", "DFT alignment", "sinusoid alignment"]
+    spec = plot_stationarity_sweep({"ring": sweep, "line": sweep}, columns=columns, corpora=corpora).to_dict()
+    assert len(spec["concat"]) == 3 and spec["resolve"]["scale"]["color"] == "shared"
+    line, points, rules = spec["concat"][0]["layer"]
+    assert (line["mark"]["type"], points["mark"]["type"], rules["mark"]["type"]) == ("line", "point", "rule")
+    assert line["encoding"]["x"]["scale"]["type"] == "symlog" and line["encoding"]["x"]["scale"]["constant"] == 0.1
+    assert line["encoding"]["x"]["axis"]["values"] == [0.0, 0.1, 1.0]
+    assert "tooltip" in points["encoding"] and "tooltip" in rules["encoding"]
+    colours = line["encoding"]["color"]["scale"]
+    assert colours["domain"] == ["ring", "line", "sst2 plug-in", "sst2 corrected"]
+    assert colours["range"][2:] == ["#D55E00", "#D55E00"]  # the corpus' colour, told apart by dash
+    assert line["encoding"]["strokeDash"]["scale"]["range"][2:] == [[2, 2], [7, 3]]
+    pick = [p for p in spec["params"] if p.get("bind") == "legend"]
+    assert len(pick) == 1 and len(pick[0]["views"]) == 3  # one legend for every panel
+    lines = spec["datasets"][line["data"]["name"]]
+    assert {r["measure"] for r in lines} == set(columns) and len(lines) == 2 * 3 * 3
+    assert next(r["value"] for r in lines if r["series"] == "line" and r["knob"] == 1.0 and r["measure"] == "DFT alignment") == pytest.approx(
+        sweep.loc[1.0, "DFT alignment"])
+    with pytest.raises(ValueError, match="lacks the measures"):
+        plot_stationarity_sweep({"ring": sweep[["DFT alignment"]]})
+
     B = double_centered_gram(hellinger_matrix(synthetic_marginals(8, 16)))
-    assert isinstance(plot_fourier_modes({"ring": fourier_alignment(B, k=2)}, k=2), Figure)
-    assert isinstance(plot_offset_kernels({"sin": sinusoidal_encoding(8, 4)}), Figure)
+    fa = fourier_alignment(B, k=2)
+    modes = plot_fourier_modes({"ring": fa, "again": fa}, k=2).to_dict()
+    fit, dots = modes["concat"][0]["layer"]
+    assert (fit["mark"]["type"], dots["mark"]["type"]) == ("line", "point") and "tooltip" in dots["encoding"]
+    values = modes["datasets"][modes["concat"][0]["data"]["name"]]
+    assert len(values) == 16 and {v["eigenvector"] for v in values} == {"eigenvector 1", "eigenvector 2"}
+    assert values[3]["entry"] == pytest.approx(fa.eigenvectors[3, 0]) and values[3]["sinusoid"] == pytest.approx(fa.fits[3, 0])
+
+    kernels = plot_offset_kernels({"sinusoidal": sinusoidal_encoding(8, 4), "RoPE a": sinusoidal_encoding(8, 4),
+                                   "RoPE b": sinusoidal_encoding(8, 8)}).to_dict()
+    line, points = kernels["layer"]
+    assert line["encoding"]["color"]["scale"]["range"] == ["#E69F00", "#CC79A7", "#CC79A7"]
+    assert len({str(d) for d in line["encoding"]["strokeDash"]["scale"]["range"]}) == 3  # every line its own dash
+    profile = kernels["datasets"][kernels["data"]["name"]]
+    assert profile[0]["kernel"] == 1.0 and len(profile) == 3 * 8 and "tooltip" in points["encoding"]
 
 
 def test_toeplitz_floor_bounds_every_offset_encoding() -> None:

@@ -9,7 +9,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.figure import Figure
 from scipy.stats import binom
 
 from posgeo.experiments.equivariance import (
@@ -259,8 +258,22 @@ def test_equivariance_table_and_plot():
     table = equivariance_table({"attention": good, "cumsum": bad})
     assert table["equivariant"].tolist() == [True, False]
     assert table.loc["attention", "permutations"] == 8
-    fig = plot_equivariance_errors({"attention": good, "cumsum": bad})
-    assert isinstance(fig, Figure) and fig.axes[0].get_xscale() == "log"
+    spec = plot_equivariance_errors({"attention": good, "cumsum": bad}).to_dict()
+    rules, boxes, dots = spec["layer"]
+    assert (rules["mark"]["type"], boxes["mark"]["type"], dots["mark"]["type"]) == ("rule", "boxplot", "point")
+    assert dots["encoding"]["x"]["scale"]["type"] == "log" and dots["encoding"]["y"]["sort"] == ["attention", "cumsum"]
+    assert "tooltip" in dots["encoding"] and "tooltip" in rules["encoding"]
+    points = spec["datasets"][dots["data"]["name"]]
+    assert len(points) == 16 and {p["map"] for p in points} == {"attention", "cumsum"}
+    assert {p["group"] for p in points if p["map"] == "cumsum"} == {"some above 1e-05"}
+    assert max(p["relative error"] for p in points if p["map"] == "cumsum") == pytest.approx(bad.max_relative_error)
+    lines = spec["datasets"][rules["data"]["name"]]
+    assert [line["reference line"] for line in lines] == [
+        "equivariant below 1e-05", "not equivariant above 1e-02", "reference: float64 eps", "reference: float32 eps"]
+    assert rules["encoding"]["strokeDash"]["legend"]["title"] == "reference line"
+    assert spec["description"]
+    absolute = plot_equivariance_errors({"cumsum": bad}, relative=False, thresholds=(0.1,)).to_dict()
+    assert [line["reference line"] for line in absolute["datasets"][absolute["layer"][0]["data"]["name"]]] == ["threshold 1e-01"]
     with pytest.raises(ValueError, match="results is empty"):
         plot_equivariance_errors({})
 

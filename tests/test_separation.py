@@ -10,7 +10,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.figure import Figure
 
 from posgeo import Corpus, Sequences
 from posgeo import TransformerConfig
@@ -424,22 +423,46 @@ def test_run_and_tabulate_a_tiny_roster():
         run_separation_experiments({"x": MARKER}, s, progress=False, cache=False)  # type: ignore[dict-item]
 
 
-def test_plots_return_figures_and_reject_empty_input():
+def test_plots_return_altair_charts_and_reject_empty_input():
     rng = np.random.default_rng(0)
     snaps = {step: rng.normal(size=(6, 3)) / (1 + step) for step in (0, 5, 10, 15, 20)}
     tr = separation_trajectory(snaps)
-    fig = plot_separation_trajectories({"a": tr, "b": tr}, dashed=["b"])
-    assert isinstance(fig, Figure) and len(fig.axes) == 2
-    fig2 = plot_distance_distributions({"a": snaps, "b": snaps, "c": snaps, "d": snaps}, n_checkpoints=3)
-    assert isinstance(fig2, Figure) and sum(ax.get_visible() for ax in fig2.axes) == 4
+    spec = plot_separation_trajectories({"a": tr, "b": tr}, dashed=["b"]).to_dict()
+    assert len(spec["concat"]) == 2 and spec["resolve"]["scale"]["color"] == "shared"
+    line, points = spec["concat"][0]["layer"]
+    assert line["mark"]["type"] == "line" and points["mark"]["type"] == "point" and "tooltip" in points["encoding"]
+    assert line["encoding"]["y"]["field"] == "min_dist" and line["encoding"]["y"]["scale"]["type"] == "log"
+    assert spec["concat"][1]["layer"][0]["encoding"]["y"]["field"] == "normalised"
+    assert line["encoding"]["strokeDash"]["scale"]["range"] == [[1, 0], [6, 3]]  # "b" dashed
+    legend_pick = [p for p in spec["params"] if p.get("bind") == "legend"]
+    assert len(legend_pick) == 1 and len(legend_pick[0]["views"]) == 2  # one legend toggles both panels
+    rows = spec["datasets"][spec["data"]["name"]]  # the panels share one data set
+    assert {r["run"] for r in rows} == {"a", "b"} and len(rows) == 10
+    assert rows[0]["min_dist"] == pytest.approx(tr["min_dist"].iloc[0])
+
+    spec2 = plot_distance_distributions({"a": snaps, "b": snaps, "c": snaps, "d": snaps}, n_checkpoints=3).to_dict()
+    assert [layer["mark"]["type"] for layer in spec2["layer"]] == ["rule", "bar", "tick"]
+    boxes = spec2["datasets"][spec2["data"]["name"]]
+    assert len(boxes) == 12 and sorted({b["step"] for b in boxes}) == [0, 10, 20]
+    first = next(b for b in boxes if b["run"] == "a" and b["step"] == 0)
+    assert first["min"] == pytest.approx(separation_trajectory({0: snaps[0]})["min_dist"].iloc[0]) and first["pairs"] == 15
+    assert spec2["layer"][0]["encoding"]["y"]["scale"]["type"] == "log" and "tooltip" in spec2["layer"][0]["encoding"]
     with pytest.raises(ValueError, match="empty"):
         plot_separation_trajectories({})
     with pytest.raises(ValueError, match="lacks columns"):
         plot_separation_trajectories({"a": tr[["step"]]})
     with pytest.raises(ValueError, match="n_checkpoints"):
         plot_distance_distributions({"a": snaps}, n_checkpoints=0)
-    fig3 = plot_row_drift(snaps, seen=3)
-    assert isinstance(fig3, Figure) and len(fig3.axes) == 1
+
+    spec3 = plot_row_drift(snaps, seen=3).to_dict()
+    points, rule = spec3["layer"]
+    assert points["mark"]["type"] == "point" and rule["mark"]["type"] == "rule"
+    drift = spec3["datasets"][points["data"]["name"]]
+    assert len(drift) == 6 and [d["rows"] for d in drift].count("reached by the inputs (i < 3)") == 3
+    expected = np.linalg.norm(snaps[20][0] - snaps[0][0]) / np.linalg.norm(snaps[0][0])
+    assert drift[0]["relative change"] == pytest.approx(expected)
+    assert spec3["datasets"][rule["data"]["name"]][0]["line"].startswith("reference")
+    assert "layer" in plot_row_drift(snaps).to_dict()
     with pytest.raises(ValueError, match="at least two"):
         plot_row_drift({0: snaps[0]})
 

@@ -26,18 +26,19 @@ waiting threads make them many times slower.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
-from typing import Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+import altair as alt
 from posgeo import check_distance_matrix, double_centered_gram, hellinger_matrix
-from posgeo import small_blas, symlog_axis, top_eigenpairs
+from posgeo import small_blas, top_eigenpairs
 from posgeo import positional_marginals
 from posgeo import progress_bar
 from posgeo import sample_synthetic_sequences, synthetic_marginals
-from posgeo import new_figure
+import posgeo as pg
 
 __all__ = [
     'STATIONARITY_MEASURES',
@@ -766,13 +767,42 @@ def equivalent_knob(sweep: pd.DataFrame, column: str, value: float) -> float:
 # --------------------------------------------------------------------------- plots
 
 
+_PANEL_HEIGHT = 220
+# Dash patterns for series that share a colour (several RoPE variants, a corpus' plug-in and
+# corrected values): solid first, then clearly different patterns.
+_DASHES = ([1, 0], [7, 3], [2, 2], [10, 3, 2, 3], [4, 4])
+_SWEEP_DASHES = ([1, 0], [4, 2], [10, 3, 2, 3])
+
+
+def _key(*parts: object) -> str:
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:6]
+
+
+def _symlog_ticks(values: Sequence[float]) -> tuple[list[float], float]:
+    """Tick values (0, the smallest positive value, the powers of ten between) and the symlog constant."""
+    x = np.asarray(values, dtype=np.float64)
+    positive = x[x > 0]
+    if positive.size == 0:
+        return [0.0], 1.0
+    lo, hi = float(positive.min()), float(positive.max())
+    ticks = [10.0**k for k in range(int(np.ceil(np.log10(lo))), int(np.floor(np.log10(hi))) + 1)]
+    if not ticks or ticks[0] > lo * 1.5:
+        ticks.insert(0, lo)
+    return ([0.0] if x.min() <= 0 else []) + ticks, lo
+
+
 def plot_stationarity_sweep(
     sweeps: Mapping[str, pd.DataFrame],
     *,
     columns: Sequence[str] = ("circulant distance (B)", "DFT alignment", "sinusoid alignment"),
     corpora: pd.DataFrame | None = None,
-) -> Figure:
+) -> Any:
     """Stationarity measures against the non-stationarity knob, with real corpora as reference lines.
+
+    One panel per measure, two per row, with one legend for all of them: click an entry to
+    show that sweep or corpus alone in every panel (shift-click for several); hover a point
+    or a line for its value. The knob axis is symmetric-log (linear near 0, logarithmic
+    beyond the smallest positive knob).
 
     Parameters
     ----------
@@ -781,66 +811,154 @@ def plot_stationarity_sweep(
     columns : sequence of str, keyword-only
         Measures to draw, one panel each.
     corpora : pandas.DataFrame, optional, keyword-only
-        Index: corpus label; columns including ``columns``: drawn as horizontal dashed lines.
+        Index: corpus label; columns including ``columns``: drawn as horizontal reference
+        lines in the corpus' colour (dashed for corrected estimates, dotted otherwise).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
+
+    Examples
+    --------
+    >>> sweep = stationarity_sweep([0.0, 1.0], n=8, vocab_size=16, progress=False)
+    >>> spec = plot_stationarity_sweep({"ring": sweep}, columns=["DFT alignment"]).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]], spec["layer"][0]["encoding"]["x"]["scale"]["type"]
+    (['line', 'point'], 'symlog')
     """
-    fig, axes = new_figure(len(columns), width=3.9, height=3.2, grid=True)
-    styles = (("k", "-"), ("0.55", "--"), ("k", ":"), ("0.55", "-."))
-    for ax, col in zip(axes[0], columns):
-        knobs: list[float] = []
-        for j, (label, sw) in enumerate(sweeps.items()):
-            x = np.asarray(sw.index, dtype=float)
-            knobs.extend(x.tolist())
-            color, ls = styles[j % len(styles)]
-            ax.plot(x, sw[col], marker="o", ms=3, color=color, ls=ls, label=label)
-        if corpora is not None and col in corpora.columns:
-            for j, (name, val) in enumerate(corpora[col].items()):
-                ax.axhline(float(val), color=f"C{j}", ls="--", lw=1.2, label=str(name))
-        symlog_axis(ax, knobs)
-        ax.set_xlabel("non-stationarity knob")
-        ax.set_title(col, fontsize=10)
-        ax.set_ylim(-0.02, 1.02)
-    axes[0, -1].legend(fontsize=7, loc="best")
-    return fig
+    if not sweeps:
+        raise ValueError("sweeps is empty; pass {label: stationarity_sweep(...)}")
+    cols = list(columns)
+    for label, sw in sweeps.items():
+        missing = [c for c in cols if c not in sw.columns]
+        if missing:
+            raise ValueError(f"sweep {label!r} lacks the measures {missing}; pass stationarity_sweep results")
+    lines = pd.concat(
+        [sw[cols].rename_axis("knob").reset_index().melt("knob", var_name="measure", value_name="value").assign(series=str(label))
+         for label, sw in sweeps.items()], ignore_index=True)
+    names = [str(label) for label in sweeps]
+    refs = pd.DataFrame(columns=["series", "measure", "value"])
+    if corpora is not None:
+        shown = [c for c in cols if c in corpora.columns]
+        refs = corpora[shown].rename_axis("series").reset_index().melt("series", var_name="measure", value_name="value")
+        refs["series"] = refs["series"].astype(str)
+        names += [str(n) for n in corpora.index]
+    sweep_names = names[: len(sweeps)]
+    # the sweeps are the synthetic corpus: its blue, then shades of it; corpora in their colours
+    shades = ["#0072B2", "#56B4E9", "#332288", "#44AA99"]
+    scale = alt.Scale(domain=names, range=[shades[j % len(shades)] for j in range(len(sweep_names))]
+                      + [pg.series_colour(n) or "#888888" for n in names[len(sweeps):]])
+    dashes = [_SWEEP_DASHES[j % len(_SWEEP_DASHES)] for j in range(len(sweep_names))]
+    for name in names[len(sweeps):]:
+        dashes.append(_DASHES[1] if "corrected" in name.lower() or "hybrid" in name.lower() else _DASHES[2])
+    key = _key("sweep", tuple(names), tuple(cols), len(lines))
+    pick = alt.selection_point(fields=["series"], bind="legend", name=f"pick_sweep_{key}")
+    colour = alt.Color("series:N", scale=scale, sort=names, title="synthetic sweep (dots) or corpus (horizontal line)",
+                       legend=alt.Legend(symbolType="stroke", columns=3, symbolStrokeWidth=2.5, titleLimit=500))
+    dash = alt.StrokeDash("series:N", sort=names, title="synthetic sweep (dots) or corpus (horizontal line)", scale=alt.Scale(domain=names, range=dashes))
+    knobs = sorted(set(lines["knob"]))
+    ticks, constant = _symlog_ticks(knobs)
+    x = alt.X("knob:Q", title="non-stationarity knob γ (symlog scale)",
+              scale=alt.Scale(type="symlog", constant=constant, domain=[min(knobs), max(knobs)], nice=False),
+              axis=alt.Axis(values=ticks, format="~r", labelFlush=True))
+    y = alt.Y("value:Q", scale=alt.Scale(domain=[0, 1]))
+    faded = alt.condition(pick, alt.value(1.0), alt.value(0.1))
+    tips = [alt.Tooltip("series:N", title="sweep or corpus"), alt.Tooltip("measure:N"), alt.Tooltip("knob:Q", title="knob γ"),
+            alt.Tooltip("value:Q", format=".4~g")]
+    panels = []
+    for k, col in enumerate(cols):
+        base = alt.Chart(lines).transform_filter(alt.datum.measure == col).properties(width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT)
+        ytitled = alt.Y("value:Q", title=col, scale=alt.Scale(domain=[0, 1]))
+        layers = [
+            base.mark_line(strokeWidth=2).encode(x=x, y=ytitled, color=colour, strokeDash=dash, opacity=faded).add_params(pick),
+            base.mark_point(filled=True, size=30).encode(x=x, y=y, color=colour, opacity=faded, tooltip=tips),
+        ]
+        if len(refs):
+            ref = alt.Chart(refs).transform_filter(alt.datum.measure == col).mark_rule(strokeWidth=1.8).encode(
+                y=y, color=colour, strokeDash=dash, opacity=faded,
+                tooltip=[alt.Tooltip("series:N", title="corpus"), alt.Tooltip("measure:N"), alt.Tooltip("value:Q", format=".4~g")])
+            layers.append(ref)
+        panels.append(alt.layer(*layers))
+    chart = pg.panel_grid(panels, columns=2)
+    if len(panels) > 1:
+        chart = chart.resolve_scale(color="shared", strokeDash="shared")
+    corpus_text = (f"; the corpora ({', '.join(names[len(sweeps):])}) as horizontal reference lines" if len(refs) else "")
+    return pg.finish_chart(
+        chart,
+        description=(f"Stationarity measures ({', '.join(cols)}) against the non-stationarity knob of the synthetic corpus, "
+                     f"one panel per measure, one line per sweep ({', '.join(sweep_names)}){corpus_text}."),
+    )
 
 
-def plot_fourier_modes(alignments: Mapping[str, FourierAlignment], *, k: int = 3) -> Figure:
-    """Top eigenvectors of B (dots) beside their best-matching sinusoids (lines), one row per matrix.
+def plot_fourier_modes(alignments: Mapping[str, FourierAlignment], *, k: int = 3) -> Any:
+    """Top eigenvectors of B (dots) beside their best-matching sinusoids (lines), one panel per matrix.
+
+    Each panel holds the matrix' top ``k`` eigenvectors, one colour each; its subtitle gives
+    each eigenvector's best frequency and the share of its energy in it. Click an
+    eigenvector in the legend to show it alone in every panel; hover a dot for its values.
 
     Parameters
     ----------
     alignments : mapping of str to FourierAlignment
-        Row label -> :func:`fourier_alignment` result.
+        Panel title -> :func:`fourier_alignment` result.
     k : int, keyword-only
-        Eigenvectors per row (at most the alignment's k).
+        Eigenvectors per panel (at most the alignment's k).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
+
+    Examples
+    --------
+    >>> fa = fourier_alignment(double_centered_gram(hellinger_matrix(synthetic_marginals(8, 16, nonstationarity=0.0))), k=2)
+    >>> spec = plot_fourier_modes({"ring": fa}, k=2).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['line', 'point']
     """
+    if not alignments:
+        raise ValueError("alignments is empty; pass {label: fourier_alignment(...)}")
     k = max(1, min(k, min(a.eigenvectors.shape[1] for a in alignments.values())))
-    fig, axes = new_figure(k, len(alignments), width=2.9, height=1.9, grid=True)
-    for r, (label, fa) in enumerate(alignments.items()):
+    modes = [f"eigenvector {j + 1}" for j in range(k)]
+    key = _key("modes", tuple(alignments), k)
+    pick = alt.selection_point(fields=["eigenvector"], bind="legend", name=f"pick_modes_{key}")
+    colour = alt.Color("eigenvector:N", scale=pg.colour_scale(modes), sort=modes, title="dots: eigenvector of B; lines: best sinusoid",
+                       legend=alt.Legend(symbolType="circle", columns=3, titleLimit=400))
+    faded = alt.condition(pick, alt.value(1.0), alt.value(0.08))
+    panels = []
+    for label, fa in alignments.items():
         n = fa.eigenvectors.shape[0]
-        x = np.arange(n)
-        for j in range(k):
-            ax = axes[r, j]
-            v, s = fa.eigenvectors[:, j], fa.fits[:, j]
-            ax.plot(x, v, "o", ms=2.2 if n <= 64 else 1.0, color="C0")
-            ax.plot(x, s, "-", lw=1.2, color="C3")
-            ax.set_title(f"{label}: v{j + 1}, f={fa.frequency[j]:.2f}, energy {fa.energy[j]:.2f}", fontsize=7.5)
-            ax.set_xticks([0, n - 1])
-            ax.set_yticks([])
-    for ax in axes[-1]:
-        ax.set_xlabel("position")
-    return fig
+        frame = pd.concat([pd.DataFrame({"position": np.arange(n), "eigenvector": modes[j], "entry": fa.eigenvectors[:, j],
+                                         "sinusoid": fa.fits[:, j], "frequency (cycles)": float(fa.frequency[j]),
+                                         "energy": float(fa.energy[j])}) for j in range(k)], ignore_index=True)
+        subtitle = [f"v{j + 1}: best frequency {fa.frequency[j]:.2f} cycles, energy {fa.energy[j]:.2f}" for j in range(k)]
+        x = alt.X("position:Q", title="position i", scale=alt.Scale(domain=[0, n - 1], nice=False))
+        base = alt.Chart(frame).properties(width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT,
+                                           title=alt.TitleParams(f"{label} (n = {n})", subtitle=subtitle))
+        fit = base.mark_line(strokeWidth=1.6).encode(x=x, y=alt.Y("sinusoid:Q", title="entry of the eigenvector"),
+                                                     color=colour, opacity=faded).add_params(pick)
+        dots = base.mark_point(filled=True, size=22 if n <= 64 else 6).encode(
+            x=x, y="entry:Q", color=colour, opacity=faded,
+            tooltip=[alt.Tooltip("eigenvector:N"), alt.Tooltip("position:Q", title="position i"),
+                     alt.Tooltip("entry:Q", format=".4~g"), alt.Tooltip("sinusoid:Q", title="best sinusoid", format=".4~g"),
+                     alt.Tooltip("frequency (cycles):Q", format=".3~g"), alt.Tooltip("energy:Q", format=".3f")])
+        panels.append(alt.layer(fit, dots))
+    chart = pg.panel_grid(panels, columns=2)
+    if len(panels) > 1:
+        chart = chart.resolve_scale(color="shared")
+    return pg.finish_chart(
+        chart,
+        description=(f"The top {k} eigenvectors of the double-centred Gram matrix B (dots) and their best-matching "
+                     f"sinusoids (lines) against the position, one panel per matrix ({', '.join(alignments)}), "
+                     "one colour per eigenvector."),
+        canvas=sum(a.eigenvectors.shape[0] for a in alignments.values()) * k > 2000,
+    )
 
 
-def plot_offset_kernels(encodings: Mapping[str, np.ndarray], *, max_offset: int | None = None) -> Figure:
+def plot_offset_kernels(encodings: Mapping[str, np.ndarray], *, max_offset: int | None = None) -> Any:
     """The Gram kernel of encodings against the offset, normalised to 1 at offset 0.
+
+    One line per encoding, in the encoding's colour; variants of one encoding (several RoPE
+    head sizes) share it, and every line has its own dash. Click an encoding in the legend to show it
+    alone; hover a point for its value.
 
     Parameters
     ----------
@@ -851,18 +969,45 @@ def plot_offset_kernels(encodings: Mapping[str, np.ndarray], *, max_offset: int 
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.LayerChart
+
+    Examples
+    --------
+    >>> P = np.eye(4)
+    >>> spec = plot_offset_kernels({"identity": P}).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['line', 'point']
     """
-    fig, axes = new_figure(1, width=6.0, height=3.2, grid=True)
-    ax = axes[0, 0]
-    styles = ("-", "--", ":", "-.")
-    for j, (name, P) in enumerate(encodings.items()):
+    if not encodings:
+        raise ValueError("encodings is empty; pass {name: (n, d) position vectors}")
+    names = [str(name) for name in encodings]
+    frames = []
+    for name, P in zip(names, encodings.values()):
         P = np.asarray(P, dtype=np.float64)
         prof = toeplitz_profile(P @ P.T)
         m = prof.size if max_offset is None else min(prof.size, max_offset + 1)
-        ax.plot(np.arange(m), prof[:m] / prof[0], ls=styles[j % len(styles)], color=f"C{j}", label=name)
-    ax.axhline(0.0, color="k", lw=0.5)
-    ax.set_xlabel("offset |i - j|")
-    ax.set_ylabel("<p_i, p_j> / <p_i, p_i>")
-    ax.legend(fontsize=8)
-    return fig
+        frames.append(pd.DataFrame({"offset": np.arange(m), "kernel": prof[:m] / prof[0], "encoding": name}))
+    frame = pd.concat(frames, ignore_index=True)
+    scale = pg.colour_scale(names)
+    # one dash per line: variants sharing a colour stay apart, and a line that coincides with
+    # an earlier one (one-head RoPE on the sinusoids) lets it show through its gaps
+    dashes = [_DASHES[j % len(_DASHES)] for j in range(len(names))]
+    key = _key("kernels", tuple(names), len(frame))
+    pick = alt.selection_point(fields=["encoding"], bind="legend", name=f"pick_kernels_{key}")
+    colour = alt.Color("encoding:N", scale=scale, sort=names, title="encoding",
+                       legend=alt.Legend(symbolType="stroke", columns=2, symbolStrokeWidth=2.5))
+    dash = alt.StrokeDash("encoding:N", sort=names, title="encoding", scale=alt.Scale(domain=names, range=dashes))
+    faded = alt.condition(pick, alt.value(1.0), alt.value(0.1))
+    x = alt.X("offset:Q", title="offset |i − j| (positions)", scale=alt.Scale(domain=[0, int(frame["offset"].max())], nice=False))
+    y = alt.Y("kernel:Q", title="kernel <p_i, p_j> / <p_i, p_i>")
+    base = alt.Chart(frame).properties(width=pg.COLUMN_WIDTH, height=260)
+    line = base.mark_line(strokeWidth=2.2).encode(x=x, y=y, color=colour, strokeDash=dash, opacity=faded).add_params(
+        pick, alt.selection_interval(bind="scales", encodings=["x"], name=f"zoom_kernels_{key}"))
+    points = base.mark_point(filled=True, size=40).encode(
+        x=x, y=y, color=colour, opacity=alt.condition(pick, alt.value(0.01), alt.value(0.0)),
+        tooltip=[alt.Tooltip("encoding:N"), alt.Tooltip("offset:Q"), alt.Tooltip("kernel:Q", format=".4~g")])
+    return pg.finish_chart(
+        alt.layer(line, points),
+        description=(f"The Gram kernel of each encoding ({', '.join(names)}) against the offset |i - j|, "
+                     "normalised to 1 at offset 0; variants of one encoding share its colour and differ by dash."),
+    )

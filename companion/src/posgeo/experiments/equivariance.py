@@ -33,8 +33,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
+import altair as alt
 from numpy.typing import ArrayLike, NDArray
+import posgeo as pg
 from posgeo import torch_threads as _torch_threads
 from posgeo import POSITION_KINDS, Transformer, TransformerConfig
 from posgeo import current_profile
@@ -770,13 +771,15 @@ def plot_equivariance_errors(
     floor: float = 1e-18,
     relative: bool = True,
     seed: int = 0,
-) -> Figure:
+) -> Any:
     """Per-permutation equivariance errors of several maps, on a log scale.
 
-    One row per map: a box plot of the errors over permutations with every error drawn as a
-    (vertically jittered) dot. Blue: all (relative) errors below the first threshold; red
-    otherwise.
-    Exact zeros are drawn at ``floor``.
+    One row per map: a box plot of the errors over permutations (box: quartiles, whiskers:
+    1.5 interquartile ranges beyond the box) with every error drawn as a
+    (vertically jittered) dot. Dots are coloured by whether all of the map's (relative)
+    errors lie below the first threshold. Exact zeros are drawn at ``floor``. The thresholds
+    (and, for relative errors, the machine epsilons of float64 and float32) are vertical
+    reference lines, each a legend entry. Hover a dot for its map, permutation and error.
 
     Parameters
     ----------
@@ -795,54 +798,76 @@ def plot_equivariance_errors(
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.LayerChart
 
     Raises
     ------
     ValueError
         When ``results`` is empty or ``floor`` is not positive.
+
+    Examples
+    --------
+    >>> r = EquivarianceResult(errors=np.array([0.0, 1e-16]), permutations=np.zeros((2, 2), int), scale=1.0)
+    >>> spec = plot_equivariance_errors({"f": r}).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['rule', 'boxplot', 'point']
     """
     if not results:
         raise ValueError("results is empty; pass a mapping of label -> EquivarianceResult")
     if not floor > 0:
         raise ValueError(f"floor must be > 0 (a log axis), got {floor}")
-    labels = list(results)
-    fig = Figure(figsize=(7.5, 0.3 * len(labels) + 1.2), dpi=96, layout="constrained")
-    ax = fig.subplots()
+    labels = [str(label) for label in results]
     rng = np.random.default_rng(seed)
-    tol = thresholds[0] if len(thresholds) else np.inf
-    data = []
-    for row, label in enumerate(labels):
-        r = results[label]
-        values = r.relative_errors if relative else r.errors
-        errs = np.maximum(values, floor)
-        data.append(errs)
-        colour = "C0" if float(values.max()) < tol else "C3"
-        y = len(labels) - 1 - row + rng.uniform(-0.18, 0.18, size=errs.size)
-        ax.scatter(errs, y, s=6, alpha=0.5, color=colour, linewidths=0)
-    positions = [len(labels) - 1 - row for row in range(len(labels))]
-    import matplotlib
-
-    major, minor = (int(v) for v in matplotlib.__version__.split(".")[:2])
-    direction = {"orientation": "horizontal"} if (major, minor) >= (3, 10) else {"vert": False}
-    ax.boxplot(data, positions=positions, widths=0.5, showfliers=False, **direction,
-               medianprops={"color": "black"}, boxprops={"color": "0.3"}, whiskerprops={"color": "0.3"}, capprops={"color": "0.3"})
-    for t in thresholds:
-        ax.axvline(t, color="0.4", linestyle="--", linewidth=1)
-    if relative:  # the rounding units the relative errors should be compared with
-        for dtype in (np.float64, np.float32):
-            eps = float(np.finfo(dtype).eps)
-            ax.axvline(eps, color="0.6", linestyle=":", linewidth=1)
-            ax.text(eps, 1.0, f" {np.dtype(dtype).name} eps", transform=ax.get_xaxis_transform(),
-                    fontsize=7, color="0.4", va="bottom", ha="center")
-    ax.set_xscale("log")
-    ax.set_yticks(positions, labels, fontsize=9)
+    tol = float(thresholds[0]) if len(thresholds) else np.inf
+    ok, bad = f"all below {tol:.0e}", f"some above {tol:.0e}"
+    what = "relative error" if relative else "error"
+    frames = []
+    for label, r in zip(labels, results.values()):
+        values = np.asarray(r.relative_errors if relative else r.errors, dtype=np.float64)
+        frames.append(pd.DataFrame({
+            "map": label,
+            "permutation": np.arange(values.size),
+            what: values,
+            "jitter": rng.uniform(-0.3, 0.3, size=values.size),
+            "group": ok if float(values.max()) < tol else bad,
+        }))
+    errors = pd.concat(frames, ignore_index=True)
+    names = (["equivariant below {:.0e}", "not equivariant above {:.0e}"] if len(thresholds) == 2
+             else ["threshold {:.0e}"] * len(thresholds))
+    lines = [(name.format(t), float(t)) for name, t in zip(names, thresholds)]
     if relative:
-        ax.set_xlabel(r"$\max\,|f(\pi X) - \pi f(X)|\;/\;\max\,|f(X)|$ per permutation")
-    else:
-        ax.set_xlabel(r"$\max\,|f(\pi X) - \pi f(X)|$ per permutation")
-    lo = min(float(d.min()) for d in data)
-    hi = max(float(d.max()) for d in data)
-    ax.set_xlim(min(lo, min(thresholds, default=lo)) / 10, max(hi, max(thresholds, default=hi)) * 10)
-    ax.grid(axis="x", alpha=0.3, which="major")
-    return fig
+        lines += [(f"reference: {np.dtype(dtype).name} eps", float(np.finfo(dtype).eps)) for dtype in (np.float64, np.float32)]
+    references = pd.DataFrame({"reference line": [name for name, _ in lines], "value": [v for _, v in lines]})
+    values = [*np.maximum(errors[what], floor), *references["value"]]
+    lo, hi = min(values) / 10, max(values) * 10
+    title = ("max |f(πX) − πf(X)| / max |f(X)| per permutation (log scale)" if relative
+             else "max |f(πX) − πf(X)| per permutation (log scale)")
+    x = alt.X("drawn at:Q", title=title, scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+              axis=alt.Axis(format=".0e", tickCount=10, grid=True))
+    y = alt.Y("map:N", sort=labels, title=None, axis=alt.Axis(labelLimit=260))
+    height = max(160, 30 * len(labels))
+    names = list(references["reference line"])
+    rules = alt.Chart(references).mark_rule(strokeWidth=1.5, color="#444444").encode(
+        x=alt.X("value:Q", scale=alt.Scale(type="log", domain=[lo, hi], nice=False)),
+        strokeDash=alt.StrokeDash("reference line:N", sort=names,
+                                  scale=alt.Scale(domain=names, range=[[6, 3], [10, 2, 2, 2], [2, 2], [1, 4]][: len(names)]),
+                                  legend=alt.Legend(symbolType="stroke", columns=2, title="reference line")),
+        tooltip=[alt.Tooltip("reference line:N"), alt.Tooltip("value:Q", format=".3~e")],
+    )
+    base = alt.Chart(errors).transform_calculate(**{"drawn at": f"max(datum['{what}'], {floor!r})"})
+    boxes = base.mark_boxplot(extent=1.5, outliers=False, size=18, color="#777777", opacity=0.45,
+                              median={"color": "black"}, rule={"color": "#444444"}, ticks=False).encode(x=x, y=y)
+    groups = [ok, bad]
+    dots = base.mark_point(filled=True, size=14, opacity=0.55).encode(
+        x=x, y=y, yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-1, 1])),
+        color=alt.Color("group:N", title="the map's errors", scale=pg.colour_scale(groups), sort=groups),
+        tooltip=[alt.Tooltip("map:N"), alt.Tooltip("permutation:Q"), alt.Tooltip(f"{what}:Q", format=".3~e"), alt.Tooltip("group:N", title="the map's errors")],
+    )
+    chart = alt.layer(rules, boxes, dots).properties(width=pg.COLUMN_WIDTH - 120, height=height)
+    return pg.finish_chart(
+        chart,
+        description=(f"Equivariance error of each map under each random permutation ({what}, log axis): a box plot per map "
+                     "with every permutation as a dot, coloured by whether all of the map's errors lie below the first "
+                     "threshold, and vertical reference lines at the thresholds"
+                     + (" and at the float64 and float32 machine epsilons." if relative else ".")),
+    )

@@ -31,7 +31,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -39,8 +38,9 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from matplotlib.figure import Figure
+import altair as alt
 from numpy.typing import ArrayLike, NDArray
+import posgeo as pg
 from posgeo import torch_threads as _torch_threads
 from posgeo import cached
 from posgeo import Corpus, Sequences
@@ -51,7 +51,7 @@ from posgeo import Batch, MLMTask, TrainConfig, TrainResult, resolve_device, tra
 from posgeo import MarginalSampler, array_digest, separation_stats
 from posgeo.validation import check_table
 from scipy.spatial.distance import pdist
-from posgeo import eval_mode, new_figure, optimize
+from posgeo import eval_mode, optimize
 
 __all__ = [
     'separation_trajectory',
@@ -1380,12 +1380,18 @@ def run_finetuning(
 
 
 _LABELS = {
-    "min_dist": r"min separation $\min_{i\neq j}\|p_i - p_j\|$",
+    "min_dist": "min separation min ||p_i − p_j||",
     "normalised": "min separation / mean row norm",
     "relative": "min separation / mean pairwise distance",
-    "q50": "median pairwise distance",
-    "mean_dist": "mean pairwise distance",
+    "q50": "median pairwise distance ||p_i − p_j||",
+    "mean_dist": "mean pairwise distance ||p_i − p_j||",
 }
+_PANEL_HEIGHT = 220
+_SOLID, _DASHED = [1, 0], [6, 3]
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha1(repr(parts).encode()).hexdigest()[:6]
 
 
 def plot_separation_trajectories(
@@ -1394,8 +1400,12 @@ def plot_separation_trajectories(
     columns: Sequence[str] = ("min_dist", "normalised"),
     dashed: Sequence[str] = (),
     log: Sequence[str] = ("min_dist",),
-) -> Figure:
+) -> Any:
     """Separation statistics over training, one line per run, one panel per statistic.
+
+    The panels form a two-column grid with one legend: click a run in it to show that run
+    alone in every panel (shift-click for several); hover a point for its values; drag or
+    scroll on a panel to pan and zoom along the steps (double-click resets).
 
     Parameters
     ----------
@@ -1410,12 +1420,19 @@ def plot_separation_trajectories(
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
 
     Raises
     ------
     ValueError
         For an empty mapping or a column the tables lack.
+
+    Examples
+    --------
+    >>> tr = separation_trajectory({0: np.eye(3), 10: 2 * np.eye(3)})
+    >>> spec = plot_separation_trajectories({"a": tr, "b": tr}, dashed=["b"]).to_dict()
+    >>> len(spec["concat"]), spec["concat"][0]["layer"][0]["mark"]["type"]
+    (2, 'line')
     """
     if not trajectories:
         raise ValueError("trajectories is empty; pass {run name: separation_trajectory(...)}")
@@ -1423,20 +1440,40 @@ def plot_separation_trajectories(
         missing = set(columns) - set(tr.columns)
         if missing or "step" not in tr.columns:
             raise ValueError(f"trajectory {name!r} lacks columns {sorted(missing | ({'step'} - set(tr.columns)))}; pass separation_trajectory tables")
-    fig, axes = new_figure(len(columns), width=4.6, height=3.6)
-    for k, (name, tr) in enumerate(trajectories.items()):
-        style = "--" if name in dashed else "-"
-        for ax, col in zip(axes, columns):
-            ax.plot(tr["step"], tr[col], style, color=f"C{k % 10}", marker="o", ms=2.5, lw=1.4, label=name)
-    for ax, col in zip(axes, columns):
-        ax.set_xlabel("training step")
-        ax.set_ylabel(_LABELS.get(col, col), fontsize=9)
-        if col in log:
-            ax.set_yscale("log")
-        else:
-            ax.set_ylim(0, None)
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize=8, frameon=False)
-    return fig
+    names = [str(name) for name in trajectories]
+    cols = list(columns)
+    frame = pd.concat([tr[["step", *cols]].assign(run=name) for name, tr in zip(names, trajectories.values())],
+                      ignore_index=True)
+    key = _key("trajectories", tuple(names), tuple(cols), len(frame))
+    pick = alt.selection_point(fields=["run"], bind="legend", name=f"pick_runs_{key}")
+    colour = alt.Color("run:N", scale=pg.colour_scale(names), sort=names, title="run",
+                       legend=alt.Legend(symbolType="stroke", columns=2, symbolStrokeWidth=2.5))
+    dash = alt.StrokeDash("run:N", sort=names, title="run",
+                          scale=alt.Scale(domain=names, range=[_DASHED if n in dashed else _SOLID for n in names]))
+    shown = alt.condition(pick, alt.value(1.0), alt.value(0.1))
+    x = alt.X("step:Q", title="training step", axis=alt.Axis(tickCount=5))
+    panels = []
+    for k, col in enumerate(cols):
+        title = _LABELS.get(col, col)
+        y = alt.Y(f"{col}:Q", title=title + (" (log scale)" if col in log else ""),
+                  scale=alt.Scale(type="log", nice=False, padding=8) if col in log else alt.Scale(zero=True),
+                  axis=alt.Axis(tickCount=5, format="~g"))
+        tips = [alt.Tooltip("run:N"), alt.Tooltip("step:Q", title="training step"), alt.Tooltip(f"{col}:Q", title=title, format=".4~g")]
+        base = alt.Chart(frame).properties(width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT)
+        line = base.mark_line(strokeWidth=1.8).encode(x=x, y=y, color=colour, strokeDash=dash, opacity=shown).add_params(pick)
+        line = line.add_params(alt.selection_interval(bind="scales", encodings=["x"], name=f"zoom_runs_{key}_{k}"))
+        points = base.mark_point(filled=True, size=18).encode(
+            x=x, y=y, color=colour, opacity=alt.condition(pick, alt.value(0.9), alt.value(0.05)), tooltip=tips)
+        panels.append(alt.layer(line, points))
+    chart = pg.panel_grid(panels, columns=2)
+    if len(panels) > 1:
+        chart = chart.resolve_scale(color="shared", strokeDash="shared")
+    broken = f" Dashed: {', '.join(n for n in names if n in dashed)}." if any(n in dashed for n in names) else ""
+    return pg.finish_chart(
+        chart,
+        description=(f"Separation statistics of the position table over training, one line per run ({', '.join(names)}), "
+                     f"one panel per statistic: {'; '.join(_LABELS.get(c, c) for c in cols)}.{broken}"),
+    )
 
 
 def plot_distance_distributions(
@@ -1445,13 +1482,14 @@ def plot_distance_distributions(
     n_checkpoints: int = 4,
     rows: int | None = None,
     log: bool = True,
-    ncols: int = 3,
-) -> Figure:
+) -> Any:
     """Distribution of all pairwise distances of a position table at a few checkpoints, per run.
 
-    Each panel is one run; each box one checkpoint (evenly spaced over the recorded steps,
-    first and last included). Whiskers reach the minimum and maximum, so the lower whisker is
-    the minimum separation.
+    One box per run and checkpoint (checkpoints evenly spaced over the recorded steps, first
+    and last included), the runs side by side at each checkpoint and coloured as in the
+    legend (click a run to show it alone). Box: quartiles; line in the box: median; whiskers
+    reach the minimum and maximum, so the lower whisker is the minimum separation. Hover a
+    box for its numbers.
 
     Parameters
     ----------
@@ -1462,69 +1500,101 @@ def plot_distance_distributions(
         Only the first ``rows`` positions.
     log : bool, keyword-only, default True
         Logarithmic distance axis (collapsing tables span orders of magnitude).
-    ncols : int, keyword-only, default 3
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.LayerChart
 
     Raises
     ------
     ValueError
         For an empty mapping, a run without snapshots or ``n_checkpoints < 1``.
+
+    Examples
+    --------
+    >>> snaps = {0: np.eye(3), 10: 2 * np.eye(3)}
+    >>> spec = plot_distance_distributions({"a": snaps}).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['rule', 'bar', 'tick']
     """
     if not snapshot_sets:
         raise ValueError("snapshot_sets is empty; pass {run name: TrainResult.snapshots}")
     if isinstance(n_checkpoints, bool) or not isinstance(n_checkpoints, (int, np.integer)) or n_checkpoints < 1:
         raise ValueError(f"n_checkpoints must be a positive int, got {n_checkpoints!r}")
-    k = len(snapshot_sets)
-    nc = min(ncols, k)
-    nr = math.ceil(k / nc)
-    fig, axes = new_figure(nc, nr, width=3.4, height=2.8)
-    for ax, (name, snaps) in zip(axes, snapshot_sets.items()):
+    names = [str(name) for name in snapshot_sets]
+    records = []
+    for name, snaps in zip(names, snapshot_sets.values()):
         steps = sorted(snaps)
         if not steps:
             raise ValueError(f"run {name!r} has no snapshots; train with snapshot_every > 0")
         pick = sorted({steps[int(round(t))] for t in np.linspace(0, len(steps) - 1, min(n_checkpoints, len(steps)))})
-        data = [pdist(check_table(snaps[s])[:rows], metric="euclidean") for s in pick]
-        ax.boxplot(data, whis=(0, 100), widths=0.6, showfliers=False)
-        ax.set_xticks(range(1, len(pick) + 1), [str(s) for s in pick], fontsize=8)
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("step", fontsize=8)
-        if log:
-            ax.set_yscale("log")
-    for ax in axes[k:]:
-        ax.set_visible(False)
-    for ax in axes[::nc]:
-        ax.set_ylabel(r"$\|p_i - p_j\|$", fontsize=9)
-    return fig
+        for step in pick:
+            d = pdist(check_table(snaps[step])[:rows], metric="euclidean")
+            q = np.quantile(d, [0.0, 0.25, 0.5, 0.75, 1.0])
+            records.append({"run": name, "step": int(step), "pairs": int(d.size), "min": q[0], "q1": q[1],
+                            "median": q[2], "q3": q[3], "max": q[4]})
+    frame = pd.DataFrame.from_records(records)
+    key = _key("distances", tuple(names), len(frame))
+    pick_run = alt.selection_point(fields=["run"], bind="legend", name=f"pick_boxes_{key}")
+    steps = sorted(set(frame["step"]))
+    label = "pairwise distance ||p_i − p_j||" + (" (log scale)" if log else "")
+    x = alt.X("step:O", title="training step (checkpoint)", sort=steps, axis=alt.Axis(labelAngle=0))
+    offset = alt.XOffset("run:N", sort=names)
+    colour = alt.Color("run:N", scale=pg.colour_scale(names), sort=names, title="run", legend=alt.Legend(columns=2))
+    scale = alt.Scale(type="log", nice=False, padding=8) if log else alt.Scale(zero=True)
+    axis = alt.Axis(tickCount=6, format="~g")
+    tips = [alt.Tooltip("run:N"), alt.Tooltip("step:O", title="training step"), alt.Tooltip("pairs:Q", title="pairs (i, j)")]
+    tips += [alt.Tooltip(f"{c}:Q", title=t, format=".4~g") for c, t in
+             (("min", "minimum (min separation)"), ("q1", "lower quartile"), ("median", "median"), ("q3", "upper quartile"), ("max", "maximum"))]
+    shown = alt.condition(pick_run, alt.value(1.0), alt.value(0.1))
+    base = alt.Chart(frame).encode(x=x, xOffset=offset, color=colour, opacity=shown, tooltip=tips)
+    whiskers = base.mark_rule(strokeWidth=1.5).encode(y=alt.Y("min:Q", title=label, scale=scale, axis=axis), y2="max:Q").add_params(pick_run)
+    boxes = base.mark_bar(size=14, fillOpacity=0.35, strokeWidth=1.5).encode(
+        y=alt.Y("q1:Q", scale=scale), y2="q3:Q", stroke=alt.Stroke("run:N", scale=pg.colour_scale(names), sort=names, legend=None))
+    medians = base.mark_tick(thickness=2.5, size=14, color="black").encode(y=alt.Y("median:Q", scale=scale),
+                                                                          color=alt.value("black"))
+    chart = alt.layer(whiskers, boxes, medians).properties(width=pg.COLUMN_WIDTH, height=280)
+    return pg.finish_chart(
+        chart,
+        description=(f"Box plots of all pairwise distances between the rows of the position table at {len(steps)} training "
+                     f"checkpoints, one box per run ({', '.join(names)}): box from the lower to the upper quartile, "
+                     "black line at the median, whiskers from the minimum (the minimum separation) to the maximum."),
+    )
 
 
 def plot_row_drift(
     snapshots: Mapping[int, ArrayLike], *, seen: int | None = None, rows: int | None = None
-) -> Figure:
+) -> Any:
     """How far each row of a position table moved between the first and the last snapshot.
 
     Draws :math:`\\lVert p_i(T) - p_i(0)\\rVert / \\lVert p_i(0)\\rVert` against the position
-    ``i`` on a logarithmic axis (rows that moved not at all are drawn at the bottom of the axis).
+    ``i`` on a logarithmic axis (rows that moved not at all are drawn at a floor a third below
+    the smallest movement, and say so in their tooltip). Hover a point for its value.
 
     Parameters
     ----------
     snapshots : mapping of int to (n, d) array
         E.g. :attr:`FinetuneResult.snapshots`.
     seen : int, keyword-only, optional
-        Mark the first position the training inputs never reached (a vertical line).
+        Mark the first position the training inputs never reached (a vertical line, in the
+        legend), and colour the rows by whether the inputs reached them.
     rows : int, keyword-only, optional
         Only the first ``rows`` positions.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.LayerChart
 
     Raises
     ------
     ValueError
         For fewer than two snapshots.
+
+    Examples
+    --------
+    >>> spec = plot_row_drift({0: np.ones((4, 2)), 5: np.ones((4, 2)) * [[2], [1], [1], [1]]}, seen=2).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['point', 'rule']
     """
     if not isinstance(snapshots, Mapping) or len(snapshots) < 2:
         raise ValueError("snapshots must map at least two steps to position tables; record them during training")
@@ -1535,12 +1605,39 @@ def plot_row_drift(
         raise ValueError(f"the first and last tables differ in shape: {first.shape} vs {last.shape}")
     norms = np.linalg.norm(first, axis=1)
     change = np.linalg.norm(last - first, axis=1) / np.where(norms > 0, norms, 1.0)
-    fig, (ax,) = new_figure(1, width=7.0, height=3.0)
     floor = change[change > 0].min() / 3 if np.any(change > 0) else 1e-12
-    ax.semilogy(np.arange(change.size), np.maximum(change, floor), ".", ms=3, color="C0")
+    positions = np.arange(change.size)
+    reached = f"reached by the inputs (i < {seen})" if seen is not None else "rows"
+    frame = pd.DataFrame({
+        "position": positions,
+        "relative change": change,
+        "rows": np.where(positions < seen, reached, f"never reached (i ≥ {seen})") if seen is not None else reached,
+    })
+    what = f"||p_i({steps[-1]}) − p_i({steps[0]})|| / ||p_i({steps[0]})||"
+    y = alt.Y("drawn at:Q", title=f"{what} (log scale)", scale=alt.Scale(type="log", nice=False, padding=8), axis=alt.Axis(format=".0e", tickCount=6))
+    groups = list(dict.fromkeys(frame["rows"]))
+    points = alt.Chart(frame).transform_calculate(**{"drawn at": f"max(datum['relative change'], {float(floor)!r})"}).mark_point(
+        filled=True, size=22, opacity=0.85).encode(
+        x=alt.X("position:Q", title="position i", scale=alt.Scale(domain=[0, int(change.size)], nice=False)),
+        y=y,
+        color=alt.Color("rows:N", title="rows", sort=groups, scale=pg.colour_scale(groups)),
+        tooltip=[alt.Tooltip("position:Q", title="position i"), alt.Tooltip("relative change:Q", title=what, format=".3~e"),
+                 alt.Tooltip("rows:N")],
+    )
+    layers = [points]
     if seen is not None:
-        ax.axvline(seen - 0.5, color="C3", ls="--", lw=1, label=f"rows reached by the inputs: < {seen}")
-        ax.legend(fontsize=8, loc="upper right")
-    ax.set_xlabel("position i")
-    ax.set_ylabel(rf"$\|p_i({steps[-1]}) - p_i({steps[0]})\| / \|p_i({steps[0]})\|$", fontsize=9)
-    return fig
+        boundary = f"reference: first row never reached (i = {seen})"
+        line = pd.DataFrame({"position": [seen - 0.5], "line": [boundary]})
+        layers.append(alt.Chart(line).mark_rule(strokeWidth=1.5, color="#444444").encode(
+            x="position:Q",
+            strokeDash=alt.StrokeDash("line:N", title=None, scale=alt.Scale(domain=[boundary], range=[[6, 3]]),
+                                      legend=alt.Legend(symbolType="stroke")),
+            tooltip=[alt.Tooltip("line:N", title="line"), alt.Tooltip("position:Q", title="at position")]))
+    chart = alt.layer(*layers).properties(width=pg.COLUMN_WIDTH, height=240)
+    return pg.finish_chart(
+        chart,
+        description=(f"Relative change of each row of the position table between steps {steps[0]} and {steps[-1]}, "
+                     "against the position, on a log scale"
+                     + (", coloured by whether the training inputs reach the row, with a dashed line at the first row they never reach."
+                        if seen is not None else ".")),
+    )
