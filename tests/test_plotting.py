@@ -100,11 +100,11 @@ def test_series_chart_lines_band_legend_toggle_and_tooltips():
     frame = pd.DataFrame({"k": [1, 2, 1, 2], "v": [0.5, 0.2, 0.6, 0.4], "lo": [0.4, 0.1, 0.5, 0.3],
                           "hi": [0.6, 0.3, 0.7, 0.5], "who": ["sst2 plug-in", "sst2 plug-in", "sst2 corrected", "sst2 corrected"]})
     spec = finish_chart(series_chart(frame, x="k", y="v", series="who", lower="lo", upper="hi"), description="d").to_dict()
-    assert marks(spec) == ["area", "line", "point"]
+    assert marks(spec) == ["line", "area", "point"]
     params = [p for d in walk(spec) for p in d.get("params", []) if isinstance(p, dict) and "name" in p]
     assert any(p.get("bind") == "legend" for p in params)
     assert any(p.get("bind") == "scales" for p in params)
-    line = spec["layer"][1]["encoding"]
+    line = spec["layer"][0]["encoding"]
     assert line["color"]["scale"]["range"] == [series_colour("sst2")] * 2  # one corpus, one colour ...
     assert line["strokeDash"]["scale"]["range"] == [[1, 0], [6, 3]]  # ... corrected dashed
     tooltip = [t["field"] for t in spec["layer"][2]["encoding"]["tooltip"]]
@@ -302,3 +302,27 @@ def test_notebook_setup_pandas_precision(clean_state):
     assert pd.get_option("display.precision") == 2
     notebook_setup()
     assert pd.get_option("display.precision") == 4
+
+
+# ----------------------------------------------------------------------------- display_table
+def test_display_table_integers_and_missing_cells():
+    frame = pd.DataFrame({"count": [67349.0, 414.0], "peak layer": [1.0, 3.0], "x": [0.123456, np.nan],
+                          "k": [3.0, np.nan], "name": ["a", None], "flag": [True, False]})
+    shown = posgeo.display_table(frame, digits=3)
+    assert shown["count"].dtype == np.int64 and shown["count"].tolist() == [67349, 414]
+    assert shown["peak layer"].tolist() == [1, 3]
+    assert shown["x"].tolist() == ["0.123", "n/a"]
+    assert shown["k"].tolist() == [3, "n/a"]
+    assert shown["name"].tolist() == ["a", "n/a"]
+    assert shown["flag"].tolist() == [True, False]
+    assert "NaN" not in shown.to_string() and ".0000" not in shown.to_string()
+    assert frame["x"].isna().sum() == 1  # the input is left alone
+    with pytest.raises(TypeError, match="DataFrame"):
+        posgeo.display_table([1, 2])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.one_of(st.floats(-1e6, 1e6), st.none()), min_size=1, max_size=8))
+def test_display_table_never_shows_nan(values):
+    shown = posgeo.display_table(pd.DataFrame({"v": [np.nan if v is None else v for v in values]}))
+    assert "NaN" not in shown.to_string() and "nan" not in shown.to_string()

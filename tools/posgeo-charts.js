@@ -46,6 +46,7 @@
   }
 
   function fit(spec, boxWidth) {
+    if (boxWidth < 520 && spec.config && spec.config.legend) spec.config.legend.columns = 1;  // a phone: one legend entry per line
     if (spec.hconcat && widthOf(spec) > boxWidth) {
       spec.concat = spec.hconcat;
       delete spec.hconcat;

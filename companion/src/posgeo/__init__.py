@@ -187,6 +187,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'chart_bundle',
         'enable_charts',
         'notebook_setup',
+        'display_table',
         'plot_distance_heatmaps',
         'plot_offset_profiles',
         'plot_noise_floor',

@@ -55,6 +55,7 @@ __all__ = [
     'chart_bundle',
     'enable_charts',
     'notebook_setup',
+    'display_table',
     'plot_distance_heatmaps',
     'plot_offset_profiles',
     'plot_noise_floor',
@@ -331,16 +332,15 @@ def series_chart(
     base = alt.Chart(data).properties(width=width, height=height)
     if title:
         base = base.properties(title=title)
-    layers = []
+    line = base.mark_line(strokeWidth=2).encode(x=x_enc, y=y_enc, color=colour, strokeDash=dash, opacity=shown).add_params(pick)
+    if zoom and x_type == "quantitative":
+        line = line.add_params(alt.selection_interval(bind="scales", encodings=["x"], name=f"zoom_{key}"))
+    layers = [line]  # first: the legend takes its symbols from it
     if lower is not None:
         layers.append(base.mark_area(opacity=0.18).encode(
             x=x_enc, y=alt.Y(f"{lower}:Q", title=y_title or y), y2=alt.Y2(f"{upper}:Q"),
             color=alt.Color(f"{series}:N", scale=colour_scale(names)),
             opacity=alt.condition(pick, alt.value(0.18), alt.value(0.03))))
-    line = base.mark_line(strokeWidth=2).encode(x=x_enc, y=y_enc, color=colour, strokeDash=dash, opacity=shown).add_params(pick)
-    if zoom and x_type == "quantitative":
-        line = line.add_params(alt.selection_interval(bind="scales", encodings=["x"], name=f"zoom_{key}"))
-    layers.append(line)
     tips = [alt.Tooltip(f"{series}:N", title=series_title or "series"), alt.Tooltip(f"{x}:{xtype}", title=x_title or x),
             alt.Tooltip(f"{y}:Q", title=y_title or y, format=".4~g")]
     if lower is not None:
@@ -599,6 +599,52 @@ def notebook_setup(*, quiet: bool = True, precision: int = 4) -> pd.DataFrame:
         {"package": ["posgeo", "numpy", "pandas", "altair", "torch"],
          "version": [__version__, np.__version__, pd.__version__, alt.__version__, torch.__version__.split("+")[0]]}
     ).set_index("package")
+
+
+def display_table(frame: pd.DataFrame, *, digits: int = 4, missing: str = "n/a") -> pd.DataFrame:
+    """A table as a reader should see it: counts as integers, no ``NaN`` cells.
+
+    Float columns whose values are all whole numbers become integers (``67349``, not
+    ``67349.0000``); other floats are rounded to ``digits`` decimals; missing values (``NaN``,
+    ``None``) read ``missing``. Say in the text why a cell is missing.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    digits : int, keyword-only, default 4
+    missing : str, keyword-only, default "n/a"
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy; columns with a missing value become text columns.
+
+    Examples
+    --------
+    >>> display_table(pd.DataFrame({"n": [67349.0, 12.0], "x": [0.123456, float("nan")]}))
+           n       x
+    0  67349  0.1235
+    1     12     n/a
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"display_table: expected a pandas DataFrame, got {type(frame).__name__}")
+    out = frame.copy()
+    for column in out.columns:
+        values = out[column]
+        if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+            if values.isna().any():
+                out[column] = values.astype(object).where(values.notna(), missing)
+            continue
+        finite = values.dropna()
+        whole = bool(len(finite)) and bool(np.all(np.isfinite(finite))) and bool(np.all(finite == np.round(finite)))
+        if values.isna().any():
+            shown = values.map(lambda v: missing if pd.isna(v) else (int(v) if whole else f"{v:.{digits}f}"))
+            out[column] = shown.astype(object)
+        elif whole:
+            out[column] = values.astype(np.int64)
+        elif pd.api.types.is_float_dtype(values):
+            out[column] = values.round(digits)
+    return out
 
 
 # ----------------------------------------------------------------------------- the library's charts
