@@ -253,8 +253,11 @@ def test_plots_return_altair_charts() -> None:
     columns = ["circulant distance (B)", "DFT alignment", "sinusoid alignment"]
     spec = plot_stationarity_sweep({"ring": sweep, "line": sweep}, columns=columns, corpora=corpora).to_dict()
     assert len(spec["concat"]) == 3 and spec["resolve"]["scale"]["color"] == "shared"
-    line, points, rules = spec["concat"][0]["layer"]
-    assert (line["mark"]["type"], points["mark"]["type"], rules["mark"]["type"]) == ("line", "point", "rule")
+    line, points, rules, marker, rings = spec["concat"][0]["layer"]
+    assert [layer["mark"]["type"] for layer in (line, points, rules, marker, rings)] == ["line", "point", "rule", "rule", "point"]
+    knob = next(p for p in spec["params"] if p["name"].startswith("knob_"))
+    assert knob["value"] == 0.1 and knob["bind"]["options"] == [0.0, 0.1, 1.0]  # the middle knob, a menu of all
+    assert rings["transform"][-1] == {"filter": f"datum.knob == {knob['name']}"}
     assert line["encoding"]["x"]["scale"]["type"] == "symlog" and line["encoding"]["x"]["scale"]["constant"] == 0.1
     assert line["encoding"]["x"]["axis"]["values"] == [0.0, 0.1, 1.0]
     assert "tooltip" in points["encoding"] and "tooltip" in rules["encoding"]
@@ -268,6 +271,9 @@ def test_plots_return_altair_charts() -> None:
     assert {r["measure"] for r in lines} == set(columns) and len(lines) == 2 * 3 * 3
     assert next(r["value"] for r in lines if r["series"] == "line" and r["knob"] == 1.0 and r["measure"] == "DFT alignment") == pytest.approx(
         sweep.loc[1.0, "DFT alignment"])
+    assert plot_stationarity_sweep({"ring": sweep}, knob=1.0).to_dict()["params"][-1]["value"] == 1.0
+    with pytest.raises(ValueError, match="not one of the sweeps' knobs"):
+        plot_stationarity_sweep({"ring": sweep}, knob=0.5)
     with pytest.raises(ValueError, match="lacks the measures"):
         plot_stationarity_sweep({"ring": sweep[["DFT alignment"]]})
 

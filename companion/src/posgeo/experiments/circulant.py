@@ -796,13 +796,15 @@ def plot_stationarity_sweep(
     *,
     columns: Sequence[str] = ("circulant distance (B)", "DFT alignment", "sinusoid alignment"),
     corpora: pd.DataFrame | None = None,
+    knob: float | None = None,
 ) -> Any:
     """Stationarity measures against the non-stationarity knob, with real corpora as reference lines.
 
     One panel per measure, two per row, with one legend for all of them: click an entry to
     show that sweep or corpus alone in every panel (shift-click for several); hover a point
     or a line for its value. The knob axis is symmetric-log (linear near 0, logarithmic
-    beyond the smallest positive knob).
+    beyond the smallest positive knob). A menu below the chart picks one knob, marked in
+    every panel (a vertical line and rings on the sweeps' values there).
 
     Parameters
     ----------
@@ -813,6 +815,8 @@ def plot_stationarity_sweep(
     corpora : pandas.DataFrame, optional, keyword-only
         Index: corpus label; columns including ``columns``: drawn as horizontal reference
         lines in the corpus' colour (dashed for corrected estimates, dotted otherwise).
+    knob : float, optional, keyword-only
+        The knob marked at first (one of the sweeps' knobs; default: the middle one).
 
     Returns
     -------
@@ -823,7 +827,7 @@ def plot_stationarity_sweep(
     >>> sweep = stationarity_sweep([0.0, 1.0], n=8, vocab_size=16, progress=False)
     >>> spec = plot_stationarity_sweep({"ring": sweep}, columns=["DFT alignment"]).to_dict()
     >>> [layer["mark"]["type"] for layer in spec["layer"]], spec["layer"][0]["encoding"]["x"]["scale"]["type"]
-    (['line', 'point'], 'symlog')
+    (['line', 'point', 'rule', 'point'], 'symlog')
     """
     if not sweeps:
         raise ValueError("sweeps is empty; pass {label: stationarity_sweep(...)}")
@@ -855,7 +859,11 @@ def plot_stationarity_sweep(
     colour = alt.Color("series:N", scale=scale, sort=names, title="synthetic sweep (dots) or corpus (horizontal line)",
                        legend=alt.Legend(symbolType="stroke", columns=3, symbolStrokeWidth=2.5, titleLimit=500))
     dash = alt.StrokeDash("series:N", sort=names, title="synthetic sweep (dots) or corpus (horizontal line)", scale=alt.Scale(domain=names, range=dashes))
-    knobs = sorted(set(lines["knob"]))
+    knobs = sorted(float(v) for v in set(lines["knob"]))
+    if knob is not None and float(knob) not in knobs:
+        raise ValueError(f"knob={knob!r} is not one of the sweeps' knobs {knobs}")
+    marked = alt.param(name=f"knob_{key}", value=float(knob) if knob is not None else knobs[len(knobs) // 2],
+                       bind=alt.binding_select(options=knobs, name="mark the knob γ = "))
     ticks, constant = _symlog_ticks(knobs)
     x = alt.X("knob:Q", title="non-stationarity knob γ (symlog scale)",
               scale=alt.Scale(type="symlog", constant=constant, domain=[min(knobs), max(knobs)], nice=False),
@@ -877,6 +885,13 @@ def plot_stationarity_sweep(
                 y=y, color=colour, strokeDash=dash, opacity=faded,
                 tooltip=[alt.Tooltip("series:N", title="corpus"), alt.Tooltip("measure:N"), alt.Tooltip("value:Q", format=".4~g")])
             layers.append(ref)
+        at_knob = f"datum.knob == {marked.name}"
+        layers.append(alt.Chart(pd.DataFrame({"knob": knobs})).transform_filter(at_knob).mark_rule(
+            color="#666666", strokeWidth=1, strokeDash=[3, 3]).encode(x=x, tooltip=[alt.Tooltip("knob:Q", title="marked knob γ")]))
+        layers.append(base.transform_filter(at_knob).mark_point(size=120, filled=False, strokeWidth=2).encode(
+            x=x, y=y, color=colour, opacity=faded, tooltip=tips))
+        if k == 0:
+            layers[0] = layers[0].add_params(marked)
         panels.append(alt.layer(*layers))
     chart = pg.panel_grid(panels, columns=2)
     if len(panels) > 1:
