@@ -10,7 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.figure import Figure
+import altair as alt
 
 from posgeo import (
     IGNORE_INDEX,
@@ -452,20 +452,97 @@ def test_p2task_errors() -> None:
 
 
 # ----------------------------------------------------------------------------- plots
-def test_plots_return_figures() -> None:
-    toks = random_tokens(4, 10, seed=0)
-    prof = similarity_profile(tiny_model(), toks)
-    table = adjacency_table({"x, init": prof, "x, trained": prof})
-    abl = pd.DataFrame(
-        {"mean": [0.0, 0.0, 4.0, 4.0], "std": [0.002, 0.2, 0.002, 0.2], "layer 1": [0.9, 0.5, 0.9, 0.5]}
-    ).set_index(["mean", "std"])
+def _rows(spec: dict) -> list[dict]:
+    """Every inline data row of a spec (its top-level datasets)."""
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def _layers(spec: dict) -> list[dict]:
+    """The unit specs of a spec, depth first (layers and concatenations unpacked)."""
+    for key in ("layer", "concat", "hconcat", "vconcat"):
+        if key in spec:
+            return [unit for child in spec[key] for unit in _layers(child)]
+    return [spec]
+
+
+def test_plot_similarity_grid_is_a_shared_signed_heatmap_grid() -> None:
+    prof = similarity_profile(tiny_model(n_layers=2), random_tokens(4, 10, seed=0))
+    chart = plot_similarity_grid({"a": prof, "b": prof}, layers=[0, 2])
+    assert isinstance(chart, alt.TopLevelMixin)
+    spec = chart.to_dict()
+    assert spec["concat"] and spec["columns"] == 2 and spec["resolve"]["scale"]["color"] == "shared"
+    assert [p["title"].split(":")[0] for p in spec["concat"]] == ["a, layer 0", "b, layer 0", "a, layer 2", "b, layer 2"]
+    assert spec["concat"][2]["title"].endswith(f"score {prof.scores[2]:.3f}")
+    colour = spec["concat"][0]["encoding"]["color"]
+    assert spec["concat"][0]["mark"]["type"] == "rect" and colour["field"] == "value"
+    assert colour["scale"] == {"domain": [-1.0, 1.0], "scheme": "blueorange"}
+    assert spec["concat"][0]["encoding"]["stroke"]["scale"]["domain"] != colour["scale"]["domain"]  # not merged into the colour bar
+    assert any(t["field"] == "value" for t in spec["concat"][0]["encoding"]["tooltip"])
+    packed = spec["concat"][1]["data"]["values"][0]["v"]
+    assert len(packed) == 100 and packed[0] == pytest.approx(1.0, abs=1e-3)  # the diagonal of C
+    assert "cosine" in spec["description"]
+    with pytest.raises(ValueError, match="layers"):
+        plot_similarity_grid({"a": prof}, layers=[3])
+    with pytest.raises(ValueError, match="no profiles"):
+        plot_similarity_grid({})
+
+
+def test_plot_adjacency_by_layer_has_every_model_chance_and_p2() -> None:
+    table = pd.DataFrame({"layer 0": [0.5, 0.55], "layer 1": [0.7, 0.85], "P2 layer 1": ["0.8-1.0"] * 2},
+                         index=["x, init", "x, trained"])
+    spec = plot_adjacency_by_layer(table).to_dict()
+    marks = [u["mark"]["type"] if isinstance(u["mark"], dict) else u["mark"] for u in _layers(spec)]
+    assert marks[:2] == ["area", "point"] and sorted(marks[2:]) == ["line", "point"]
+    rows = _rows(spec)
+    assert {r["model"] for r in rows if "model" in r} == {"x, init", "x, trained", "chance"}
+    assert {r["score"] for r in rows if r.get("model") == "x, trained"} == {0.55, 0.85}
+    band = [r for r in rows if "low" in r]
+    assert [r["layer"] for r in band] == [1] and (band[0]["low"], band[0]["high"]) == P2_REPORTED.layer1_score_range
+    line = next(u for u in _layers(spec) if u["mark"] != "point" and u["mark"].get("type") == "line")
+    assert line["encoding"]["color"]["field"] == "model" and line["encoding"]["x"]["type"] == "ordinal"
+    params = spec.get("params", []) + line.get("params", [])
+    assert any(p.get("bind") == "legend" and p["select"]["fields"] == ["model"] for p in params)  # click a legend entry
+    assert all("tooltip" in u["encoding"] for u in _layers(spec) if u["mark"] != "line" and u["mark"].get("type") != "line")
+    with pytest.raises(ValueError, match="layer k"):
+        plot_adjacency_by_layer(table[["P2 layer 1"]])
+
+
+def test_plot_offset_decay_and_probe_results() -> None:
+    spec = plot_offset_decay({"limit": cosine_by_offset(expected_cumulative_cosine(8))},
+                             reference=np.linspace(1, 0, 8), reference_label="line").to_dict()
+    rows = _rows(spec)
+    assert {r["curve"] for r in rows} == {"limit", "reference: line"}
+    assert [r["cosine"] for r in rows if r["curve"] == "reference: line"][-1] == 0.0
+    assert spec["layer"][0]["encoding"]["strokeDash"]["scale"]["range"][1] == [2, 2]  # the reference is dotted
     probes = pd.DataFrame({"NRMSE (cosine)": [1.0, 0.5], "R (cosine)": [0.0, 0.8],
                            "NRMSE (variance)": [1.0, 0.9], "R (variance)": [0.0, 0.3]})
-    figs = [
-        plot_similarity_grid({"a": prof}),
-        plot_adjacency_by_layer(table),
-        plot_offset_decay({"a": cosine_by_offset(prof.mean_similarity[1])}, reference=np.linspace(1, 0, 10)),
-        plot_init_ablation(abl),
-        plot_probe_results({"a": probes}),
-    ]
-    assert all(isinstance(f, Figure) for f in figs)
+    spec = plot_probe_results({"a": probes}).to_dict()
+    assert len(spec["hconcat"]) == 2
+    rows = _rows(spec)
+    assert {r["probe"] for r in rows} == {"a, cosine", "a, variance", "reference: no positional information"}
+    assert {r["value"] for r in rows if r["probe"].startswith("reference")} == {0.0, 1.0}
+    assert 0.8 in {r["value"] for r in rows if r["probe"] == "a, cosine"}
+    with pytest.raises(ValueError, match="NRMSE"):
+        plot_probe_results({"a": pd.DataFrame({"x": [1.0]})})
+
+
+def test_plot_init_ablation_draws_seed_bands() -> None:
+    abl = pd.DataFrame({"mean": [0.0, 0.0, 4.0, 4.0], "std": [0.002, 0.2, 0.002, 0.2], "layer 1": [0.9, 0.5, 0.9, 0.45],
+                        "layer 1 sd": [0.02, 0.04, 0.02, 0.04], "layer 1 (trained)": [0.7, 0.8, np.nan, np.nan]})
+    spec = plot_init_ablation(abl.set_index(["mean", "std"]), columns=["layer 1", "layer 1 (trained)"]).to_dict()
+    assert sorted(u["mark"]["type"] for u in spec["layer"]) == ["area", "line", "point"]
+    rows = _rows(spec)
+    assert {r["series"] for r in rows} == {"layer 1, mean 0", "layer 1, mean 4", "layer 1 (trained), mean 0", "chance"}
+    row = next(r for r in rows if r["series"] == "layer 1, mean 4" and r["std"] == 0.2)
+    assert (row["low"], row["score"], row["high"]) == pytest.approx((0.41, 0.45, 0.49))
+    assert all(r["low"] is None for r in rows if r["series"] == "layer 1 (trained), mean 0")  # one seed: no band
+    assert all(u["encoding"]["x"]["axis"]["labelAngle"] == 0 for u in spec["layer"])  # upright grid values
+    with pytest.raises(ValueError, match="not in the table"):
+        plot_init_ablation(abl.set_index(["mean", "std"]), columns=["layer 3"])
+
+
+def test_plots_have_no_matplotlib() -> None:
+    import posgeo.experiments.nope as module
+
+    source = open(module.__file__).read()
+    assert "matplotlib" not in source and "new_figure" not in source

@@ -18,7 +18,7 @@ of distant ones. This module provides everything the book's chapter needs to mea
   position from cosine-similarity or variance features;
 * :func:`without_causal_mask`: the same weights without the causal mask;
 * :class:`NopeSettings`, :func:`nope_settings`: the ``small``/``full`` experiment profiles;
-* plots returning :class:`matplotlib.figure.Figure`.
+* plots returning Altair charts (:mod:`posgeo`'s theme and palette).
 
 Score convention
 ----------------
@@ -37,10 +37,10 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
+import altair as alt
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
 from torch import nn
 from posgeo import eval_mode
 from posgeo import adjacency_score, cosine_similarity_matrix
@@ -50,7 +50,7 @@ from posgeo import progress_bar
 from .tasks import TASKS, TaskSample, TaskVocab, encode_task_batch, make_task_samples, task_length_range
 from posgeo import IGNORE_INDEX, Batch, TrainConfig, TrainResult, train
 from .papers import P2_MAX_LEN, P2_REPORTED
-from posgeo import new_figure
+import posgeo as pg
 
 __all__ = [
     'SCORE_OPTIONS',
@@ -1913,49 +1913,88 @@ def causal_contrast(model: Transformer, tokens: torch.Tensor, *, seed: int = 0) 
 
 # ============================================================================ plots
 
+#: Height in px of one panel of a two-column grid (as the book's other two-column charts).
+_PANEL_HEIGHT = 220
 
 
+def _tidy_series(chart: alt.LayerChart) -> alt.LayerChart:
+    """A :func:`posgeo.series_chart` on an ordinal x axis (layers, grid values) with upright labels."""
+    chart = chart.copy(deep=True)
+    for layer in chart.layer:
+        enc = layer.encoding
+        if enc.x is not alt.Undefined and getattr(enc.x, "shorthand", "").endswith(":O"):
+            enc.x.axis = alt.Axis(labelAngle=0)
+    return chart
 
-def plot_similarity_grid(profiles: Mapping[str, SimilarityProfile], *, layers: Sequence[int] | None = None) -> Figure:
-    """Batch-averaged cosine self-similarity matrices: one row per model, one column per layer.
 
-    Each panel has its own colour scale (the adjacency score depends only on the order of
-    the entries within a row); the title gives the layer's adjacency score.
+def _signed_heatmap(matrix: np.ndarray, *, title: str, value_title: str) -> alt.Chart:
+    """:func:`posgeo.heatmap_chart` on the diverging scale [-1, 1], with a gradient colour bar.
+
+    Each cell is outlined in its own colour (``stroke``, as heatmap_chart does, to hide hairline
+    seams between cells), on a scale whose domain is a hair wider than the colour bar's:
+    Vega-Lite merges the legends of scales with equal domains, and a colour legend merged with
+    a stroke legend is drawn as a list of symbols instead of a colour bar.
+    """
+    chart = pg.heatmap_chart(matrix, title=title, value_title=value_title, domain=(-1.0, 1.0), scheme="blueorange",
+                             x_title="position j", y_title="position i", width=pg.PANEL_WIDTH)
+    outline = alt.Scale(scheme="blueorange", domain=[-1.001, 1.001])  # 4 significant digits: survives the renderer's rounding
+    return chart.encode(stroke=alt.Stroke("value:Q", scale=outline, legend=None))
+
+
+def plot_similarity_grid(profiles: Mapping[str, SimilarityProfile], *, layers: Sequence[int] | None = None,
+                         columns: int = 2) -> Any:
+    """Batch-averaged cosine self-similarity matrices, one heatmap per (layer, model).
+
+    The panels share one diverging colour scale from -1 to 1 (cosines are signed), so the
+    layers and models compare directly; each title gives the layer's adjacency score. Panels
+    are ordered layer by layer, the models side by side (with two models: one row per layer,
+    one column per model). Hover a cell for its positions and value.
 
     Parameters
     ----------
     profiles : mapping of str to SimilarityProfile
+        Model label -> profile (:func:`similarity_profile`).
     layers : sequence of int, keyword-only, optional
         Layers to show (default all).
+    columns : int, keyword-only, default 2
+        Panels per row.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.ConcatChart (a single :class:`altair.Chart` for one panel)
 
     Examples
     --------
     >>> cfg = nope_settings("small").model_config(d_model=16, n_layers=1)
-    >>> fig = plot_similarity_grid({"init": similarity_profile(Transformer(cfg), random_tokens(2, 6))})
-    >>> len(fig.axes)
-    2
+    >>> spec = plot_similarity_grid({"init": similarity_profile(Transformer(cfg), random_tokens(2, 6))}).to_dict()
+    >>> len(spec["concat"]), spec["concat"][0]["mark"]["type"]
+    (2, 'rect')
     """
+    if not profiles:
+        raise ValueError("plot_similarity_grid: no profiles given; pass {label: similarity_profile(...)}")
     first = next(iter(profiles.values()))
-    layers = list(range(first.n_layers + 1)) if layers is None else list(layers)
-    fig, axes = new_figure(len(layers), len(profiles), width=2.3, height=2.3, grid=True)
-    for r, (label, prof) in enumerate(profiles.items()):
-        for c, layer in enumerate(layers):
-            ax = axes[r, c]
-            ax.imshow(prof.mean_similarity[layer], cmap="viridis", interpolation="nearest")
-            ax.set_title(f"layer {layer}: {prof.scores[layer]:.2f}", fontsize=9)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if c == 0:
-                ax.set_ylabel(label, fontsize=9)
-    return fig
+    layers = list(range(first.n_layers + 1)) if layers is None else [int(layer) for layer in layers]
+    panels = []
+    for layer in layers:
+        for label, prof in profiles.items():
+            if not 0 <= layer <= prof.n_layers:
+                raise ValueError(f"plot_similarity_grid: {label!r} has layers 0..{prof.n_layers}, not {layer}")
+            panels.append(_signed_heatmap(prof.mean_similarity[layer], title=f"{label}, layer {layer}: score {prof.scores[layer]:.3f}",
+                                          value_title="cosine similarity (batch mean)"))
+    grid = pg.panel_grid(panels, columns=columns)
+    if len(panels) > 1:
+        grid = grid.resolve_scale(color="shared")
+    return pg.finish_chart(
+        grid,
+        description=(f"Heatmaps of the batch-averaged cosine similarity between the hidden states of positions i (rows) "
+                     f"and j (columns), one panel per layer and model ({', '.join(profiles)}), on one colour scale "
+                     "from -1 (blue) to 1 (orange); each title gives the layer's adjacency score. Hover a cell for its value."),
+        canvas=len(panels) * first.mean_similarity.shape[-1] ** 2 > 4000,
+    )
 
 
 def plot_offset_decay(curves: Mapping[str, np.ndarray], *, reference: np.ndarray | None = None,
-                      reference_label: str = "large-d limit") -> Figure:
+                      reference_label: str = "large-d limit") -> Any:
     """Mean cosine against offset ``k - i`` for several constructions or layers.
 
     Parameters
@@ -1963,141 +2002,199 @@ def plot_offset_decay(curves: Mapping[str, np.ndarray], *, reference: np.ndarray
     curves : mapping of str to (T,) arrays
         E.g. :func:`cosine_by_offset` of several matrices.
     reference : (T,) array, keyword-only, optional
-        Drawn dashed (e.g. the offsets of :func:`expected_cumulative_cosine`).
+        Drawn dotted, as the series ``"reference: <reference_label>"`` (e.g. the offsets of
+        :func:`expected_cumulative_cosine`).
     reference_label : str, keyword-only
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.LayerChart
 
     Examples
     --------
-    >>> fig = plot_offset_decay({"limit": cosine_by_offset(expected_cumulative_cosine(8))})
-    >>> type(fig).__name__
-    'Figure'
+    >>> spec = plot_offset_decay({"limit": cosine_by_offset(expected_cumulative_cosine(8))}).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['line', 'point']
     """
-    fig, axes = new_figure(1, width=5.0, height=3.2, grid=True)
-    ax = axes[0, 0]
-    for i, (label, y) in enumerate(curves.items()):
-        ax.plot(np.arange(len(y)), y, marker="o", ms=2.5, color=f"C{i}", label=label)
+    items = list(curves.items())
     if reference is not None:
-        ax.plot(np.arange(len(reference)), reference, "k--", lw=1, label=reference_label)
-    ax.set_xlabel("offset k - i")
-    ax.set_ylabel("mean cosine C[k, i]")
-    ax.legend(fontsize=8)
-    return fig
+        items.append((f"reference: {reference_label}", reference))
+    if not items:
+        raise ValueError("plot_offset_decay: no curves given")
+    frame = pd.concat(
+        [pd.DataFrame({"offset": np.arange(len(y)), "cosine": np.asarray(y, dtype=float), "curve": str(label)})
+         for label, y in items],
+        ignore_index=True,
+    )
+    chart = pg.series_chart(frame, x="offset", y="cosine", series="curve", x_title="offset k - i (positions)",
+                            y_title="mean cosine C[k, i]", series_title="curve", width=pg.COLUMN_WIDTH, height=280)
+    return pg.finish_chart(
+        chart,
+        description=("Mean cosine similarity between the hidden states of positions k and i against their offset k - i, "
+                     f"one line per construction or layer ({', '.join(str(k) for k, _ in items)})."),
+    )
 
 
-def plot_adjacency_by_layer(table: pd.DataFrame) -> Figure:
+def plot_adjacency_by_layer(table: pd.DataFrame) -> Any:
     """Adjacency score against layer, one line per row of an :func:`adjacency_table`.
 
-    P2's reported values are drawn in grey: 0.5 at layer 0 and the band 0.8-1.0 from layer 1.
+    P2's reported values are drawn in grey: a square at 0.5 for layer 0 and the band 0.8-1.0
+    from layer 1 on; the dotted "chance" line is 1/2, a matrix without positional structure.
+    Click a legend entry to show one model alone (shift-click for several).
 
     Parameters
     ----------
     table : pandas.DataFrame
-        Columns ``layer 0 .. layer L`` (other columns are ignored).
+        Columns ``layer 0 .. layer L`` (other columns are ignored); one row per model.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.LayerChart
 
     Examples
     --------
     >>> table = pd.DataFrame({"layer 0": [0.5], "layer 1": [0.9]}, index=["model, init"])
-    >>> type(plot_adjacency_by_layer(table)).__name__
-    'Figure'
+    >>> spec = plot_adjacency_by_layer(table).to_dict()
+    >>> sorted({row["model"] for rows in spec["datasets"].values() for row in rows if "model" in row})
+    ['chance', 'model, init']
     """
-    cols = [c for c in table.columns if str(c).startswith("layer ")]
-    x = np.arange(len(cols))
-    fig, axes = new_figure(1, width=7.0, height=3.2, grid=True)
-    ax = axes[0, 0]
+    cols = [c for c in table.columns if str(c).startswith("layer ") and str(c).split()[-1].isdigit()]
+    if not cols:
+        raise ValueError(f"plot_adjacency_by_layer: no 'layer k' columns in the table; it has {list(table.columns)}")
+    layer_ids = [int(str(c).split()[-1]) for c in cols]
+    long = pd.DataFrame([{"layer": layer, "score": float(v), "model": str(label)}
+                         for label, row in table[cols].iterrows() for layer, v in zip(layer_ids, row.to_numpy(dtype=float))])
+    long = pd.concat([long, pd.DataFrame({"layer": layer_ids, "score": 0.5, "model": "chance"})], ignore_index=True)
     lo, hi = P2_REPORTED.layer1_score_range
-    ax.fill_between([0.8, x[-1] + 0.2], lo, hi, color="0.85", label="P2, layers >= 1")
-    ax.scatter([0], [P2_REPORTED.embedding_score], color="0.4", marker="s", zorder=3, label="P2, layer 0")
-    for i, (label, row) in enumerate(table[cols].iterrows()):
-        ax.plot(x, row.to_numpy(dtype=float), marker="o", color=f"C{i % 10}", ls="-" if "trained" in str(label) else "--",
-                label=str(label))
-    ax.axhline(0.5, color="k", lw=0.5, ls=":")
-    ax.set_xticks(x, [c.split()[-1] for c in cols])
-    ax.set_xlabel("layer (0 = token embeddings)")
-    ax.set_ylabel("adjacency score")
-    ax.set_ylim(0.3, 1.02)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    return fig
+    finite = long["score"][np.isfinite(long["score"])]
+    bottom = min(0.3, math.floor(float(finite.min()) * 10) / 10) if len(finite) else 0.3
+    lines = _tidy_series(pg.series_chart(long, x="layer", y="score", series="model", x_type="ordinal", points=True,
+                            x_title="layer (0 = token embeddings)", y_title="adjacency score", series_title="model",
+                            y_scale={"domain": [bottom, 1.0]}, width=pg.COLUMN_WIDTH, height=300))
+    band_name = f"P2 reported, layers 1 and up ({lo:g}-{hi:g})"
+    band = pd.DataFrame({"layer": [k for k in layer_ids if k >= 1], "low": lo, "high": hi, "reference": band_name})
+    square_name = f"P2 reported, layer 0 ({P2_REPORTED.embedding_score:g})"
+    square = pd.DataFrame({"layer": [k for k in layer_ids if k == 0], "score": P2_REPORTED.embedding_score, "reference": square_name})
+    x_axis = alt.X("layer:O", title="layer (0 = token embeddings)", axis=alt.Axis(labelAngle=0))
+    y_axis = alt.Y("low:Q", title="adjacency score", scale=alt.Scale(domain=[bottom, 1.0]))
+    p2_band = alt.Chart(band).mark_area(opacity=0.5).encode(
+        x=x_axis, y=y_axis, y2="high:Q",
+        fill=alt.Fill("reference:N", scale=alt.Scale(domain=[band_name], range=["#BBBBBB"]), title="P2",
+                      legend=alt.Legend(symbolType="square")),
+        tooltip=[alt.Tooltip("reference:N", title="reference"), alt.Tooltip("layer:O"),
+                 alt.Tooltip("low:Q", title="lowest reported"), alt.Tooltip("high:Q", title="highest reported")])
+    p2_square = alt.Chart(square).mark_point(filled=True, size=90, color="#555555").encode(
+        x=x_axis, y=alt.Y("score:Q", title="adjacency score", scale=alt.Scale(domain=[bottom, 1.0])),
+        shape=alt.Shape("reference:N", scale=alt.Scale(domain=[square_name], range=["square"]), title=None),
+        tooltip=[alt.Tooltip("reference:N", title="reference"), alt.Tooltip("score:Q", title="reported score")])
+    return pg.finish_chart(
+        alt.layer(p2_band, p2_square, lines),
+        description=("Adjacency score of every layer (0 = token embeddings) for each model, before and after training, "
+                     "with P2's reported values (a grey square at layer 0, a grey band from layer 1 on) and the chance "
+                     "level of one half dotted. Click a legend entry to show one model."),
+    )
 
 
-def plot_init_ablation(table: pd.DataFrame, *, columns: Sequence[str] = ("layer 1",)) -> Figure:
-    """Heatmaps of adjacency scores over the (mean, std) initialisation grid.
+def plot_init_ablation(table: pd.DataFrame, *, columns: Sequence[str] = ("layer 1",)) -> Any:
+    """Adjacency scores over the initialisation grid: score against embedding std, one line per mean.
+
+    One series per (column, embedding mean); where the table has a ``"<column> sd"`` column
+    (the spread over seeds, :func:`init_ablation`), a band of one standard deviation either
+    side. Grid points a column does not have (NaN: not trained) are left out.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        From :func:`init_ablation`.
+        From :func:`init_ablation`: index ``(mean, std)``.
     columns : sequence of str, keyword-only
-        Columns to draw, one panel each.
+        Score columns to draw (e.g. ``["layer 1", "layer 1 (trained)"]``).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.LayerChart
 
     Examples
     --------
-    >>> t = pd.DataFrame({"mean": [0.0, 0.0], "std": [0.02, 0.2], "layer 1": [0.8, 0.5]}).set_index(["mean", "std"])
-    >>> type(plot_init_ablation(t)).__name__
-    'Figure'
+    >>> t = pd.DataFrame({"mean": [0.0, 0.0], "std": [0.02, 0.2], "layer 1": [0.8, 0.5], "layer 1 sd": [0.03, 0.04]})
+    >>> spec = plot_init_ablation(t.set_index(["mean", "std"])).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['line', 'area', 'point']
     """
-    fig, axes = new_figure(len(columns), width=3.4, height=2.9, grid=True)
-    im = None
-    for ax, col in zip(axes[0], columns):
-        grid = table[col].unstack("std")
-        im = ax.imshow(grid.to_numpy(dtype=float), cmap="viridis", vmin=0.4, vmax=1.0)
-        ax.set_xticks(range(grid.shape[1]), [f"{s:g}" for s in grid.columns])
-        ax.set_yticks(range(grid.shape[0]), [f"{m:g}" for m in grid.index])
-        ax.set_xlabel("embedding std")
-        ax.set_ylabel("embedding mean")
-        ax.set_title(col, fontsize=9)
-        for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
-            if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="w" if v < 0.75 else "k")
-            else:
-                ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color="0.5")
-    if im is not None:
-        fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="adjacency score")
-    return fig
+    missing = [c for c in columns if c not in table.columns]
+    if missing or not list(columns):
+        raise ValueError(f"plot_init_ablation: columns {missing or list(columns)} not in the table; it has {list(table.columns)}")
+    flat = table.reset_index()
+    if not {"mean", "std"} <= set(flat.columns):
+        raise ValueError("plot_init_ablation: the table must have levels or columns 'mean' and 'std' (from init_ablation)")
+    parts = []
+    for col in columns:
+        sd = flat[f"{col} sd"].to_numpy(dtype=float) if f"{col} sd" in flat else np.full(len(flat), np.nan)
+        v = flat[col].to_numpy(dtype=float)
+        part = pd.DataFrame({"std": flat["std"].to_numpy(dtype=float), "score": v, "low": v - sd, "high": v + sd,
+                             "series": [f"{col}, mean {m:g}" for m in flat["mean"]]})
+        parts.append(part[np.isfinite(part["score"])])
+    frame = pd.concat(parts, ignore_index=True)
+    stds = sorted(set(frame["std"]))
+    frame = pd.concat([frame, pd.DataFrame({"std": stds, "score": 0.5, "low": np.nan, "high": np.nan, "series": "chance"})],
+                      ignore_index=True)
+    chart = _tidy_series(pg.series_chart(frame, x="std", y="score", series="series", lower="low", upper="high", x_type="ordinal",
+                            points=True, x_title="token-embedding std σ (log-spaced grid)", y_title="adjacency score",
+                            series_title="score, embedding mean μ", width=pg.COLUMN_WIDTH, height=280))
+    return pg.finish_chart(
+        chart,
+        description=("Adjacency score against the standard deviation of the token-embedding initialisation, one line per "
+                     f"embedding mean and score column ({', '.join(columns)}), with a band of one standard deviation "
+                     "over seeds where there are several seeds, and the chance level of one half dotted."),
+    )
 
 
-def plot_probe_results(tables: Mapping[str, pd.DataFrame]) -> Figure:
+def plot_probe_results(tables: Mapping[str, pd.DataFrame]) -> Any:
     """Probe NRMSE and Pearson R against layer, for each model and feature kind.
+
+    Two panels (NRMSE, R), one line per (model, feature kind); the dotted reference is a
+    probe without positional information (predicting the mean position: NRMSE 1, R 0).
 
     Parameters
     ----------
     tables : mapping of str to DataFrame
-        Model label -> :func:`probe_by_layer` table.
+        Model label -> :func:`probe_by_layer` table (index: layer).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair.ConcatChart
 
     Examples
     --------
     >>> df = pd.DataFrame({"NRMSE (cosine)": [1.0, 0.6], "R (cosine)": [0.0, 0.8]})
-    >>> type(plot_probe_results({"model": df})).__name__
-    'Figure'
+    >>> spec = plot_probe_results({"model": df}).to_dict()
+    >>> [panel["layer"][0]["mark"]["type"] for panel in spec["hconcat"]]
+    ['line', 'line']
     """
-    fig, axes = new_figure(2, width=3.8, height=3.0, grid=True)
-    for i, (label, df) in enumerate(tables.items()):
-        for j, kind in enumerate(_PROBE_KINDS):
-            if f"NRMSE ({kind})" not in df:
-                continue
-            style = {"color": f"C{i}", "ls": "-" if kind == "cosine" else "--", "marker": "o", "ms": 3}
-            axes[0, 0].plot(df.index, df[f"NRMSE ({kind})"], label=f"{label}, {kind}", **style)
-            axes[0, 1].plot(df.index, df[f"R ({kind})"], label=f"{label}, {kind}", **style)
-    axes[0, 0].set_ylabel("test NRMSE (1 = predict the mean)")
-    axes[0, 1].set_ylabel("test Pearson R")
-    for ax in axes[0]:
-        ax.set_xlabel("layer")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    axes[0, 0].set_ylim(0, None)
-    axes[0, 1].legend(fontsize=7)
-    return fig
+    reference = "reference: no positional information"
+    frames: dict[str, list[pd.DataFrame]] = {"NRMSE": [], "R": []}
+    layers: set[int] = set()
+    for label, df in tables.items():
+        for kind in _PROBE_KINDS:
+            for metric in frames:
+                if f"{metric} ({kind})" in df:
+                    frames[metric].append(pd.DataFrame({"layer": np.asarray(df.index, dtype=int),
+                                                        "value": df[f"{metric} ({kind})"].to_numpy(dtype=float),
+                                                        "probe": f"{label}, {kind}"}))
+                    layers |= {int(k) for k in df.index}
+    if not frames["NRMSE"]:
+        raise ValueError("plot_probe_results: no 'NRMSE (<kind>)' columns in the tables (from probe_by_layer)")
+    titles = {"NRMSE": "test NRMSE (1 = predicting the mean position)", "R": "test Pearson R"}
+    panels = []
+    for metric, parts in frames.items():
+        ref = pd.DataFrame({"layer": sorted(layers), "value": 1.0 if metric == "NRMSE" else 0.0, "probe": reference})
+        frame = pd.concat([*parts, ref], ignore_index=True)
+        panels.append(_tidy_series(pg.series_chart(frame, x="layer", y="value", series="probe", x_type="ordinal", points=True,
+                                      x_title="layer (0 = token embeddings)", y_title=titles[metric],
+                                      series_title="model, features", title=f"probe {metric}",
+                                      width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT)))
+    return pg.finish_chart(
+        alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared"),
+        description=("Position probes by layer: test NRMSE (left; 1 means no better than predicting the mean position) "
+                     "and test Pearson R (right), one line per model and feature kind (cosine rows or variance), with "
+                     "the dotted reference of a probe that has no positional information."),
+    )
