@@ -315,3 +315,25 @@ def test_variance_share_of_alignment() -> None:
     fa = fourier_alignment(B, k=16)
     assert fa.trace == pytest.approx(np.trace(B))
     assert fa.variance_share.sum() == pytest.approx(1.0)  # PSD, all n eigenvalues: the full trace
+
+
+def test_tied_eigenvectors_get_a_machine_independent_basis():
+    """A circulant matrix's paired eigenvectors come back in the same basis whatever rotation
+    the eigensolver returned (LAPACK builds and CPU kernel paths differ)."""
+    from posgeo.experiments.circulant import _canonical_ties
+
+    n = 16
+    i = np.arange(n)
+    c = np.exp(-np.minimum(i, n - i) / 2.0)
+    C = c[(i[None, :] - i[:, None]) % n]
+    lam, V = np.linalg.eigh(C)
+    lam, V = lam[::-1], V[:, ::-1]
+    assert abs(lam[1] - lam[2]) < 1e-12  # frequency 1: a tied pair
+    for angle in (0.3, 1.1, 2.5):
+        R = np.eye(n)
+        R[1:3, 1:3] = [[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]]
+        rotated = V @ R
+        assert np.allclose(_canonical_ties(lam, rotated)[:, :3], _canonical_ties(lam, V)[:, :3], atol=1e-10)
+    W = _canonical_ties(lam, V)
+    assert np.allclose(W.T @ W, np.eye(n), atol=1e-10)  # still orthonormal eigenvectors of C
+    assert np.allclose(C @ W, W * lam, atol=1e-10)

@@ -552,11 +552,48 @@ def fourier_alignment(B: object, *, k: int = 4, basis: Basis = "dft") -> Fourier
 
 
 def _top_eigenpairs(B: object, k: object) -> tuple[np.ndarray, np.ndarray]:
+    """The top-k eigenpairs, with a machine-independent basis inside each tied eigenspace.
+
+    A circulant matrix's eigenvalues come in equal pairs, and an eigensolver may return any
+    rotation of each pair's eigenvectors (it differs between LAPACK builds and CPU kernel
+    paths). Eigenvalues equal to 1e-8 of the largest form a tied group; its basis is
+    replaced by the canonical one: the projections of e_0, e_1, ... onto the group's
+    eigenspace, orthonormalised in that order (one more eigenpair is computed so that a
+    group cut by k is still recognised).
+    """
     A = _symmetric(B)
     n = A.shape[0]
     if n < 2:
         raise ValueError("B must be at least 2 x 2 to have Fourier structure")
-    return top_eigenpairs(A, _check_k(k, n))
+    k = _check_k(k, n)
+    lam, V = top_eigenpairs(A, min(k + 1, n))
+    return lam[:k], _canonical_ties(lam, V)[:, :k]
+
+
+def _canonical_ties(lam: np.ndarray, V: np.ndarray, rtol: float = 1e-8) -> np.ndarray:
+    V = np.array(V, dtype=np.float64, copy=True)
+    scale = max(float(np.abs(lam).max(initial=0.0)), np.finfo(float).tiny)
+    start = 0
+    while start < lam.size:
+        stop = start + 1
+        while stop < lam.size and abs(lam[stop] - lam[start]) <= rtol * scale:
+            stop += 1
+        if stop - start > 1:
+            U = V[:, start:stop]
+            P = U @ U.T  # the projector onto the tied eigenspace: the same whatever basis was returned
+            basis: list[np.ndarray] = []
+            for j in range(V.shape[0]):
+                v = P[:, j].copy()
+                for b in basis:
+                    v -= (b @ v) * b
+                norm = np.linalg.norm(v)
+                if norm > 1e-6:
+                    basis.append(v / norm)
+                if len(basis) == stop - start:
+                    break
+            V[:, start:stop] = np.column_stack(basis)
+        start = stop
+    return V
 
 
 def _alignment(lam: np.ndarray, V: np.ndarray, basis: str, trace: float) -> FourierAlignment:
