@@ -220,7 +220,12 @@ profiles = {
 scores = ex.adjacency_table(profiles)
 scores.round(1)
 
-# %%
+# %% [markdown]
+# {numref}`fig-ch10-adjacency` draws the table layer by layer.
+
+# %% mystnb={"figure": {"caption": "Adjacency score of every layer (0 = token embeddings) for the four tasks' models, untrained (init) and after a short training, with P2's reported values (grey square at layer 0, grey band from layer 1 on) and the chance level of one half (dotted). Click a legend entry to show one model alone (shift-click for several); hover a point for its value.", "name": "fig-ch10-adjacency"}} tags=["stochastic"] tolerance={"atol": 0.25, "rtol": 0}
+# The scores of the table above: other kernel paths moved the trained ones by up to 0.1,
+# so the chart's numbers are compared to 0.25, as the table's.
 ex.plot_adjacency_by_layer(scores)
 
 # %% [markdown]
@@ -229,9 +234,14 @@ ex.plot_adjacency_by_layer(scores)
 # anti-diagonal of the answer, which mirrors the prompt), every later layer a band along the
 # diagonal. After training the prompt and the answer also form two blocks. P2 sees the pattern
 # weaken in the later layers of its trained 6-layer models; in our 2-layer models the last
-# layer is the strongest. Each panel has its own colour scale; the titles give the scores.
+# layer is mostly the strongest ({numref}`fig-ch10-adjacency`), with two exceptions after
+# training: the indexing model's last layer falls back towards chance, and the addition
+# model's two layers score alike. In {numref}`fig-ch10-similarity` all panels share one
+# colour scale, from $-1$ (blue) through 0 (white) to 1 (orange); the titles give the scores.
 
-# %%
+# %% mystnb={"figure": {"caption": "Batch-averaged cosine self-similarity C[i, j] of the reversal model's hidden states, untrained (left) and trained (right), one row per layer (0 = token embeddings); one colour scale for all panels. Hover a cell for its positions and value.", "name": "fig-ch10-similarity"}} tags=["stochastic"] tolerance={"atol": 0.5, "rtol": 0}
+# The trained model's matrices (one seed): other CPU kernel paths moved its batch-mean
+# cosines by up to 0.24 (and its scores as in the table above), so compared to 0.5.
 ex.plot_similarity_grid({key: profiles[key] for key in ("reversal, init", "reversal, trained")})
 
 # %% [markdown]
@@ -293,11 +303,13 @@ for task in tasks.TASKS:
 # which decreases monotonically as $l$ moves away from $k$: every row increases towards the
 # diagonal and the score tends to 1 (`ex.expected_cumulative_cosine`). The simulation below
 # (uniform causal averages of Gaussian vectors in the model's width, `cumulative_mean_states`)
-# follows the limit. The first layers of the reversal model decay with the offset too, but
-# from a much lower level after offset 0: their output contains the token's own embedding,
-# which no other position shares (see the next table).
+# follows the limit ({numref}`fig-ch10-decay`). The first layers of the reversal model decay
+# with the offset too, but from a much lower level after offset 0: their output contains the
+# token's own embedding, which no other position shares (see the next table).
 
-# %%
+# %% mystnb={"figure": {"caption": "Mean cosine C[k, i] against the offset k - i: uniform causal averages of Gaussian vectors (simulated) beside their large-d limit (dotted, the two coincide), and layer 1 of the reversal model, untrained and trained. Click a legend entry to show one curve; drag to pan, scroll to zoom.", "name": "fig-ch10-decay"}} tags=["stochastic"] tolerance={"atol": 0.25, "rtol": 0}
+# The trained curve averages the trained model's cosines (one seed) over the pairs at each
+# offset: other CPU kernel paths moved it by up to 0.053, so compared to 0.25.
 n_rev = tokens["reversal"].shape[1]
 simulated = pg.cosine_similarity_matrix(ex.cumulative_mean_states(n_rev, settings.d_model, batch=settings.n_analysis, seed=0))
 decay = {
@@ -360,11 +372,13 @@ averaging["attention output"]
 ablation = ex.init_ablation(settings, tokens[settings.ablation_task])
 ablation.round(2)
 
-# %%
+# %% mystnb={"figure": {"caption": "Layer-1 adjacency score against the standard deviation of the token-embedding initialisation, one line per embedding mean: untrained (mean over three seeds, band: one standard deviation over the seeds; the lines for means 4 and 8 coincide) and after a short training (mean 0, one seed), with the chance level of one half (dotted).", "name": "fig-ch10-init"}} tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2}
+# The numbers of the table above (the trained line: one seed): compared to 0.03 + 20% of the
+# value, as the table.
 ex.plot_init_ablation(ablation, columns=["layer 1", "layer 1 (trained)"])
 
 # %% [markdown]
-# At initialisation P2's observation holds: $\sigma = 0.002$ gives an almost perfect pattern,
+# At initialisation ({numref}`fig-ch10-init`) P2's observation holds: $\sigma = 0.002$ gives an almost perfect pattern,
 # $\sigma = 0.02$ a clear one, $\sigma = 0.2$ none (chance level or below). The ratio column
 # explains it: with $\sigma = 0.2$ the embedding dwarfs the averaged update, with
 # $\sigma = 0.002$ the update dwarfs the embedding. The mean $\mu$ matters much less than
@@ -446,16 +460,19 @@ probes = {
 }
 pd.concat(probes, names=["model"]).round(1)
 
-# %%
+# %% mystnb={"figure": {"caption": "Position probes by layer (0 = token embeddings) on random-token sequences: test NRMSE (left; 1 means no better than predicting the mean position) and test Pearson R (right) of probes reading the cosine row or the variance of a hidden state, in the untrained and the trained reversal model; dotted: a probe without positional information. Click a legend entry to show one probe.", "name": "fig-ch10-probes"}} tags=["stochastic"] tolerance={"atol": 0.25, "rtol": 0}
+# The probes of the table above (other kernel paths moved the trained model's R (variance) by
+# up to 0.13): compared to 0.25, as the table.
 ex.plot_probe_results(probes)
 
 # %% [markdown]
-# At the embedding layer neither feature set carries position (NRMSE 1, $R \approx 0$): the
+# In {numref}`fig-ch10-probes`, at the embedding layer neither feature set carries position (NRMSE 1, $R \approx 0$): the
 # tokens are random and nothing mixes them yet. From layer 1 on the cosine rows locate the
 # position better than the variance, in the untrained and in the trained model; in the
-# trained model's last layer the variance has lost its positional information altogether.
-# P2's conclusion, that similarity is the better positional feature, holds here. No probe
-# comes close to reading positions exactly (NRMSE 0.45 at best): the position information in
+# trained model's last layer the variance has lost almost all of its positional information
+# (NRMSE near 1, a weak R). P2's conclusion, that similarity is the better positional feature,
+# holds here. No probe comes close to reading positions exactly (NRMSE about 0.4 at best,
+# the trained model's last layer): the position information in
 # these small models is coarse. The difference in NRMSE, cosine minus variance, for the
 # layers after the embedding:
 
