@@ -40,9 +40,13 @@
 # python -m posgeo audit --help
 # ```
 #
-# It writes two files into `--out`: `report.html`, one self-contained page (the charts are
-# inline SVG; it loads nothing from anywhere, so it opens offline and can be mailed), and
-# `report.json` with the same numbers under stable keys. The book ships
+# It writes two files into `--out`: `report.html`, one self-contained page, and
+# `report.json` with the same numbers under stable keys. The page's charts are interactive
+# (hover for values, click a legend entry to show one curve): they are Vega-Lite charts,
+# like the book's, drawn by the JavaScript of Vega, Vega-Lite and vega-embed, which the file
+# carries once inside itself. The page loads nothing from anywhere, so it opens offline and
+# can be mailed; `--static` writes the charts as plain SVG images instead, with no
+# JavaScript at all. The book ships
 # <a href="../audit/sst2-minilm/report.html">the example report</a> produced by the
 # first command above.
 #
@@ -162,11 +166,12 @@ pd.concat({"plug-in": plug_in, "corrected": corrected}, axis=1).drop(index="PMDS
 # points imitate the noise, which is full-rank. Against the noise-corrected (hybrid)
 # distances the order changes: the sinusoids fit best, and the table fits a little better
 # than random vectors on the estimate, while the 3-dimensional embedding now trails them
-# all (the corrected geometry keeps more dimensions than three). Whether "a little better"
-# holds is what the sampling intervals below decide. A model should be judged against the
-# corrected geometry, with its intervals.
+# all (the corrected geometry keeps more dimensions than three); {numref}`fig-ch11-stress`
+# shows both orders. Whether "a little better" holds is what the sampling intervals below
+# decide (the black lines of the figure). A model should be judged against the corrected
+# geometry, with its intervals.
 
-# %%
+# %% mystnb={"figure": {"caption": "Scale-optimal stress of each encoding against SST-2's plug-in (blue) and noise-corrected (vermillion) distances (n = 48): classical MDS (PMDS) and SMACOF at k = 1, 2, 3, MiniLM's table, and sinusoidal and random vectors of its width. Black lines: 95% half-sample intervals of the corrected stresses. Hover a bar for its values.", "name": "fig-ch11-stress"}}
 assert plug_in.loc["random", "optimal"] < plug_in.loc["model", "optimal"] < plug_in.loc["SMACOF k=3", "optimal"]
 assert corrected.loc["sinusoidal", "optimal"] < corrected.loc["model", "optimal"] < corrected.loc["random", "optimal"]
 assert corrected.loc["SMACOF k=3", "optimal"] > corrected.loc["random", "optimal"]
@@ -195,19 +200,19 @@ pd.Series(verdict["sentences"], name="verdict")
 # yet its order is real: every one of 100 shuffles of its rows fits worse.
 
 # %% [markdown]
-# The distance-by-offset curves show why the table fits as well as it does: rescaled by
-# the scale-optimal factor, its distances rise with the offset, as the corpus's do, with
-# an oscillation that the corpus lacks.
+# The distance-by-offset curves ({numref}`fig-ch11-offsets`) show why the table fits as
+# well as it does: rescaled by the scale-optimal factor, its distances rise with the
+# offset, as the corpus's do, with an oscillation that the corpus lacks.
 
-# %%
+# %% mystnb={"figure": {"caption": "Mean distance against offset |i - j| on SST-2: the corpus's plug-in (blue) and noise-corrected (vermillion, dashed) distances, and MiniLM's position vectors times the scale-optimal factor (wine); bands span the minimum to the maximum over the pairs at each offset. Click a legend entry to show one curve; drag to pan, scroll to zoom.", "name": "fig-ch11-offsets"}}
 au.plot_audit_offsets(report)
 
 # %% [markdown]
-# In two dimensions the corpus geometry is a smooth arc from the first position to the
-# last, while the table's first two MDS axes split the positions into early and late
-# groups and scatter them within each:
+# In two dimensions ({numref}`fig-ch11-maps`) the corpus geometry is a smooth arc from the
+# first position to the last, while the table's first two MDS axes split the positions into
+# early and late groups and scatter them within each:
 
-# %%
+# %% mystnb={"figure": {"caption": "Positions 0 to 47 in two dimensions, coloured by position (colour bar: dark early, yellow late) and joined in order: SST-2's plug-in geometry by classical MDS (left) and MiniLM's position vectors, rescaled, by classical MDS of their distances (right), on the same axes. Hover a point for its position.", "name": "fig-ch11-maps"}}
 au.plot_audit_maps(report)
 
 # %% [markdown]

@@ -24,7 +24,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.figure import Figure
 
 import posgeo
 from posgeo.audit import (
@@ -240,20 +239,60 @@ def test_summary_has_every_headline_and_the_paper_values(text_report: AuditRepor
     assert s["value"].dtype == float
 
 
+CHART_NAMES = ["heatmap", "spectrum", "offsets", "maps", "stress", "layers"]
+SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.S)
+
+
+def embedded_specs(page: str) -> dict[str, dict]:
+    """The Vega-Lite spec of every ``vegaEmbed("#chart-NAME", SPEC, OPTIONS)`` call of a page."""
+    specs = {}
+    for _, body in SCRIPT.findall(page):
+        m = re.match(r'vegaEmbed\("#chart-(\w+)", ', body)
+        if m:
+            specs[m.group(1)], _ = json.JSONDecoder().raw_decode(body, m.end())
+    return specs
+
+
 def test_html_is_self_contained(text_report: AuditReport) -> None:
     page = text_report.to_html()
     assert page.startswith("<!DOCTYPE html>")
-    assert "http://" not in page and "https://" not in page  # no URL of any kind, not even a namespace
-    for tag in ("<script", "<img", "<link", "<iframe", "@import"):
+    scripts = SCRIPT.findall(page)
+    assert all(attrs.strip() == "" for attrs, _ in scripts), "inline scripts only, none with src="
+    bundles = [body for _, body in scripts if "window.vegaEmbed=" in body]
+    assert len(bundles) == 1 and page.index(bundles[0]) < page.index("<body>"), "the Vega bundle, once, in the head"
+    assert "BSD-3-Clause" in bundles[0] and "University of Washington Interactive Data Lab" in bundles[0]
+    markup = SCRIPT.sub("", page)  # everything but the scripts' code
+    assert "http://" not in markup and "https://" not in markup  # no URL of any kind
+    for tag in ("<img", "<link", "<iframe", "@import"):
+        assert tag not in markup
+    assert not re.search(r'(?:src|href)="(?!#|data:)', markup), "only in-page references and data: URIs"
+    specs = embedded_specs(page)
+    assert list(specs) == CHART_NAMES, "one vegaEmbed call per chart, in the page's order"
+    for name, spec in specs.items():
+        assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v5"), name
+        assert len(spec["description"]) > 40, f"{name}: no alt text"
+        assert f'<div class="chart" id="chart-{name}"></div>' in page
+    assert len(set(re.findall(r'\bid="([^"]+)"', markup))) == len(re.findall(r'\bid="([^"]+)"', markup)), "unique ids"
+    for needle in (posgeo.__version__, text_report.command.replace("'", "&#x27;"), "How to read this", "0.254"):
+        assert needle in page
+
+
+def test_static_html_has_svg_charts_and_no_script(text_report: AuditReport) -> None:
+    page = text_report.to_html(static=True)
+    assert "<script" not in page and "<noscript" not in page
+    assert "http://" not in page and "https://" not in page  # not even a namespace
+    for tag in ("<img", "<link", "<iframe", "@import"):
         assert tag not in page
     assert not re.search(r'(?:src|href)="(?!#|data:)', page), "only in-page references and data: URIs"
-    assert page.count("<svg") >= 6 and page.count("<svg") == page.count("</svg>")
+    figures = re.findall(r'<figure id="fig-(\w+)"><svg\b([^>]*)>', page)
+    assert [name for name, _ in figures] == CHART_NAMES
+    assert all('role="img" aria-label="' in attrs for _, attrs in figures), "every SVG has its alt text"
+    assert page.count("<svg") == page.count("</svg>") == len(CHART_NAMES)
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert len(ids) == len(set(ids)), "ids must be unique across the inline SVGs"
     refs = set(re.findall(r'href="#([^"]+)"', page)) | set(re.findall(r"url\(#([^)]+)\)", page))
     assert refs <= set(ids), f"dangling references: {sorted(refs - set(ids))[:5]}"
-    for needle in (posgeo.__version__, text_report.command.replace("'", "&#x27;"), "How to read this", "0.254"):
-        assert needle in page
+    assert "0.254" in page and "Every chart is an inline SVG image." in page
 
 
 def test_rerun_gives_identical_bytes(text_file: Path, tmp_path: Path) -> None:
@@ -262,6 +301,12 @@ def test_rerun_gives_identical_bytes(text_file: Path, tmp_path: Path) -> None:
     assert first == second == 0
     for name in ("report.html", "report.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    # --static: the same numbers, the charts as SVG and no script
+    assert main(["audit", str(text_file), "--positions", "8", "--out", str(tmp_path / "c"), "--no-progress", "--static"]) == 0
+    assert (tmp_path / "c" / "report.json").read_bytes() == (tmp_path / "a" / "report.json").read_bytes()
+    static = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in static and static.count("<svg") == 6
+    assert "<script" in (tmp_path / "a" / "report.html").read_text(encoding="utf-8")
 
 
 def test_second_run_reads_the_cache(text_file: Path, monkeypatch: pytest.MonkeyPatch, private_cache: Path) -> None:
@@ -703,11 +748,78 @@ def test_check_parameters_normalises_the_dimensions() -> None:
 
 
 # --------------------------------------------------------------------------- charts, settings
-def test_plot_functions_return_figures(text_report: AuditReport) -> None:
-    for plot in (plot_audit_heatmap, plot_audit_offsets, plot_audit_maps, plot_audit_stress, plot_audit_layers):
-        fig = plot(text_report)
-        assert isinstance(fig, Figure) and fig.axes
-    assert len(plot_audit_maps(text_report).axes) == 3  # corpus, model, colour bar
+def chart_rows(spec: dict) -> list[dict]:
+    """Every data row of a chart spec (Altair puts them in ``datasets``)."""
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def marks(spec: dict) -> list[str]:
+    """The mark types of a (layered / concatenated) spec, depth first."""
+    if "mark" in spec:
+        mark = spec["mark"]
+        return [mark if isinstance(mark, str) else mark["type"]]
+    return [m for key in ("layer", "concat", "hconcat", "vconcat") for part in spec.get(key, []) for m in marks(part)]
+
+
+def test_plot_functions_return_altair_charts(text_report: AuditReport) -> None:
+    import altair as alt
+
+    r = text_report
+    n = r.parameters["n_positions"]
+    charts = {"heatmap": plot_audit_heatmap(r), "spectrum": audit_report._plot_spectrum(r),
+              "offsets": plot_audit_offsets(r), "maps": plot_audit_maps(r), "stress": plot_audit_stress(r),
+              "layers": plot_audit_layers(r)}
+    specs = {}
+    for name, chart in charts.items():
+        assert isinstance(chart, alt.TopLevelMixin), name
+        specs[name] = chart.to_dict()
+        assert len(specs[name]["description"]) > 40, f"{name}: no alt text"
+    # heatmaps: two panels of n x n cells on one colour scale with a colour bar; the diagonal is 0
+    heat = specs["heatmap"]
+    assert marks(heat) == ["rect", "rect"] and heat["resolve"]["scale"]["color"] == "shared"
+    for panel in heat["concat"]:
+        assert panel["encoding"]["color"]["field"] == "value" and panel["encoding"]["color"]["legend"]["type"] == "gradient"
+        assert "stroke" not in panel["encoding"] and any(t["field"] == "value" for t in panel["encoding"]["tooltip"])
+        values = panel["data"]["values"][0]["v"]
+        assert len(values) == n * n and values[0] == 0
+    plug_values = heat["concat"][0]["data"]["values"][0]["v"]
+    assert plug_values[1] == pytest.approx(r.hellinger[0, 1], abs=1e-3)
+    # distance by offset: bands, lines and tooltip points; the corpus curves and the rescaled model
+    off = specs["offsets"]
+    assert sorted(marks(off)) == ["area", "line", "point"]
+    curves = {row["curve"] for row in chart_rows(off)}
+    assert {"corpus, plug-in", "corpus, noise-corrected"} < curves and any(c.startswith("model (") for c in curves)
+    first = next(row for row in chart_rows(off) if row["curve"] == "corpus, plug-in" and row["offset"] == 1)
+    assert first["mean"] == pytest.approx(float(np.diagonal(r.hellinger, 1).mean()))
+    line = next(layer for layer in off["layer"] if marks(layer) == ["line"])
+    assert line["encoding"]["color"]["scale"]["range"][:2] == [posgeo.series_colour("plug-in"),
+                                                               posgeo.series_colour("corrected")]
+    # maps: corpus and model panels, points coloured by position on one colour bar, joined in order
+    maps = specs["maps"]
+    assert marks(maps) == ["line", "circle", "text"] * 2
+    assert maps["concat"][0]["layer"][1]["encoding"]["color"]["field"] == "position"
+    assert maps["concat"][0]["layer"][0]["encoding"]["order"]["field"] == "position"
+    assert {row["position"] for row in chart_rows(maps)} == set(range(n))
+    # stress: bars by encoding and target, error bars where the report has intervals
+    st_spec = specs["stress"]
+    assert marks(st_spec)[0] == "bar" and st_spec["layer"][0]["encoding"]["color"]["field"] == "target"
+    rows = chart_rows(st_spec)
+    model = next(row for row in rows if row["encoding"] == "model" and row["target"] == "corrected")
+    assert model["stress"] == pytest.approx(r.stress["corrected"].loc["model", "optimal"])
+    assert "PMDS full" not in {row["encoding"] for row in rows}
+    if r.intervals is not None:
+        assert marks(st_spec) == ["bar", "rule"]
+        assert model["low"] == pytest.approx(r.intervals.loc["model", "low"])
+    # layers: scale-optimal and raw projected stress, one line per target
+    lay = specs["layers"]
+    assert sorted(marks(lay)) == ["line", "line", "point", "point"]
+    assert {row["target"] for row in chart_rows(lay)} == set(r.layers)
+    assert {row["layer"] for row in chart_rows(lay)} == set(r.layers["plug-in"].index)
+    # spectra: one legend with the 99% reference (dotted) in both panels' scales
+    spec = specs["spectrum"]
+    domains = [next(layer for layer in part["layer"] if marks(layer) == ["line"])["encoding"]["color"]["scale"]["domain"]
+               for part in spec["concat"]]
+    assert domains[0] == domains[1] and "99% reference" in domains[0]
 
 
 def test_plot_layers_without_layers_raises(text_report: AuditReport) -> None:
@@ -756,10 +868,10 @@ def test_cli_help(capsys) -> None:
     assert main(["audit", "--help"]) == 0
     text = capsys.readouterr().out
     for option in ("DATASET", "--split", "--column", "--model", "--positions", "--max-sequences", "--data-dir",
-                   "--out", "--no-cache", "--no-progress", "POSGEO_CACHE_DIR"):
+                   "--out", "--static", "--no-cache", "--no-progress", "POSGEO_CACHE_DIR"):
         assert option in text
     args = build_parser().parse_args(["audit", "x.txt", "--no-cache", "--max-sequences", "9"])
-    assert (args.no_cache, args.max_sequences, args.split) == (True, 9, "train")
+    assert (args.no_cache, args.max_sequences, args.split, args.static) == (True, 9, "train", False)
 
 
 def test_python_dash_m_posgeo(tmp_path: Path) -> None:

@@ -145,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drop missing (null) and empty texts instead of refusing them (default: refuse, naming the rows)")
     p.add_argument("--intervals", type=int, default=20, metavar="K",
                    help="halvings of the 95%% sampling intervals of the corrected stresses (default: 20; 0: none)")
+    p.add_argument("--static", action="store_true",
+                   help="charts of report.html as plain SVG images, no JavaScript (default: interactive charts)")
     p.add_argument("--no-cache", action="store_true", help="recompute everything and store nothing in the cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser
@@ -238,7 +240,7 @@ def _run_audit(args: argparse.Namespace) -> int:
             drop_empty=args.drop_empty,
             intervals=args.intervals,
         )
-        html_path, json_path = report.write(out)
+        html_path, json_path = report.write(out, static=args.static)
     except (ValueError, TypeError, OSError, CorpusUnavailableError) as exc:
         return _error(_one_line(exc))
     try:

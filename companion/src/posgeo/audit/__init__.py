@@ -15,10 +15,11 @@ the book teaches, with the measurements of its chapters:
 4. **The layers** (chapter 9): projected stress of the positional input through every
    layer's query and key maps, for BERT-architecture encoders.
 
-The result, :class:`AuditReport`, renders as a self-contained HTML page (inline CSS, charts as
-inline SVG, no script, no external address) and as a JSON file of the same numbers; the
-command line ``posgeo audit`` (see :mod:`posgeo.__main__`) writes both. Chapter 11 explains
-every number.
+The result, :class:`AuditReport`, renders as a self-contained HTML page that loads nothing
+(inline CSS; interactive Altair charts drawn by vega-embed, whose JavaScript is inlined once;
+with ``--static`` the charts are inline SVG and the page has no script) and as a JSON file of
+the same numbers; the command line ``posgeo audit`` (see :mod:`posgeo.__main__`) writes both.
+Chapter 11 explains every number.
 
 The package, in the order the audit runs:
 

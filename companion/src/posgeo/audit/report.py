@@ -2,15 +2,16 @@
 
 :class:`AuditReport` holds every number of an audit (:func:`posgeo.audit.audit` returns one)
 and the matrices behind its charts. :meth:`AuditReport.to_json` writes the numbers
-(``schema`` ``"posgeo-audit/1"``), :meth:`AuditReport.to_html` a self-contained page: inline
-CSS, every chart an inline SVG (``plot_audit_*``), no script, no external address; the bytes
-of both depend only on the report.
+(``schema`` ``"posgeo-audit/1"``), :meth:`AuditReport.to_html` a self-contained page that loads
+nothing: inline CSS, and every chart (``plot_audit_*``, Altair) drawn in the page by vega-embed,
+whose JavaScript (with Vega and Vega-Lite) is inlined once; ``to_html(static=True)`` draws the
+charts as inline SVG instead and has no script. The bytes of both depend only on the report.
 """
 
 from __future__ import annotations
 
+import functools
 import html as _html
-import io
 import json
 import math
 import os
@@ -20,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import altair as alt
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from posgeo import classical_mds, distance_by_offset, new_figure, order_free_baselines, pairwise_distances
-from posgeo import plot_distance_heatmaps, plot_spectra, plot_stress_bars
+import posgeo as pg
+from posgeo import classical_mds, distance_by_offset, order_free_baselines, pairwise_distances
 from posgeo.experiments.papers import PAPER_P1
 
 from .inputs import AuditError
@@ -439,17 +440,25 @@ class AuditReport:
 
         return pd.DataFrame({"value": [num(v) for *_, v, _ in rows], "P1": [num(p) for *_, p in rows]}, index=index)
 
-    def to_html(self) -> str:
-        """A self-contained HTML page: inline CSS, charts as inline SVG, no script, no URL.
+    def to_html(self, *, static: bool = False) -> str:
+        """A self-contained HTML page that loads nothing: inline CSS and interactive charts.
 
-        The bytes depend only on the report (no timestamp), so the same inputs give the
-        same page.
+        Each chart is a Vega-Lite spec drawn in the page by vega-embed (tooltips, legends
+        that pick a curve); the JavaScript of Vega, Vega-Lite and vega-embed is inlined
+        once, in the page's head. With ``static`` every chart is an inline SVG drawn
+        beforehand (by vl-convert) and the page has no script at all. The bytes depend only
+        on the report (no timestamp), so the same inputs give the same page.
+
+        Parameters
+        ----------
+        static : bool, keyword-only, default False
+            Charts as inline SVG, no JavaScript (``posgeo audit --static``).
 
         Returns
         -------
         str
         """
-        return _render_html(self)
+        return _render_html(self, static=static)
 
     @staticmethod
     def output_paths(out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
@@ -504,7 +513,7 @@ class AuditReport:
             raise AuditError(f"--out {out}: cannot write into {parent} (permission denied); pass a writable directory")
         return html_path, json_path
 
-    def write(self, out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    def write(self, out_dir: str | os.PathLike[str], *, static: bool = False) -> tuple[Path, Path]:
         """Write ``report.html`` and ``report.json`` into ``out_dir`` (created if needed), atomically.
 
         Both are rendered first, written to temporary files beside their targets and moved
@@ -515,6 +524,8 @@ class AuditReport:
         Parameters
         ----------
         out_dir : path
+        static : bool, keyword-only, default False
+            Charts as inline SVG and no JavaScript (:meth:`to_html`).
 
         Returns
         -------
@@ -529,7 +540,7 @@ class AuditReport:
             Writing failed (e.g. the disk is full).
         """
         html_path, json_path = self.output_paths(out_dir)
-        texts = {json_path: self.to_json(), html_path: self.to_html()}  # rendered before anything is written
+        texts = {json_path: self.to_json(), html_path: self.to_html(static=static)}  # rendered before anything is written
         html_path.parent.mkdir(parents=True, exist_ok=True)
         temps: dict[Path, Path] = {}
         try:
@@ -563,12 +574,20 @@ class AuditReport:
 # --------------------------------------------------------------------------- charts
 
 
+_PANEL_HEIGHT = 220  # px, a panel of a two-column grid (pg.PANEL_WIDTH wide)
+
+
 def _title(report: AuditReport) -> str:
     return f"{report.parameters['dataset']}, n = {report.parameters['n_positions']}"
 
 
-def plot_audit_heatmap(report: AuditReport) -> Figure:
-    """Heatmaps of the corpus's Hellinger distances, plug-in and noise-corrected.
+def _model_name(report: AuditReport) -> str:
+    """The model's label without the provenance in brackets (``"all-MiniLM-L6-v2"``)."""
+    return str(report.model["label"]).split(" (")[0]
+
+
+def plot_audit_heatmap(report: AuditReport) -> Any:
+    """Heatmaps of the corpus's Hellinger distances, plug-in and noise-corrected, with one colour bar.
 
     Parameters
     ----------
@@ -576,13 +595,30 @@ def plot_audit_heatmap(report: AuditReport) -> Figure:
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
+        Two panels (plug-in, noise-corrected) sharing one colour scale from 0 to the
+        largest distance; hover a cell for its positions and value.
     """
-    vmax = float(max(report.hellinger.max(), report.hellinger_corrected.max()))
-    return plot_distance_heatmaps(
-        {f"plug-in ({_title(report)})": report.hellinger, "noise-corrected": report.hellinger_corrected},
-        vmax=vmax if vmax > 0 else 1.0,
-        label="chord Hellinger distance",
+    vmax = float(max(np.nanmax(report.hellinger), np.nanmax(report.hellinger_corrected)))
+    domain = (0.0, vmax if vmax > 0 else 1.0)
+    n = report.hellinger.shape[0]
+    # whole pixels per cell (no seams between cells without a stroke, which would turn the colour bar
+    # into symbols): the side heatmap_chart bins to (128 at most), times the cell size that fits a panel
+    side = math.ceil(n / math.ceil(n / 128))
+    width = side * max(1, pg.PANEL_WIDTH // side)
+    panels = []
+    for title, M in ((f"plug-in ({_title(report)})", report.hellinger),
+                     ("corrected for sampling noise", report.hellinger_corrected)):
+        panel = pg.heatmap_chart(M, title=title, value_title="chord Hellinger distance", domain=domain, width=width)
+        panel.encoding.stroke = alt.Undefined
+        panel = panel.mark_rect(aria=False)  # no screen-reader label per cell (the description says what it is)
+        panels.append(panel)
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2).resolve_scale(color="shared"),
+        description=(f"Two heatmaps of the chord Hellinger distance between positions i (rows) and j (columns) of "
+                     f"{report.parameters['dataset']}: plug-in (left) and corrected for sampling noise (right), on one "
+                     "colour scale; dark is close, yellow far. Hover a cell for its value."),
+        canvas=n > 64,
     )
 
 
@@ -590,7 +626,13 @@ def _alpha(report: AuditReport, name: str = "model") -> float:
     return float(report.stress["plug-in"].loc[name, "alpha"])  # type: ignore[union-attr]
 
 
-def plot_audit_offsets(report: AuditReport) -> Figure:
+def _offset_frame(M: np.ndarray, name: str) -> pd.DataFrame:
+    prof = distance_by_offset(M)
+    prof["curve"] = name
+    return prof[["offset", "mean", "min", "max", "pairs", "curve"]]
+
+
+def plot_audit_offsets(report: AuditReport) -> Any:
     """Distance against offset ``|i - j|``: the corpus and the model's (rescaled) vectors.
 
     The corpus curves are the mean plug-in and noise-corrected Hellinger distance at every
@@ -604,31 +646,38 @@ def plot_audit_offsets(report: AuditReport) -> Figure:
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
+        One line per curve (legend: click to show one alone), bands from min to max,
+        tooltips with the values and the number of pairs.
     """
-    fig, (ax,) = new_figure(1, width=6.0, height=3.4)
-    curves = [("corpus, plug-in", report.hellinger, "C0"), ("corpus, noise-corrected", report.hellinger_corrected, "C2")]
+    parts = [_offset_frame(report.hellinger, "corpus, plug-in"),
+             _offset_frame(report.hellinger_corrected, "corpus, noise-corrected")]
     if report.encoding is not None:
-        E = _alpha(report) * pairwise_distances(report.encoding)
-        curves.append((f"model x {_alpha(report):.3g} (scale-optimal)", E, "C3"))
-    for label, M, colour in curves:
-        prof = distance_by_offset(M)
-        ax.fill_between(prof["offset"], prof["min"], prof["max"], alpha=0.15, color=colour, lw=0)
-        ax.plot(prof["offset"], prof["mean"], color=colour, label=label)
-    ax.set_xlabel("offset |i - j|")
-    ax.set_ylabel("distance")
-    ax.set_ylim(0, None)
-    ax.set_title(f"distance by offset ({_title(report)})", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
-    return fig
+        alpha = _alpha(report)
+        parts.append(_offset_frame(alpha * pairwise_distances(report.encoding),
+                                   f"model ({_model_name(report)}) x {alpha:.3g}"))
+    chart = pg.series_chart(
+        pd.concat(parts, ignore_index=True), x="offset", y="mean", series="curve", lower="min", upper="max",
+        x_title="offset |i - j| (positions)", y_title="mean distance (chord Hellinger scale)", series_title="curve",
+        title=f"distance by offset ({_title(report)})", tooltip=["pairs"], height=280,
+    )
+    what = "the corpus's plug-in and noise-corrected distances"
+    if report.encoding is not None:
+        what += " and the model's position vectors rescaled by the scale-optimal factor"
+    return pg.finish_chart(
+        chart,
+        description=(f"Mean distance between two positions against their offset |i - j|, for {what}; "
+                     "the bands span the minimum to the maximum over the pairs at each offset."),
+    )
 
 
-def plot_audit_maps(report: AuditReport) -> Figure:
+def plot_audit_maps(report: AuditReport) -> Any:
     """Two-dimensional maps of the positions: the corpus (PMDS, k = 2) and the model.
 
     The model's map is classical MDS (k = 2) of its position vectors' distances, rescaled
-    by the scale-optimal factor, so both panels are on the Hellinger scale. Points are
-    coloured by position and joined in order; position 0 is labelled.
+    by the scale-optimal factor, so both panels are on the Hellinger scale (and drawn on
+    the same axes' range). Points are coloured by position (one colour bar) and joined in
+    order; the first and the last position are labelled.
 
     Parameters
     ----------
@@ -636,30 +685,57 @@ def plot_audit_maps(report: AuditReport) -> Figure:
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    panels = [("corpus: PMDS (k = 2)", classical_mds(report.hellinger, 2).coords)]
+    maps = [("corpus: PMDS (k = 2)", classical_mds(report.hellinger, 2).coords)]
     if report.encoding is not None:
         E = _alpha(report) * pairwise_distances(report.encoding)
-        panels.append(("model: its vectors, MDS (k = 2)", classical_mds(E, 2).coords))
-    fig, axes = new_figure(len(panels), width=3.8, height=3.6)
-    sc = None
-    for ax, (title, X) in zip(axes, panels):
-        pos = np.arange(X.shape[0])
+        maps.append((f"model ({_model_name(report)}): MDS (k = 2) of its vectors", classical_mds(E, 2).coords))
+    frames = []
+    for title, X in maps:
+        X = np.asarray(X, dtype=float)
         y = X[:, 1] if X.shape[1] > 1 else np.zeros(X.shape[0])
-        ax.plot(X[:, 0], y, color="0.75", lw=0.8, zorder=1)
-        sc = ax.scatter(X[:, 0], y, c=pos, cmap="viridis", s=18, zorder=2)
-        ax.annotate("0", (X[0, 0], y[0]), fontsize=8, xytext=(3, 3), textcoords="offset points")
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("MDS axis 1")
-        ax.set_ylabel("MDS axis 2")
-        ax.set_aspect("equal", adjustable="datalim")
-    fig.colorbar(sc, ax=list(axes), shrink=0.8, label="position")
-    return fig
+        frames.append((title, pd.DataFrame({"position": np.arange(X.shape[0]), "axis 1": X[:, 0], "axis 2": y})))
+    reach = max(float(np.abs(f[["axis 1", "axis 2"]].to_numpy()).max()) for _, f in frames)
+    reach = reach * 1.08 if reach > 0 else 1.0
+    axis = alt.Scale(domain=[-reach, reach], nice=False, zero=False)
+    n = report.hellinger.shape[0]
+    colour = alt.Color("position:Q", title="position", scale=alt.Scale(scheme="viridis", domain=[0, n - 1]),
+                       legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=260))
+    panels = []
+    for title, frame in frames:
+        base = alt.Chart(frame).encode(x=alt.X("axis 1:Q", title="MDS axis 1 (Hellinger scale)", scale=axis),
+                                       y=alt.Y("axis 2:Q", title="MDS axis 2 (Hellinger scale)", scale=axis))
+        path = base.mark_line(color="#bbbbbb", strokeWidth=1).encode(order="position:Q")
+        points = base.mark_circle(size=42, opacity=1).encode(
+            color=colour,
+            tooltip=[alt.Tooltip("position:Q"), alt.Tooltip("axis 1:Q", format=".4~g"),
+                     alt.Tooltip("axis 2:Q", format=".4~g")])
+        ends = frame.iloc[[0, -1]].assign(label=lambda f: [f"position {int(p)}" for p in f["position"]])
+        labels = alt.Chart(ends).mark_text(align="left", dx=6, dy=-6, fontSize=11, color="#333333").encode(
+            x=alt.X("axis 1:Q", scale=axis), y=alt.Y("axis 2:Q", scale=axis), text="label:N",
+            tooltip=[alt.Tooltip("label:N", title="point")])
+        panels.append(alt.layer(path, points, labels).properties(title=title, width=pg.PANEL_WIDTH,
+                                                                  height=pg.PANEL_WIDTH))
+    chart = pg.panel_grid(panels, columns=2)
+    if len(panels) > 1:
+        chart = chart.resolve_scale(color="shared")
+    which = "the corpus geometry (classical MDS of the plug-in distances)"
+    if report.encoding is not None:
+        which += " and the model's position vectors (classical MDS of their rescaled distances), on the same scale"
+    return pg.finish_chart(
+        chart,
+        description=(f"Positions 0 to {n - 1} placed in two dimensions, coloured by position and joined in order: "
+                     f"{which}. Hover a point for its position."),
+    )
 
 
-def plot_audit_stress(report: AuditReport) -> Figure:
+def plot_audit_stress(report: AuditReport) -> Any:
     """Scale-optimal stress of every fitted and compared encoding, against both targets.
+
+    Bars are grouped by encoding and coloured by the target distances (plug-in,
+    noise-corrected); where the report has 95% half-sample intervals (the corrected
+    target), they are drawn as error bars.
 
     Parameters
     ----------
@@ -667,15 +743,59 @@ def plot_audit_stress(report: AuditReport) -> Figure:
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    table = pd.DataFrame({t: df["optimal"] for t, df in report.stress.items() if df is not None})
-    fig = plot_stress_bars(table.drop(index="PMDS full"), column="scale-optimal")
-    fig.axes[0].set_title(f"scale-optimal stress ({_title(report)}; lower is better)", fontsize=10)
-    return fig
+    rows = []
+    for target, df in report.stress.items():
+        if df is None:
+            continue
+        for name, row in df.drop(index="PMDS full").iterrows():
+            rows.append({"encoding": str(name), "target": target, "stress": float(row["optimal"]),
+                         "raw stress": float(row["raw"]), "dim": int(row["dim"])})
+    long = pd.DataFrame(rows)
+    if report.intervals is not None:
+        ints = report.intervals[["low", "high"]]
+        hit = (long["target"] == "corrected") & long["encoding"].isin(ints.index)
+        long["low"] = np.where(hit, long["encoding"].map(ints["low"]), np.nan)
+        long["high"] = np.where(hit, long["encoding"].map(ints["high"]), np.nan)
+    encodings = list(dict.fromkeys(long["encoding"]))
+    targets = list(dict.fromkeys(long["target"]))
+    top = float(np.nanmax(long[["stress", "high"] if "high" in long else ["stress"]].to_numpy(dtype=float)))
+    x = alt.X("encoding:N", sort=encodings, title=None, axis=alt.Axis(labelAngle=-35))
+    offset = alt.XOffset("target:N", sort=targets)
+    tips = [alt.Tooltip("encoding:N"), alt.Tooltip("target:N", title="target distances"),
+            alt.Tooltip("stress:Q", title="scale-optimal stress", format=".4~g"),
+            alt.Tooltip("raw stress:Q", format=".4~g"), alt.Tooltip("dim:Q", title="dimension")]
+    if "low" in long:
+        tips += [alt.Tooltip("low:Q", title="95% interval, low", format=".4~g"),
+                 alt.Tooltip("high:Q", title="95% interval, high", format=".4~g")]
+    bars = alt.Chart(long).mark_bar().encode(
+        x=x, xOffset=offset, y=alt.Y("stress:Q", title="scale-optimal stress (0 = perfect fit)",
+                                     scale=alt.Scale(domainMax=top * 1.04, nice=True)),
+        color=alt.Color("target:N", scale=pg.colour_scale(targets), title="target distances",
+                        sort=targets),
+        tooltip=tips,
+    )
+    layers = [bars]
+    if "low" in long and long["low"].notna().any():
+        bounded = long[long["low"].notna()].assign(interval="95% half-sample interval")
+        layers.append(alt.Chart(bounded).mark_rule(strokeWidth=1.5, color="#000000").encode(
+            x=x, xOffset=offset, y=alt.Y("low:Q"), y2="high:Q",
+            strokeDash=alt.StrokeDash("interval:N", title=None,
+                                      scale=alt.Scale(domain=["95% half-sample interval"], range=[[1, 0]])),
+            tooltip=tips))
+    chart = alt.layer(*layers).properties(width=pg.COLUMN_WIDTH, height=260,
+                                           title=f"scale-optimal stress ({_title(report)}; lower is better)")
+    return pg.finish_chart(
+        chart,
+        description=("Grouped bars of the scale-optimal stress of each encoding (classical MDS and SMACOF at low "
+                     "dimension, the model, sinusoidal and random baselines) against the plug-in and the "
+                     "noise-corrected distances; black lines are 95% half-sample intervals where the report has "
+                     "them. Lower fits better."),
+    )
 
 
-def plot_audit_layers(report: AuditReport) -> Figure:
+def plot_audit_layers(report: AuditReport) -> Any:
     """Projected stress per layer (scale-optimal and raw), against both targets.
 
     Parameters
@@ -684,7 +804,9 @@ def plot_audit_layers(report: AuditReport) -> Figure:
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
+        Two panels: scale-optimal (left) and raw (right; logarithmic when it spans more
+        than a factor 50) projected stress against the layer, one line per target.
 
     Raises
     ------
@@ -693,24 +815,67 @@ def plot_audit_layers(report: AuditReport) -> Figure:
     """
     if report.layers is None:
         raise ValueError(f"this report has no per-layer numbers: {report.notes.get('layers', '')}")
-    fig, axes = new_figure(2, width=4.0, height=3.2)
-    for ax, column in zip(axes, ("optimal", "raw")):
-        for c, (label, t) in enumerate(report.layers.items()):
-            ax.plot(t.index, t[column], marker="o", color=f"C{c}", label=label)
-        ax.set_xlabel("layer (0 = input)")
-        ax.set_ylabel(f"{'scale-optimal' if column == 'optimal' else 'raw'} projected stress")
-        ax.set_xticks(list(t.index))
-    if axes[1].get_ylim()[1] > 50 * max(1e-12, axes[1].get_ylim()[0]):
-        axes[1].set_yscale("log")
-    axes[0].legend(fontsize=8)
-    return fig
+    long = pd.concat([t.rename_axis("layer").reset_index().assign(target=str(label))
+                      for label, t in report.layers.items()], ignore_index=True)
+    long["layer"] = long["layer"].astype(int)
+    raw = long["raw"].to_numpy(dtype=float)
+    log = bool(np.all(raw > 0) and raw.max() > 50 * raw.min())
+    panels = []
+    for column, name in (("optimal", "scale-optimal"), ("raw", "raw")):
+        panels.append(pg.series_chart(
+            long, x="layer", y=column, series="target", x_title="layer (0 = the positional input)",
+            y_title=f"{name} projected stress" + (" (log scale)" if column == "raw" and log else ""),
+            series_title="target distances", title=f"{name} projected stress", points=True, zoom=False,
+            y_scale={"type": "log"} if column == "raw" and log else None, tooltip=["distance ratio"],
+            width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT,
+        ))
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2),
+        description=("Projected stress of the positional input through each layer's query and key maps against the "
+                     "layer (0 is the input itself): scale-optimal (left) and raw (right), one line per target "
+                     "distances (plug-in, noise-corrected)."),
+    )
 
 
-def _plot_spectrum(report: AuditReport) -> Figure:
+def _plot_spectrum(report: AuditReport) -> Any:
+    """Eigen-spectra of the double-centred Gram matrices (classical MDS) of both targets.
+
+    Left: ``|eigenvalue| / sum |eigenvalues|`` of the leading 40 (log scale); right: the
+    share of the positive eigenvalues' sum held by the top r (log r), with the 99% line.
+    Both panels share one legend (the reference line is in it).
+    """
     spectra = {"plug-in": classical_mds(report.hellinger).eigenvalues}
     if report.stress.get("corrected") is not None:
         spectra["noise-corrected"] = classical_mds(report.hellinger_corrected).eigenvalues
-    return plot_spectra(spectra, top=min(40, report.hellinger.shape[0]))
+    n = report.hellinger.shape[0]
+    top, reference = min(40, n), "99% reference"
+    left, right = [], []
+    for name, lam in spectra.items():
+        lam = np.asarray(lam, dtype=float)
+        k = np.arange(1, min(top, lam.size) + 1)
+        left.append(pd.DataFrame({"index": k, "share": np.abs(lam[: k.size]) / np.abs(lam).sum(), "spectrum": name}))
+        pos = np.clip(lam, 0, None)
+        right.append(pd.DataFrame({"rank": np.arange(1, lam.size + 1), "energy": np.cumsum(pos) / pos.sum(),
+                                   "spectrum": name}))
+    ranks = int(max(len(f) for f in right))
+    right.append(pd.DataFrame({"rank": [1, ranks], "energy": [0.99, 0.99], "spectrum": reference}))
+    # the reference's name also in the left panel's data (no value: nothing drawn), so that both panels
+    # have the same colour and dash scales and one legend shows them all
+    left.append(pd.DataFrame({"index": [1], "share": [np.nan], "spectrum": [reference]}))
+    a = pg.series_chart(pd.concat(left, ignore_index=True), x="index", y="share", series="spectrum", points=True,
+                        x_title="eigenvalue index", y_title="|eigenvalue| / sum |eigenvalues| (log scale)",
+                        y_scale={"type": "log"}, series_title="spectrum", width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT,
+                        title="leading eigenvalues", zoom=False)
+    b = pg.series_chart(pd.concat(right, ignore_index=True), x="rank", y="energy", series="spectrum",
+                        x_title="rank r (log scale)", y_title="share of the energy in the top r",
+                        x_scale={"type": "log", "domain": [1, ranks], "nice": False}, series_title="spectrum",
+                        width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT, title="cumulative energy", zoom=False)
+    return pg.finish_chart(
+        pg.panel_grid([a, b], columns=2),
+        description=("Eigen-spectra of the double-centred Gram matrix of the " + " and the ".join(spectra)
+                     + " distances: the leading eigenvalues' shares (log scale, left) and the cumulative share of "
+                     "the positive eigenvalues in the top r (right), with a dotted line at 99%."),
+    )
 
 
 # --------------------------------------------------------------------------- HTML
@@ -730,6 +895,7 @@ th { background: #f4f6fa; }
 .note { background: #fff8e6; border-left: 3px solid #e0a800; padding: 0.5em 0.9em; margin: 0.8em 0; }
 figure { margin: 0.8em 0; }
 figure svg { max-width: 100%; height: auto; }
+.chart { max-width: 100%; overflow-x: auto; }
 figcaption { color: #5a6275; font-size: 0.9em; }
 footer { margin-top: 3em; color: #5a6275; font-size: 0.85em; }
 """
@@ -812,6 +978,77 @@ def _frame_table(df: pd.DataFrame, index_name: str) -> str:
     return _table(header, rows)
 
 
+# --------------------------------------------------------------------------- charts in the page
+#: Vega-Lite version of the specs Altair writes ("5.20"); the bundled JavaScript is of this version.
+_VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+_COUNTER = re.compile(r"\b(view|param)_(\d+)\b")
+# vega-embed's menu keeps the exports (drawn in the page) and drops the links to the online editor.
+_ACTIONS = {"export": True, "source": False, "compiled": False, "editor": False}
+# What the inlined JavaScript is (vl-convert's bundle) and the notices its licences ask for.
+_LICENCE_NOTE = """/*! Vega, Vega-Lite and vega-embed (with vega-tooltip, vega-themes and vega-schema-url-parser),
+bundled by vl-convert (Copyright 2023 Jon Mease; BSD-3-Clause). Vega, Vega-Lite, vega-embed, vega-tooltip,
+vega-themes: Copyright (c) 2015-2023, University of Washington Interactive Data Lab; all rights reserved;
+BSD-3-Clause. Included: d3 modules and delaunator (ISC; Copyright Mike Bostock, Mapbox), lodash.debounce
+and json-stringify-pretty-compact (MIT; Copyright OpenJS Foundation, Simon Lydell), robust-predicates
+(Unlicense).
+BSD-3-Clause: Redistribution and use in source and binary forms, with or without modification, are
+permitted provided that the following conditions are met: 1. Redistributions of source code must retain the
+above copyright notice, this list of conditions and the following disclaimer. 2. Redistributions in binary
+form must reproduce the above copyright notice, this list of conditions and the following disclaimer in the
+documentation and/or other materials provided with the distribution. 3. Neither the name of the copyright
+holder nor the names of its contributors may be used to endorse or promote products derived from this
+software without specific prior written permission. THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND
+CONTRIBUTORS "AS IS" AND ANY EXPRESS OR IMPLIED WARRANTIES, INCLUDING, BUT NOT LIMITED TO, THE IMPLIED
+WARRANTIES OF MERCHANTABILITY AND FITNESS FOR A PARTICULAR PURPOSE ARE DISCLAIMED. IN NO EVENT SHALL THE
+COPYRIGHT HOLDER OR CONTRIBUTORS BE LIABLE FOR ANY DIRECT, INDIRECT, INCIDENTAL, SPECIAL, EXEMPLARY, OR
+CONSEQUENTIAL DAMAGES (INCLUDING, BUT NOT LIMITED TO, PROCUREMENT OF SUBSTITUTE GOODS OR SERVICES; LOSS OF
+USE, DATA, OR PROFITS; OR BUSINESS INTERRUPTION) HOWEVER CAUSED AND ON ANY THEORY OF LIABILITY, WHETHER IN
+CONTRACT, STRICT LIABILITY, OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE
+OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE. */"""
+
+
+def _round(value: Any) -> Any:
+    """Floats to 4 significant digits (the charts' tooltips show no more), recursively."""
+    if isinstance(value, float):
+        if not math.isfinite(value) or value == 0 or value == int(value):
+            return value
+        return round(value, 1) if abs(value) >= 1000 else float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {k: _round(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_round(v) for v in value]
+    return value
+
+
+def _spec(chart: Any) -> dict[str, Any]:
+    """The chart's Vega-Lite spec, machine-independent: numbers to 4 significant digits and
+    Altair's counter names (``view_7``, ``param_3``) renumbered from 1 in each chart."""
+    text = json.dumps(_round(chart.to_dict()))
+    order: dict[str, str] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        kind = match.group(1)
+        return order.setdefault(match.group(0), f"{kind}_{sum(k.startswith(kind) for k in order) + 1}")
+
+    return json.loads(_COUNTER.sub(rename, text))
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside an inline ``<script>``: no ``<`` (so no ``</script>``, no ``<!--``)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("<", "\\u003c")
+
+
+@functools.lru_cache(maxsize=1)
+def _javascript() -> str:
+    """Vega, Vega-Lite and vega-embed as one script (vl-convert's bundle; it defines ``vegaEmbed``)."""
+    import vl_convert as vlc
+
+    bundle = vlc.javascript_bundle(vl_version=_VL_VERSION)
+    if "</script" in bundle.lower():  # pragma: no cover - it would end the inline script early
+        raise RuntimeError("the Vega bundle of vl-convert contains '</script'; it cannot be inlined")
+    return _LICENCE_NOTE + "\n" + bundle
+
+
 _SVG_DROP = [
     re.compile(r"<\?xml[^>]*\?>\s*"),
     re.compile(r"<!DOCTYPE[^>]*>\s*"),
@@ -820,20 +1057,17 @@ _SVG_DROP = [
 ]
 
 
-def _svg(fig: Figure, name: str) -> str:
-    """The figure as an inline ``<svg>`` element: deterministic, ids prefixed with ``name``."""
-    import matplotlib
+def _svg(spec: Mapping[str, Any], name: str) -> str:
+    """The chart as an inline ``<svg>`` element (vl-convert): deterministic, ids prefixed with ``name``."""
+    import vl_convert as vlc
 
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": f"posgeo-{name}", "svg.fonttype": "path"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    svg = buf.getvalue()
+    svg = vlc.vegalite_to_svg(dict(spec), vl_version=_VL_VERSION)
     for pattern in _SVG_DROP:
         svg = pattern.sub("", svg)
     prefix = f"{name}-"
     seen: dict[str, int] = {}
 
-    def rename(match: re.Match[str]) -> str:  # prefix every id; number repeats (matplotlib reuses image ids)
+    def rename(match: re.Match[str]) -> str:  # prefix every id; number repeats
         ident = match.group(1)
         seen[ident] = seen.get(ident, 0) + 1
         suffix = "" if seen[ident] == 1 else f"-{seen[ident]}"
@@ -845,8 +1079,19 @@ def _svg(fig: Figure, name: str) -> str:
     return svg.strip()
 
 
-def _figure(fig: Figure, name: str, caption: str) -> str:
-    return f'<figure id="fig-{name}">{_svg(fig, name)}<figcaption>{_esc(caption)}</figcaption></figure>'
+def _figure(chart: Any, name: str, caption: str, *, static: bool = False) -> str:
+    """One chart with its caption: a ``<div>`` that a tiny script fills with :func:`vegaEmbed`
+    (interactive: tooltips, legends), or with ``static`` an inline SVG and no script."""
+    spec = _spec(chart)
+    if static:  # the description as the image's alt text (vega-embed puts it on the chart's container)
+        label = f' role="img" aria-label="{_esc(spec.get("description", ""))}"'
+        body = re.sub(r"^<svg\b", lambda m: "<svg" + label, _svg(spec, name), count=1)
+    else:
+        renderer = spec.get("usermeta", {}).get("embedOptions", {}).get("renderer", "svg")
+        options = {"renderer": renderer, "actions": _ACTIONS, "downloadFileName": f"posgeo-audit-{name}"}
+        body = (f'<div class="chart" id="chart-{name}"></div><script>vegaEmbed("#chart-{name}", '
+                f"{_script_json(spec)}, {_script_json(options)}).catch(console.error);</script>")
+    return f'<figure id="fig-{name}">{body}<figcaption>{_esc(caption)}</figcaption></figure>'
 
 
 def _glance(r: AuditReport) -> list[str]:
@@ -894,7 +1139,7 @@ def _glance(r: AuditReport) -> list[str]:
     return lines
 
 
-def _render_html(r: AuditReport) -> str:
+def _render_html(r: AuditReport, *, static: bool = False) -> str:
     p, c, m = r.parameters, r.corpus, r.model
     n = p["n_positions"]
     paper = r.paper_reference()
@@ -908,7 +1153,17 @@ def _render_html(r: AuditReport) -> str:
     add("<!DOCTYPE html>")
     add('<html lang="en"><head><meta charset="utf-8">')
     add('<meta name="viewport" content="width=device-width, initial-scale=1">')
-    add(f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body><main>")
+    add(f"<title>{_esc(title)}</title><style>{_CSS}</style>")
+    if not static:  # Vega, Vega-Lite and vega-embed, once; each chart below is a tiny script calling vegaEmbed
+        add(f"<script>{_javascript()}</script>")
+    add("</head><body><main>")
+    if not static:
+        add('<noscript><p class="note">The charts of this page are drawn by JavaScript, which is switched off: '
+            "<code>posgeo audit ... --static</code> writes them as plain SVG images.</p></noscript>")
+
+    def _fig(chart: Any, name: str, caption: str, hint: str = "") -> str:  # hint: how to interact (not in static)
+        return _figure(chart, name, caption if static or not hint else f"{caption} {hint}", static=static)
+
     add(f"<h1>{_esc(title)}</h1>")
     when = f" &middot; computed on {_esc(r.computed_on)}" if r.computed_on else ""
     add(f'<p class="sub">posgeo {_esc(r.version)}{when} &middot; {_esc(r.dataset["description"])}</p>')
@@ -960,17 +1215,20 @@ def _render_html(r: AuditReport) -> str:
         "removes. The effective rank is how many dimensions an encoding needs to reproduce the geometry: P1 "
         "(Observation 8) expects it to be small. A curve that rises with the offset is a geometry an ordered "
         "encoding can follow; a flat one says that, beyond the first positions, positions look alike.</p>")
-    add(_figure(plot_audit_heatmap(r), "heatmap",
+    add(_fig(plot_audit_heatmap(r), "heatmap",
                 f"Chord Hellinger distance between the token distributions of positions 0..{n - 1}: plug-in (left) "
-                "and corrected for sampling noise (right)."))
+                "and corrected for sampling noise (right), on one colour scale (dark: close).",
+                "Hover a cell for its positions and value."))
     geo_rows = _labelled((k, v) for k, v in c.items() if k != "effective_rank")
     add(_table(["corpus", "value"], geo_rows))
     er_rows = [[t, v["rank_90"], v["rank_99"], v["entropy_rank"]] for t, v in c["effective_rank"].items() if v is not None]
     add(_table(["target", "rank (90% energy)", "rank (99% energy)", "entropy rank"], er_rows))
-    add(_figure(_plot_spectrum(r), "spectrum", "Eigenvalues of the double-centred Gram matrix (classical MDS) and the "
-                "energy held by the top r."))
-    add(_figure(plot_audit_offsets(r), "offsets",
-                "Mean distance at every offset |i - j| (band: min to max over pairs)."))
+    add(_fig(_plot_spectrum(r), "spectrum", "Eigenvalues of the double-centred Gram matrix (classical MDS) and the "
+                "energy held by the top r: plug-in (solid) and noise-corrected (dashed), with the 99% line (dotted)."))
+    add(_fig(plot_audit_offsets(r), "offsets",
+                "Mean distance at every offset |i - j| (band: min to max over pairs): the corpus, plug-in (solid) and "
+                "noise-corrected (dashed), and the model's vectors times the scale-optimal factor.",
+                "Click a legend entry to show one curve; drag to pan, scroll to zoom."))
 
     # best fit
     add("<h2>The best possible fit</h2>")
@@ -979,7 +1237,7 @@ def _render_html(r: AuditReport) -> str:
         f"{_fmt(paper['stress/real/pmds'])} on real corpora. At a fixed low dimension SMACOF minimises stress "
         "directly and is never worse than PMDS. These rows are the floor: no encoding of that dimension can do "
         "better. alpha is the scale-optimal factor.</p>")
-    add(_figure(plot_audit_maps(r), "maps", "Positions in two dimensions, coloured by position and joined in order: "
+    add(_fig(plot_audit_maps(r), "maps", "Positions in two dimensions, coloured by position and joined in order: "
                 "the corpus geometry (PMDS, left) and the model's vectors (right), on the same scale."))
     for target, df in r.stress.items():
         if df is None:
@@ -999,8 +1257,10 @@ def _render_html(r: AuditReport) -> str:
         if r.differences is not None:
             add(_frame_table(r.differences.set_index(["better", "worse"])[["difference", "low", "high", "separated"]]
                              .reset_index(level=1), "better"))
-    add(_figure(plot_audit_stress(r), "stress", "Scale-optimal stress of each encoding (PMDS and SMACOF at k = "
-                + ", ".join(map(str, p["mds_dims"])) + "; the model; sinusoidal and random baselines of the model's width)."))
+    add(_fig(plot_audit_stress(r), "stress", "Scale-optimal stress of each encoding (PMDS and SMACOF at k = "
+                + ", ".join(map(str, p["mds_dims"])) + "; the model; sinusoidal and random baselines of the model's width) "
+                "against the plug-in and the noise-corrected distances"
+                + ("; black lines: 95% half-sample intervals (corrected distances)." if r.intervals is not None else ".")))
 
     # model
     add("<h2>The model's positions</h2>")
@@ -1037,8 +1297,9 @@ def _render_html(r: AuditReport) -> str:
             "peak of raw stress at layer 3 of BERT-base. Raw projected stress mostly measures how much a layer's maps "
             "stretch (see the distance ratio); scale-optimal stress compares the shape that each layer's attention "
             "sees.</p>")
-        add(_figure(plot_audit_layers(r), "layers", "Projected stress of the positional input through each layer's "
-                    "query and key maps (layer 0: the input itself)."))
+        add(_fig(plot_audit_layers(r), "layers", "Projected stress of the positional input through each layer's "
+                    "query and key maps (layer 0: the input itself), against the plug-in (solid) and the noise-corrected "
+                    "(dashed) distances."))
         for target, df in r.layers.items():
             add(f"<h3>Projected stress against the {_esc(target)} distances</h3>")
             add(_frame_table(df, "layer"))
@@ -1055,6 +1316,9 @@ def _render_html(r: AuditReport) -> str:
     add("<h2>Reference values (P1)</h2>")
     add(_table(["key", "reported"], [[k, v] for k, v in paper.items()]))
     add(f"<footer>Generated by posgeo {_esc(r.version)} (<code>{_esc(r.command)}</code>). The same numbers are in "
-        "report.json. Every chart is inline SVG; this page loads nothing from anywhere.</footer>")
+        "report.json. " + ("Every chart is an inline SVG image." if static else
+                           "The charts are drawn by Vega-Lite, whose JavaScript is included once in this file (hover "
+                           "for values, click a legend entry to show one curve).")
+        + " This page loads nothing from anywhere.</footer>")
     add("</main></body></html>")
     return "\n".join(parts) + "\n"
