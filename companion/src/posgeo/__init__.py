@@ -178,6 +178,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
     '_plotting': (
         'COLUMN_WIDTH',
         'PANEL_WIDTH',
+        'PANEL_HEIGHT',
         'series_colour',
         'colour_scale',
         'finish_chart',

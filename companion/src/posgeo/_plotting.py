@@ -46,6 +46,7 @@ import pandas as pd
 __all__ = [
     'COLUMN_WIDTH',
     'PANEL_WIDTH',
+    'PANEL_HEIGHT',
     'series_colour',
     'colour_scale',
     'finish_chart',
@@ -70,6 +71,7 @@ __all__ = [
 COLUMN_WIDTH = 620
 #: Width in px of one panel of a two-column :func:`panel_grid`.
 PANEL_WIDTH = 290
+#: Height in px of one panel of a :func:`panel_grid`.
 PANEL_HEIGHT = 220
 
 # ----------------------------------------------------------------------------- palette
@@ -322,7 +324,8 @@ def series_chart(
     names = list(dict.fromkeys(data[series]))
     key = _slug(title, x, y, series, tuple(names), len(data))
     xtype = {"quantitative": "Q", "ordinal": "O", "nominal": "N"}[x_type]
-    x_enc = alt.X(f"{x}:{xtype}", title=x_title or x, scale=alt.Scale(**(x_scale or {})) if x_scale else alt.Undefined)
+    x_enc = alt.X(f"{x}:{xtype}", title=x_title or x, scale=alt.Scale(**(x_scale or {})) if x_scale else alt.Undefined,
+                  axis=alt.Axis(labelAngle=0) if xtype != "Q" else alt.Undefined)
     y_enc = alt.Y(f"{y}:Q", title=y_title or y, scale=alt.Scale(**(y_scale or {})) if y_scale else alt.Undefined)
     colour = alt.Color(f"{series}:N", scale=colour_scale(names), title=series_title or (None if series == "series" else series),
                        legend=alt.Legend(symbolType="stroke"))
@@ -428,18 +431,19 @@ def heatmap_chart(
         .transform_flatten(["v"], as_=["value"])
         .transform_window(idx="row_number()")
         .transform_calculate(r0=f"floor((datum.idx - 1) / {m}) * {block}", c0=f"((datum.idx - 1) % {m}) * {block}")
-        .transform_calculate(r1=f"min(datum.r0 + {block}, {n})", c1=f"min(datum.c0 + {block}, {n})",
+        # each cell overlaps its neighbours by 0.6 px, so no hairline seams show between cells
+        .transform_calculate(r1=f"min(datum.r0 + {block} + {0.6 * n / width:.4g}, {n})",
+                             c1=f"min(datum.c0 + {block} + {0.6 * n / width:.4g}, {n})",
                              rows=label, cols=label_j)
-        .mark_rect(strokeWidth=0.6)
+        .mark_rect(strokeWidth=0)
         .encode(
-            x=alt.X("c0:Q", title=x_title, scale=alt.Scale(domain=[0, n], nice=False)),
+            x=alt.X("c0:Q", title=x_title, scale=alt.Scale(domain=[0, n], nice=False), axis=alt.Axis(grid=False)),
             x2="c1:Q",
-            y=alt.Y("r0:Q", title=y_title, scale=alt.Scale(domain=[0, n], nice=False, reverse=True)),
+            y=alt.Y("r0:Q", title=y_title, scale=alt.Scale(domain=[0, n], nice=False, reverse=True), axis=alt.Axis(grid=False)),
             y2="r1:Q",
             color=alt.Color("value:Q", title=value_title,
                             scale=alt.Scale(scheme=scheme, **({"domain": list(domain)} if domain else {})),
                             legend=alt.Legend(type="gradient", orient="bottom", direction="horizontal", gradientLength=min(width, 260))),
-            stroke=alt.Stroke("value:Q", scale=alt.Scale(scheme=scheme, **({"domain": list(domain)} if domain else {})), legend=None),
             tooltip=[alt.Tooltip("rows:N", title=y_title), alt.Tooltip("cols:N", title=x_title),
                      alt.Tooltip("value:Q", title=value_title + (" (block mean)" if block > 1 else ""), format=f".{digits}f")],
         )
