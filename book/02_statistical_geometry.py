@@ -111,9 +111,9 @@ ex.corpus_summary(corpora, N_POSITIONS)
 # corpus), normalises the counts into $\mu_i$, and computes all pairwise Hellinger
 # distances. It also measures the {term}`noise floor` described below.
 
-# %% mystnb={"figure": {"caption": "Chord Hellinger distance between the token distributions of positions i and j (plug-in), per corpus. IMDB's 510 positions are shown as means of 4 x 4 blocks; hover a cell for its positions and value.", "name": "fig-ch2-heatmaps"}}
+# %% mystnb={"figure": {"caption": "Chord Hellinger distance between the token distributions of positions i and j (plug-in), per corpus, beside its mean at each offset |i - j| (band: minimum to maximum over the pairs at that offset). IMDB's 510 positions are shown as means of 4 x 4 blocks. Hover a cell for its positions and value (its offset is marked on the curve); hover the curve to light up the cells at that offset.", "name": "fig-ch2-heatmaps"}}
 geometries = {name: pg.corpus_geometry(c, N_POSITIONS[name], min_count=1000) for name, c in corpora.items()}
-pg.plot_distance_heatmaps({name: g.distances for name, g in geometries.items()})
+pg.plot_distance_heatmaps({name: g.distances for name, g in geometries.items()}, profiles=True)
 
 # %% [markdown]
 # Three different geometries ({numref}`fig-ch2-heatmaps`). The synthetic corpus shows a band around the diagonal that
@@ -122,8 +122,8 @@ pg.plot_distance_heatmaps({name: g.distances for name, g in geometries.items()})
 # distances grow with position. IMDB looks almost uniform: after the opening tokens, every
 # position is at roughly the same distance from every other.
 #
-# The same picture, as distance against offset $|i - j|$ (mean over all pairs with that
-# offset; the shaded band spans their minimum and maximum), in {numref}`fig-ch2-offsets`:
+# The curves beside the heatmaps give the same picture as distance against offset $|i - j|$.
+# {numref}`fig-ch2-offsets` adds to them the corrected distances and the noise floor:
 
 # %% mystnb={"figure": {"caption": "Mean distance against offset |i - j| for the first 64 offsets: plug-in (band: minimum to maximum over the pairs at that offset), corrected (hybrid estimator, dashed) and the noise floor (dotted). Click a legend entry to show one curve; drag to pan, scroll to zoom.", "name": "fig-ch2-offsets"}}
 pg.plot_offset_profiles(list(geometries.values()), max_offset=64)
@@ -271,10 +271,12 @@ calibration = pd.concat(
     },
     names=["size", "regime"],
 )[["bias", "rmse", "rel_bias_mean", "noise_share", "true_noise_share", "ranking_tau"]]
-calibration
+pg.display_table(calibration)  # n/a: undefined in the stationary regime (below)
 
 # %% [markdown]
-# The mean plug-in distance is 2.5 to 4 times the true one at these sizes, and they rank
+# (In the stationary regime every true distance is 0, so the relative bias and the rank
+# correlation with the truth are undefined: n/a.) The mean plug-in distance is 2.5 to 4
+# times the true one at these sizes, and they rank
 # the encodings almost backwards (negative tau): a table that ranks encodings by plug-in
 # stress on SST-2 or IMDB can be wrong about which encoding fits better. The matched
 # estimator removes most of the bias and gets the ranking right in all but one case, but it
@@ -298,7 +300,7 @@ for (size, regime), g in calibration.groupby(level=["size", "regime"]):
 stationary = calibration.xs("stationary", level="regime")
 assert 0.1 < stationary.loc[("sst2", "matched"), "bias"] < 0.2  # distance out of unequal sample sizes ("about 0.15")
 assert calibration.loc[("imdb", "rare", "matched"), "noise_share"] > calibration.loc[("imdb", "rare", "matched"), "true_noise_share"]
-calibration.xs("hybrid", level="estimator")
+pg.display_table(calibration.xs("hybrid", level="estimator"))
 
 # %% [markdown]
 # ### Sampling intervals, and why the plug-in cannot have them
