@@ -59,6 +59,7 @@ import pandas as pd
 import posgeo as pg
 from posgeo.experiments import lowrank as ex
 from posgeo.experiments import papers
+from posgeo.experiments import statistics as ex_stats
 from posgeo.experiments import BOOK_CORPORA
 
 pg.notebook_setup()
@@ -93,7 +94,7 @@ pd.DataFrame({label: {"positions": D.shape[0]} for label, D in targets.items()})
 ranks = ex.effective_rank_table(targets).round(4)
 ranks
 
-# %%
+# %% mystnb={"figure": {"caption": "Eigen-spectra of the double-centred Gram matrix B of each geometry (corrected geometries dashed in their corpus colour). Left: the leading eigenvalues as shares of the spectral mass (log scale); right: the share of the positive eigenvalues held by the top r (log r), with the 99% reference line.", "name": "fig-ch7-spectra"}}
 plug_in = [label for label in targets if label.endswith("plug-in")]
 assert (ranks.loc[plug_in, "exact rank"] == ranks.loc[plug_in, "n"] - 1).all()
 assert (ranks.loc[plug_in, "negative share"] == 0).all()
@@ -103,7 +104,7 @@ for name in ("sst2", "imdb"):
 pg.plot_spectra(ex.gram_spectra(targets))
 
 # %% [markdown]
-# On the plug-in geometries the exact rank is $n - 1$ everywhere. The synthetic corpus
+# On the plug-in geometries the exact rank is $n - 1$ everywhere ({numref}`fig-ch7-spectra`). The synthetic corpus
 # concentrates its geometry in a few dimensions: three eigenvalues hold about four fifths
 # of the mass. On the real corpora the plug-in spectrum is nearly flat (sampling noise is
 # full-rank), and on IMDB the top three eigenvalues hold under 5% of it. Removing the
@@ -121,11 +122,14 @@ pg.plot_spectra(ex.gram_spectra(targets))
 # Spectral energy measures how well a rank-$r$ encoding reproduces $B$ (strain). P1's
 # criterion is stress. `ex.rank_r_stress_curve` builds rank-$r$ classical MDS from one
 # eigendecomposition and refines each with SMACOF (the stress-optimal encoding of that
-# dimension, chapter 3).
+# dimension, chapter 3). Against the corrected geometries it also gives each stress its 95%
+# half-sample interval (chapter 2's `corpus_bootstrap`; the encoding fitted to the estimate
+# held fixed, the geometry resampled, as in chapter 3).
 
 # %%
 RANKS = [1, 2, 3, 4, 6, 8, 12, 16, 24]
-curves = {label: ex.rank_r_stress_curve(D, RANKS) for label, D in targets.items()}
+boots = {f"{name} corrected": ex_stats.corpus_bootstrap(name, n, progress=False) for name, n in N_POSITIONS.items()}
+curves = {label: ex.rank_r_stress_curve(D, RANKS, intervals=boots.get(label)) for label, D in targets.items()}
 pd.DataFrame({label: curve["SMACOF optimal"] for label, curve in curves.items()}).round(4)
 
 # %% [markdown]
@@ -165,7 +169,7 @@ rank_needed
 # %%
 pd.concat({label: curves[label] for label in ("synthetic plug-in", "imdb plug-in")}, axis=1).round(4)
 
-# %%
+# %% mystnb={"figure": {"caption": "Scale-optimal stress of the rank-r encoding against r, for classical MDS and for SMACOF, and the share of the spectral energy the top r eigenvalues leave out (log-log). Each geometry in its corpus colour, the noise-corrected ones dashed, with the 95% half-sample interval of their stress as a band (the fitted encoding held fixed, the geometry resampled; a lower end at 0 is drawn at 1e-8); values below 1e-8 (SMACOF's convergence tolerance) are left out. Click a legend entry to show one geometry.", "name": "fig-ch7-rank-stress"}}
 for curve in curves.values():
     assert (curve["SMACOF raw"] <= curve["classical raw"] + 1e-12).all()
     assert curve.loc[24, "SMACOF optimal"] < curve.loc[1, "SMACOF optimal"]
@@ -180,8 +184,8 @@ assert curves["imdb corrected"]["classical optimal"].diff().max() > 0  # classic
 ex.plot_rank_stress_curves(curves)
 
 # %% [markdown]
-# Scale-optimal stress of the SMACOF encoding by rank (the first table), and in the figure
-# also classical MDS and the spectral energy left out (dotted). On IMDB the raw stress of
+# Scale-optimal stress of the SMACOF encoding by rank (the first table), and in
+# {numref}`fig-ch7-rank-stress` also classical MDS and the spectral energy left out. On IMDB the raw stress of
 # classical MDS is more than twice its scale-optimal value: truncated classical MDS also
 # gets the scale wrong, which SMACOF fixes (its raw and scale-optimal values coincide).
 # Stress falls much faster than
@@ -189,7 +193,7 @@ ex.plot_rank_stress_curves(curves)
 # the Gram matrix needs many. On the synthetic corpus rank 3 gives a stress below 0.01.
 # SST-2 needs 12 dimensions for that, with or without the noise correction, plug-in IMDB 24.
 # Corrected IMDB stalls near 0.04 from rank 4 on: the residual is the non-Euclidean part of
-# the estimate, the estimator's noise, which no Euclidean encoding reproduces. Classical MDS (blue in the figure) is far
+# the estimate, the estimator's noise, which no Euclidean encoding reproduces. Classical MDS (the figure's first panel) is far
 # worse than SMACOF on the real corpora and does not even decrease monotonically on
 # corrected IMDB.
 
@@ -278,7 +282,7 @@ trained
 # %%
 pd.Series(trained.attrs, name="reference").to_frame()
 
-# %%
+# %% mystnb={"figure": {"caption": "Trained position tables against their number of positional parameters (symmetric-log axis; the sinusoidal table and no positions have none): expected masked-token accuracy with the Bayes and position-blind optima (dotted), the share of the positional information used, and the scale-optimal stress of the trained table against the true geometry. The low-rank tables are joined through their ranks; hover a point for its table.", "name": "fig-ch7-trained"}}
 n, d = settings.n_positions, settings.d_model
 for label, row in trained.iterrows():
     expected = ex.lowrank_parameter_count(n, d, row["rank"]) if row["position"] == "lowrank" else (n * d if label == "learned" else 0)
@@ -290,7 +294,7 @@ assert (trained.loc[["rank 8", "learned"], "stress"] < trained.loc[["rank 8", "l
 ex.plot_accuracy_vs_parameters(trained)
 
 # %% [markdown]
-# What the sweep shows (small profile; one seed, so differences of a few percent between
+# What the sweep shows ({numref}`fig-ch7-trained`; small profile; one seed, so differences of a few percent between
 # neighbouring ranks are within noise):
 #
 # - **Position is the whole task.** Without positions the model learns only the overall

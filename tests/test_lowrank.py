@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from matplotlib.figure import Figure
 
 from posgeo.experiments.papers import PAPER_P1, PAPER_P1_LOWRANK
 from posgeo.experiments.lowrank import (
@@ -221,13 +221,70 @@ def test_training_sweep_tiny_runs_and_orders_the_baselines(private_cache) -> Non
     # cached: a second call gives identical numbers
     again = lowrank_training_sweep(s, progress=False)
     np.testing.assert_array_equal(again["excess_loss"].to_numpy(), table["excess_loss"].to_numpy())
-    assert isinstance(plot_accuracy_vs_parameters(table), Figure)
+    spec = plot_accuracy_vs_parameters(table).to_dict()
+    assert "none" in _series(spec, "encoding") and "low-rank (rank r)" in _series(spec, "encoding")
 
 
-def test_rank_curve_plot_returns_a_figure() -> None:
+def _marks(spec: dict) -> list[str]:
+    """Mark types of every view in a (nested) Vega-Lite spec."""
+    found = []
+    if isinstance(spec, dict):
+        if "mark" in spec:
+            found.append(spec["mark"]["type"] if isinstance(spec["mark"], dict) else spec["mark"])
+        for key in ("layer", "concat", "hconcat", "vconcat"):
+            for sub in spec.get(key, []):
+                found += _marks(sub)
+    return found
+
+
+def _rows(spec: dict) -> list[dict]:
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def _series(spec: dict, field: str) -> set[str]:
+    return {row[field] for row in _rows(spec) if field in row}
+
+
+def test_rank_curve_plot_is_an_altair_chart_with_one_panel_per_method_and_corpus_colours() -> None:
     D = hellinger_matrix(synthetic_marginals(16, 32, nonstationarity=0.5))
     curve = rank_r_stress_curve(D, [1, 2, 4], progress=False)
-    assert isinstance(plot_rank_stress_curves({"synthetic": curve}), Figure)
+    bands = pd.DataFrame({"SMACOF optimal low": curve["SMACOF optimal"] * 0.9,
+                          "SMACOF optimal high": curve["SMACOF optimal"] * 1.1}, index=curve.index)
+    chart = plot_rank_stress_curves({"synthetic plug-in": curve, "sst2 corrected": curve},
+                                    intervals={"sst2 corrected": bands})
+    spec = chart.to_dict()
+    assert spec["description"]
+    assert len(spec["concat"]) == 3  # classical, SMACOF, energy left out
+    assert {"line", "point", "area"} <= set(_marks(spec))
+    assert _series(spec, "geometry") == {"synthetic plug-in", "sst2 corrected"}
+    smacof = spec["concat"][1]["layer"]
+    colour = next(layer["encoding"]["color"] for layer in smacof if layer["mark"]["type"] == "line")
+    assert dict(zip(colour["scale"]["domain"], colour["scale"]["range"]))["sst2 corrected"] == "#D55E00"
+    assert smacof[1]["encoding"]["y"]["scale"]["type"] == "log"
+    rows = [r for r in _rows(spec) if r.get("geometry") == "synthetic plug-in" and r["rank"] == 2]
+    assert any(r["value"] == pytest.approx(curve.loc[2, "classical optimal"]) for r in rows)
+    banded = [r for r in _rows(spec) if r.get("geometry") == "sst2 corrected" and r.get("low") == r.get("low")]
+    assert banded  # the interval travels with the data
+    with pytest.raises(ValueError, match="no curves"):
+        plot_rank_stress_curves({})
+
+
+def test_accuracy_plot_has_references_and_a_symlog_parameter_axis() -> None:
+    table = pd.DataFrame(
+        {"position": ["none", "sinusoidal", "lowrank", "lowrank", "learned"], "rank": [0, 0, 1, 2, 0],
+         "parameters": [0, 0, 64, 128, 1024], "accuracy": [0.2, 0.5, 0.45, 0.5, 0.53],
+         "information": [0.0, 0.9, 0.75, 0.85, 0.93], "stress": [np.nan, 0.3, 0.5, 0.4, 0.1]},
+        index=["none", "sinusoidal", "rank 1", "rank 2", "learned"])
+    table.attrs.update(bayes_accuracy=0.56, blind_accuracy=0.18)
+    spec = plot_accuracy_vs_parameters(table).to_dict()
+    assert len(spec["concat"]) == 3
+    names = _series(spec, "encoding")
+    assert {"none", "sinusoidal", "low-rank (rank r)", "learned", "Bayes optimum (reference)",
+            "position-blind optimum (chance)"} <= names
+    x = spec["concat"][0]["layer"][0]["encoding"]["x"]
+    assert x["scale"]["type"] == "symlog" and x["axis"]["values"][0] == 0
+    bayes = [r["value"] for r in _rows(spec) if r.get("encoding") == "Bayes optimum (reference)"]
+    assert bayes and all(v == pytest.approx(0.56) for v in bayes)
 
 
 def test_double_centered_gram_of_hellinger_is_psd_so_trace_is_the_mass() -> None:
@@ -252,3 +309,18 @@ def test_effective_rank_table_and_spectra_on_a_known_configuration() -> None:
     # a non-Euclidean dissimilarity has negative eigenvalues and a positive negative share
     bad = np.array([[0, 1, 1, 3], [1, 0, 1, 1], [1, 1, 0, 1], [3, 1, 1, 0]], dtype=float)
     assert effective_rank_table({"bad": bad}).loc["bad", "negative share"] > 0
+
+
+def test_rank_curve_intervals_come_from_the_bootstrap_of_the_same_geometry() -> None:
+    from posgeo import bootstrap_geometry, synthetic_corpus
+
+    boot = bootstrap_geometry(synthetic_corpus(n_sequences=400), 8, estimator="hybrid", n_boot=5, progress=False)
+    curve = rank_r_stress_curve(boot.estimate, [1, 2], progress=False, intervals=boot)
+    for col in ("classical optimal", "SMACOF optimal"):
+        assert (curve[f"{col} low"] <= curve[col] + 1e-12).all() and (curve[col] <= curve[f"{col} high"] + 1e-12).all()
+    plain = rank_r_stress_curve(boot.estimate, [1, 2], progress=False)
+    np.testing.assert_allclose(curve[plain.columns].to_numpy(), plain.to_numpy())  # the curve itself is unchanged
+    spec = plot_rank_stress_curves({"synthetic corrected": curve}).to_dict()
+    assert "area" in _marks(spec)
+    with pytest.raises(ValueError, match="estimate must be D"):
+        rank_r_stress_curve(boot.estimate * 2, [1], progress=False, intervals=boot)

@@ -22,11 +22,12 @@ distances), so a factorised table :math:`P = A B^\top`, :math:`A \in \mathbb{R}^
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
+
+import altair as alt
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
 from posgeo import eval_mode
 from posgeo import torch_threads as _torch_threads
 from posgeo import sinusoidal_encoding
@@ -43,10 +44,10 @@ from posgeo import current_profile
 from posgeo import progress_bar
 from posgeo import MarginalSampler, synthetic_marginals
 from posgeo import POSITION_PARAMETERS, IGNORE_INDEX, MLMTask, TrainConfig, train
-from posgeo import resolve_eig_method, small_blas, symlog_axis, top_eigenpairs
+from posgeo import resolve_eig_method, small_blas, top_eigenpairs
 from .papers import PAPER_P1_LOWRANK
 from posgeo.validation import check_int
-from posgeo import new_figure
+import posgeo as pg
 
 __all__ = [
     'lowrank_parameter_count',
@@ -238,6 +239,7 @@ def rank_r_stress_curve(
     smacof_max_iter: int = 300,
     method: str = "auto",
     progress: bool = True,
+    intervals: Any = None,
 ) -> pd.DataFrame:
     r"""Stress of the rank-r MDS encoding of ``D`` against r, with the spectral energy it keeps.
 
@@ -257,6 +259,11 @@ def rank_r_stress_curve(
     method : {"auto", "full", "subset", "arpack"}, keyword-only
         Eigensolver (:func:`top_eigenpairs`).
     progress : bool, keyword-only
+    intervals : BootstrapGeometry, optional, keyword-only
+        Bootstrapped geometry whose estimate is ``D`` (e.g.
+        :func:`posgeo.experiments.statistics.corpus_bootstrap`): adds the sampling interval
+        of each scale-optimal stress (:func:`posgeo.stress_intervals`: the encoding fitted to
+        ``D`` held fixed, the geometry resampled) as ``"<column> low"`` and ``"<column> high"``.
 
     Returns
     -------
@@ -285,11 +292,28 @@ def rank_r_stress_curve(
     Dm = check_distance_matrix(D)
     n = Dm.shape[0]
     rs = _check_ranks(ranks, n)
+    if intervals is not None:
+        from posgeo import BootstrapGeometry
+
+        if not isinstance(intervals, BootstrapGeometry):
+            raise TypeError(f"intervals must be a BootstrapGeometry (corpus_bootstrap(...)), got {type(intervals).__name__}")
+        if intervals.n_positions != n or not np.allclose(intervals.estimate, Dm, rtol=0, atol=1e-12):
+            raise ValueError("rank_r_stress_curve: intervals.estimate must be D itself (the bootstrap of the same geometry)")
+    encodings: dict[str, np.ndarray] = {}
     with small_blas(n):
-        return _rank_curve(Dm, rs, smacof=smacof, smacof_max_iter=smacof_max_iter, method=method, progress=progress)
+        out = _rank_curve(Dm, rs, smacof=smacof, smacof_max_iter=smacof_max_iter, method=method, progress=progress,
+                          keep=encodings if intervals is not None else None)
+        if intervals is not None:
+            table = pg.stress_intervals(intervals, encodings, n_permutations=1)
+            for col in [c for c in ("classical optimal", "SMACOF optimal") if c in out.columns]:
+                method_name = col.split()[0]
+                out[f"{col} low"] = [float(table.loc[f"{method_name} {r}", "low"]) for r in out.index]
+                out[f"{col} high"] = [float(table.loc[f"{method_name} {r}", "high"]) for r in out.index]
+    return out
 
 
-def _rank_curve(Dm: np.ndarray, rs: list[int], *, smacof: bool, smacof_max_iter: int, method: str, progress: bool) -> pd.DataFrame:
+def _rank_curve(Dm: np.ndarray, rs: list[int], *, smacof: bool, smacof_max_iter: int, method: str, progress: bool,
+                keep: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     n = Dm.shape[0]
     B = double_centered_gram(Dm)
     kmax = max(rs)
@@ -312,6 +336,10 @@ def _rank_curve(Dm: np.ndarray, rs: list[int], *, smacof: bool, smacof_max_iter:
             sm = stress_optimal_mds(Dm, r, init=coords, max_iter=smacof_max_iter)
             row["SMACOF raw"] = sm.stress
             row["SMACOF optimal"] = stress(sm.coords, Dm, scale="optimal")
+            if keep is not None:
+                keep[f"SMACOF {r}"] = sm.coords
+        if keep is not None:
+            keep[f"classical {r}"] = coords
         rows[r] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "rank"
@@ -697,82 +725,154 @@ def lowrank_training_sweep(
 
 
 
+_PANEL_HEIGHT = 220  # px, as the book's other panels
+_PANEL_TITLES = {"classical optimal": "classical MDS", "SMACOF optimal": "SMACOF", "classical raw": "classical MDS (raw)",
+                 "SMACOF raw": "SMACOF (raw)"}
+
+
 def plot_rank_stress_curves(
     curves: Mapping[str, pd.DataFrame],
     *,
     columns: Sequence[str] = ("classical optimal", "SMACOF optimal"),
-) -> Figure:
-    """Stress of rank-r encodings against r, one panel per geometry, with the energy left out.
+    intervals: Mapping[str, pd.DataFrame] | None = None,
+) -> Any:
+    """Stress of rank-r encodings against r, one panel per method, with the energy left out.
+
+    One panel per stress column (one line per geometry, coloured by corpus, dashed for the
+    noise-corrected geometries), and a last panel with the spectral energy the rank-r
+    encoding leaves out, ``1 - energy``. Both axes are logarithmic; values below 1e-8 (below
+    SMACOF's convergence tolerance, not the geometry) are left out.
 
     Parameters
     ----------
     curves : mapping of str to pandas.DataFrame
-        Label -> :func:`rank_r_stress_curve` result.
+        Label (e.g. ``"sst2 corrected"``) -> :func:`rank_r_stress_curve` result.
     columns : sequence of str, keyword-only
-        Stress columns to draw.
+        Stress columns to draw, one panel each.
+    intervals : mapping of str to pandas.DataFrame, optional, keyword-only
+        Label -> a table indexed by rank with ``"<column> low"`` and ``"<column> high"``
+        columns, drawn as a band around that geometry's curve. By default the curve's own
+        such columns (``rank_r_stress_curve(..., intervals=boot)``), where it has them.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    ncols = min(3, len(curves))
-    nrows = -(-len(curves) // ncols)
-    fig, axes = new_figure(ncols, nrows, width=3.4, height=2.7)
-    for ax, (label, curve) in zip(axes, curves.items()):
-        r = np.asarray(curve.index, dtype=float)
-        for j, col in enumerate(columns):
-            if col in curve.columns:
-                y = curve[col].to_numpy(dtype=float)
-                keep = y > 1e-8  # below that SMACOF's convergence tolerance, not the geometry
-                ax.plot(r[keep], y[keep], marker="o", ms=3, color=f"C{j}", label=col)
-        left = 1.0 - curve["energy"].to_numpy(dtype=float)
-        keep = left > 1e-8
-        ax.plot(r[keep], left[keep], ls=":", color="k", label="1 - energy")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(label, fontsize=9)
-    for ax in axes[len(curves):]:
-        ax.set_visible(False)
-    for ax in axes[(nrows - 1) * ncols:]:
-        ax.set_xlabel("rank r")
-    for ax in axes[::ncols]:
-        ax.set_ylabel("stress / energy left out")
-    axes[0].legend(fontsize=7)
-    return fig
+    if not curves:
+        raise ValueError("plot_rank_stress_curves: no curves given")
+    intervals = dict(intervals or {})
+    labels = list(curves)
+    ranks = sorted({int(r) for curve in curves.values() for r in curve.index})
+    r_min, r_max = ranks[0], ranks[-1]
+    r_ticks = [r for r in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256, 512) if r_min <= r <= r_max]
+    panels = []
+    for col in [*columns, "energy"]:
+        parts = []
+        for label, curve in curves.items():
+            if col != "energy" and col not in curve.columns:
+                continue
+            r = np.asarray(curve.index, dtype=int)
+            y = (1.0 - curve["energy"].to_numpy(dtype=float)) if col == "energy" else curve[col].to_numpy(dtype=float)
+            part = pd.DataFrame({"rank": r, "value": y, "geometry": label, "low": np.nan, "high": np.nan})
+            band = intervals.get(label, curve)
+            if col != "energy" and f"{col} low" in band.columns:
+                # on the log axis a lower end of 0 is drawn at the chart's floor, 1e-8
+                part["low"] = np.clip(band[f"{col} low"].reindex(r).to_numpy(dtype=float), 1e-8, None)
+                part["high"] = band[f"{col} high"].reindex(r).to_numpy(dtype=float)
+            parts.append(part[part["value"] > 1e-8])
+        if not parts:
+            continue
+        frame = pd.concat(parts, ignore_index=True)
+        has_band = bool(frame["low"].notna().any())
+        energy = col == "energy"
+        panels.append(pg.series_chart(
+            frame, x="rank", y="value", series="geometry", lower="low" if has_band else None,
+            upper="high" if has_band else None, points=True, x_title="rank r",
+            y_title="1 - energy (share of spectral mass left out)" if energy else f"{col.split()[-1].replace('optimal', 'scale-optimal')} stress",
+            series_title="geometry", title="spectral energy left out" if energy else _PANEL_TITLES.get(col, col),
+            x_scale={"type": "log", "domain": [r_min, r_max], "nice": False}, y_scale={"type": "log"},
+            width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT))
+        for layer in panels[-1].layer:
+            layer.encoding.x.axis = alt.Axis(values=r_ticks, format="~g")
+            if layer.mark.type == "area":  # the legend shows the lines, not the faint bands
+                layer.encoding.color.legend = None
+            layer.encoding.y.axis = alt.Axis(format="~e" if frame["value"].min() < 1e-3 else "~g")
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2).resolve_scale(color="shared", strokeDash="shared"),
+        description=("Stress of the rank-r encoding against the rank r, one panel per method (log-log), and the "
+                     f"share of spectral energy it leaves out, for {', '.join(labels)}; "
+                     "corrected geometries are dashed in their corpus colour."),
+    )
 
 
-def plot_accuracy_vs_parameters(table: pd.DataFrame) -> Figure:
+def _symlog_ticks(values: Sequence[float]) -> tuple[float, list[float]]:
+    """The linear threshold and the ticks of a symmetric-log axis for non-negative ``values``:
+    0, then 1, 2 and 5 times the powers of ten from the threshold to the largest value."""
+    x = np.asarray([float(v) for v in values if np.isfinite(v)], dtype=float)
+    positive = x[x > 0]
+    if positive.size == 0:
+        return 1.0, [0.0, 1.0]
+    constant = float(positive.min()) / 2
+    top = float(positive.max())
+    ticks = [0.0] + [m * 10.0**k for k in range(int(np.floor(np.log10(constant))), int(np.ceil(np.log10(top))) + 1)
+                     for m in (1, 2, 5) if constant <= m * 10.0**k <= top * 1.15]
+    return constant, ticks
+
+
+def plot_accuracy_vs_parameters(table: pd.DataFrame) -> Any:
     """Accuracy, information used and table stress of trained encodings against their parameter count.
+
+    Three panels sharing a symmetric-log x axis (0 for the tables without parameters): the
+    low-rank tables as one line through their ranks, the other encodings as points, and the
+    Bayes and position-blind optima (accuracy) and the full and no information (information
+    used) as dotted reference lines.
 
     Parameters
     ----------
     table : pandas.DataFrame
-        From :func:`lowrank_training_sweep` (uses ``parameters``, ``accuracy``,
+        From :func:`lowrank_training_sweep` (uses ``position``, ``parameters``, ``accuracy``,
         ``information``, ``stress`` and the ``attrs`` reference accuracies).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    fig, (ax1, ax2, ax3) = new_figure(3, width=3.6, height=3.2)
-    x = table["parameters"].to_numpy(dtype=float)
-    for j, (label, row) in enumerate(table.iterrows()):
-        ax1.plot(row["parameters"], row["accuracy"], "o", color=f"C{j}", label=label)
-        if "information" in table.columns:
-            ax2.plot(row["parameters"], row["information"], "o", color=f"C{j}", label=label)
-        if "stress" in table.columns and np.isfinite(row.get("stress", np.nan)):
-            ax3.plot(row["parameters"], row["stress"], "o", color=f"C{j}", label=label)
-    if "bayes_accuracy" in table.attrs:
-        ax1.axhline(table.attrs["bayes_accuracy"], color="k", ls="--", lw=1, label="Bayes optimum")
-    if "blind_accuracy" in table.attrs:
-        ax1.axhline(table.attrs["blind_accuracy"], color="k", ls=":", lw=1, label="position-blind optimum")
-    ax2.axhline(1.0, color="k", ls="--", lw=1)
-    ax2.axhline(0.0, color="k", ls=":", lw=1)
-    for ax in (ax1, ax2, ax3):
-        symlog_axis(ax, x)
-        ax.set_xlabel("positional parameters")
-    ax1.set_ylabel("masked-token accuracy")
-    ax2.set_ylabel("information used")
-    ax3.set_ylabel("scale-optimal stress of the table")
-    ax1.legend(fontsize=7)
-    return fig
+    kinds = table["position"].astype(str) if "position" in table.columns else pd.Series(table.index, index=table.index)
+    base = pd.DataFrame({
+        "encoding": np.where(kinds == "lowrank", "low-rank (rank r)", kinds),
+        "table": [str(i) for i in table.index],
+        "parameters": table["parameters"].to_numpy(dtype=float),
+    })
+    x_max = float(base["parameters"].max())
+    constant, ticks = _symlog_ticks(base["parameters"])
+    x_scale = {"type": "symlog", "constant": constant, "domain": [0, max(x_max * 1.15, 1.0)], "nice": False}
+    panels = []
+    specs = [("accuracy", "masked-token accuracy (expected)", "accuracy"),
+             ("information", "information used (share)", "information used"),
+             ("stress", "scale-optimal stress of the table", "table stress vs the true geometry")]
+    refs = {"accuracy": [("Bayes optimum (reference)", table.attrs.get("bayes_accuracy")),
+                         ("position-blind optimum (chance)", table.attrs.get("blind_accuracy"))],
+            "information": [("all information (reference)", 1.0), ("no information (chance)", 0.0)]}
+    for col, y_title, title in specs:
+        if col not in table.columns:
+            continue
+        frame = base.assign(value=table[col].to_numpy(dtype=float))
+        frame = frame[np.isfinite(frame["value"])]
+        for name, level in refs.get(col, []):
+            if level is not None:
+                frame = pd.concat([frame, pd.DataFrame({"encoding": name, "table": name, "parameters": [0.0, x_max * 1.15],
+                                                        "value": float(level)})], ignore_index=True)
+        chart = pg.series_chart(frame, x="parameters", y="value", series="encoding", points=True, zoom=False,
+                                x_title="positional parameters", y_title=y_title, series_title="encoding", title=title,
+                                x_scale=x_scale, tooltip=["table"], width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT)
+        for layer in chart.layer:  # the ticks of a symmetric-log axis: 0 and the powers of ten
+            layer.encoding.x.axis = alt.Axis(values=ticks, format="d")
+            if layer.mark.type == "line":  # two legend columns: the panel's legend fits below it
+                layer.encoding.color.legend = alt.Legend(symbolType="stroke", columns=2)
+        panels.append(chart)
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2).resolve_scale(color="independent", strokeDash="independent"),
+        description=("Masked-token accuracy, share of the positional information used, and scale-optimal stress of the "
+                     "trained position table against its number of positional parameters (symmetric-log axis), for no, "
+                     "sinusoidal, low-rank and free tables, with the Bayes and position-blind optima as references."),
+    )
