@@ -7,6 +7,7 @@ import itertools
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
@@ -251,3 +252,42 @@ def test_text_tables_reject_bad_inputs() -> None:
         from_scratch_text_tables({"toy": load_corpus("synthetic", n_sequences=10)}, settings="small", progress=False)
     with pytest.raises(TypeError, match="load_corpus"):
         from_scratch_text_tables({"toy": [[1, 2, 3]]}, _tiny_separation_settings(), progress=False)
+
+
+def _rows(spec: dict) -> list[dict]:
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def test_anchor_plot_is_an_altair_chart_with_the_reference_in_its_legend():
+    from posgeo.experiments.ntk import plot_anchor_distances
+
+    rng = np.random.default_rng(0)
+    tables = {"mlm frozen": rng.normal(size=(12, 4)), "cls full": rng.normal(size=(12, 4))}
+    from posgeo import pairwise_distances
+
+    reference = pairwise_distances(np.arange(12.0)[:, None])
+    spec = plot_anchor_distances(tables, anchors=(0, 6), reference=reference).to_dict()
+    assert spec["description"] and len(spec["concat"]) == 2
+    rows = _rows(spec)
+    assert {r["table"] for r in rows if "table" in r} == {"mlm frozen", "cls full", "true Hellinger distance (reference)"}
+    panel = spec["concat"][1]["layer"]
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in panel] == ["line", "point", "rule"]
+    # rescaled to a maximum of 1: the reference from anchor 6 reaches 1 at the far end
+    ref = [r for r in rows if r.get("table") == "true Hellinger distance (reference)"]
+    assert max(r["distance"] for r in ref) == pytest.approx(1.0)
+
+
+def test_width_sweep_plot_has_one_tick_per_width_on_a_log2_axis():
+    from posgeo.experiments.ntk import plot_width_sweep
+
+    index = pd.Index([16, 32, 64, 128], name="d_model")
+    sweeps = {"lr ~ 1/width": pd.DataFrame({"attention change": [2.0, 1.0, 0.6, 0.3], "stress* full vs frozen": [0.2, 0.1, 0.04, 0.01]}, index=index),
+              "constant lr": pd.DataFrame({"attention change": [2.0, 1.6, 1.3, 1.1], "stress* full vs frozen": [0.2, 0.15, 0.12, 0.2]}, index=index)}
+    spec = plot_width_sweep(sweeps).to_dict()
+    assert len(spec["concat"]) == 2
+    for panel in spec["concat"]:
+        x = panel["layer"][0]["encoding"]["x"]
+        assert x["scale"]["type"] == "log" and x["scale"]["base"] == 2 and x["axis"]["values"] == [16, 32, 64, 128]
+    assert "stress*" in spec["concat"][1]["layer"][0]["encoding"]["y"]["title"]
+    assert "scale-optimal" in spec["concat"][1]["layer"][0]["encoding"]["y"]["title"]
+    assert {r["learning rate"] for r in _rows(spec)} == {"lr ~ 1/width", "constant lr"}

@@ -34,10 +34,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
+import altair as alt
 import numpy as np
 import pandas as pd
 import torch
-from matplotlib.figure import Figure
+
+import posgeo as pg
 from posgeo import torch_threads as _torch_threads
 from posgeo import pairwise_distances, stress
 from posgeo import TransformerConfig, Transformer
@@ -888,43 +890,61 @@ def from_scratch_text_tables(
 
 
 # --------------------------------------------------------------------------- plots
+_PANEL_HEIGHT = 220  # px, as the book's other panels
+
+
 def plot_anchor_distances(
     tables: Mapping[str, np.ndarray], *, anchors: Sequence[int] = (0, 15), reference: np.ndarray | None = None
-) -> Figure:
+) -> Any:
     """Distance from a few anchor positions to every position, one panel per anchor.
 
     Each curve is rescaled to maximum 1, so that encodings of different scale share an axis;
-    a monotone encoding gives a V-shaped curve around the anchor.
+    a monotone encoding gives a V-shaped curve around the anchor. A grey rule marks the
+    anchor.
 
     Parameters
     ----------
     tables : mapping of str to (n, d) arrays
     anchors : sequence of int, keyword-only
     reference : (n, n) array, keyword-only, optional
-        A target distance matrix drawn in black (e.g. the true Hellinger distances).
+        A target distance matrix drawn as a black dotted reference line (e.g. the true
+        Hellinger distances).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    fig = Figure(figsize=(3.8 * len(anchors), 3.0), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(anchors), squeeze=False)).ravel()
-    for ax, a in zip(axes, anchors):
+    if not tables:
+        raise ValueError("plot_anchor_distances: no tables given")
+    distances = {name: pairwise_distances(P) for name, P in tables.items()}
+    panels = []
+    for a in anchors:
+        parts = []
+        for name, E in distances.items():
+            e = np.asarray(E[a], dtype=float)
+            parts.append(pd.DataFrame({"position": np.arange(e.size), "distance": e / e.max(), "table": name}))
         if reference is not None:
-            r = np.asarray(reference)[a]
-            ax.plot(r / r.max(), color="k", lw=2, label="Hellinger (true)")
-        for c, (name, P) in enumerate(tables.items()):
-            e = pairwise_distances(P)[a]
-            ax.plot(e / e.max(), color=f"C{c}", marker="o", ms=2.5, lw=1, label=name)
-        ax.axvline(a, color="0.6", lw=0.8, ls=":")
-        ax.set_title(f"anchor position {a}", fontsize=10)
-        ax.set_xlabel("position j")
-    axes[0].set_ylabel("distance to anchor / max")
-    axes[0].legend(fontsize=7)
-    return fig
+            r = np.asarray(reference, dtype=float)[a]
+            parts.append(pd.DataFrame({"position": np.arange(r.size), "distance": r / r.max(),
+                                       "table": "true Hellinger distance (reference)"}))
+        frame = pd.concat(parts, ignore_index=True)
+        lines = pg.series_chart(frame, x="position", y="distance", series="table", points=True,
+                                x_title="position j", y_title="distance to the anchor / its maximum",
+                                series_title="table", title=f"anchor position {a} (grey rule)",
+                                x_scale={"domain": [0, int(frame["position"].max())], "nice": False},
+                                y_scale={"domain": [0, 1]}, width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT)
+        rule = alt.Chart(pd.DataFrame({"anchor": [a]})).mark_rule(color="#888888", strokeWidth=1).encode(
+            x="anchor:Q", tooltip=[alt.Tooltip("anchor:Q", title="anchor position")])
+        panels.append(lines + rule)
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2).resolve_scale(color="shared", strokeDash="shared"),
+        description=("Distance from an anchor position to every position, rescaled to a maximum of 1, one panel per "
+                     f"anchor, for the tables {', '.join(tables)}"
+                     + (" and the true Hellinger distance (dotted reference)." if reference is not None else ".")),
+    )
 
 
-def plot_width_sweep(sweeps: Mapping[str, pd.DataFrame]) -> Figure:
+def plot_width_sweep(sweeps: Mapping[str, pd.DataFrame]) -> Any:
     """Attention change and departure from the frozen solution against width.
 
     Parameters
@@ -934,22 +954,37 @@ def plot_width_sweep(sweeps: Mapping[str, pd.DataFrame]) -> Figure:
 
     Returns
     -------
-    matplotlib.figure.Figure
-        Left: relative change of the attention weights under full training; right:
-        scale-optimal stress between the full-training and frozen-attention tables.
+    altair chart
+        Left: relative change of the attention weights under full training; right: the
+        scale-optimal stress (stress*) of the full-training table against the distances of
+        the frozen-attention table. Widths on a log-2 axis (one tick per width), values on a
+        log axis.
     """
-    fig = Figure(figsize=(8.4, 3.0), dpi=96, layout="constrained")
-    ax1, ax2 = fig.subplots(1, 2)
-    for c, (label, sweep) in enumerate(sweeps.items()):
-        d = sweep.index.to_numpy()
-        ax1.loglog(d, sweep["attention change"], marker="o", color=f"C{c}", label=label)
-        ax2.loglog(d, sweep["stress* full vs frozen"], marker="o", color=f"C{c}", label=label)
-        for ax in (ax1, ax2):
-            ax.set_xticks(d, [str(int(x)) for x in d])
-            ax.minorticks_off()
-    ax1.set_ylabel("attention weights: relative change")
-    ax2.set_ylabel("stress* of full vs frozen table")
-    for ax in (ax1, ax2):
-        ax.set_xlabel("d_model")
-        ax.legend(fontsize=8)
-    return fig
+    if not sweeps:
+        raise ValueError("plot_width_sweep: no sweeps given")
+    frame = pd.concat(
+        [pd.DataFrame({"d_model": sweep.index.to_numpy(dtype=int), "attention change": sweep["attention change"].to_numpy(dtype=float),
+                       "stress*": sweep["stress* full vs frozen"].to_numpy(dtype=float), "learning rate": label})
+         for label, sweep in sweeps.items()],
+        ignore_index=True,
+    )
+    widths = sorted(int(d) for d in frame["d_model"].unique())
+    x_scale = {"type": "log", "base": 2, "domain": [widths[0] / 1.25, widths[-1] * 1.25], "nice": False}
+    panels = []
+    for column, y_title, title in (
+        ("attention change", "relative change of the attention weights", "attention weights under full training"),
+        ("stress*", "stress* (scale-optimal) of full vs frozen table", "departure from the frozen-attention table"),
+    ):
+        part = frame[frame[column] > 0]  # a log axis: a zero (no change at all) cannot be drawn
+        chart = pg.series_chart(part, x="d_model", y=column, series="learning rate", points=True, zoom=False,
+                                x_title="width d_model", y_title=y_title, series_title="learning rate", title=title,
+                                x_scale=x_scale, y_scale={"type": "log"}, width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT)
+        for layer in chart.layer:
+            layer.encoding.x.axis = alt.Axis(values=widths, format="d")
+        panels.append(chart)
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2).resolve_scale(color="shared", strokeDash="shared"),
+        description=("Against the model width (log scale): the relative change of the attention weights under full "
+                     "training (left) and the scale-optimal stress (stress*) between the full-training and the "
+                     "frozen-attention position tables (right), for each learning-rate scaling."),
+    )
