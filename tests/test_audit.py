@@ -247,7 +247,7 @@ def embedded_specs(page: str) -> dict[str, dict]:
     """The Vega-Lite spec of every ``vegaEmbed("#chart-NAME", SPEC, OPTIONS)`` call of a page."""
     specs = {}
     for _, body in SCRIPT.findall(page):
-        m = re.match(r'vegaEmbed\("#chart-(\w+)", ', body)
+        m = re.match(r'vegaEmbed\("#chart-(\w+)", posgeoFit\(', body)
         if m:
             specs[m.group(1)], _ = json.JSONDecoder().raw_decode(body, m.end())
     return specs

@@ -76,8 +76,38 @@ def test_audit_report_is_self_contained(report: Path) -> None:
     assert len(bundles) == 1, f"the Vega/vega-embed bundle must be inlined exactly once, found {len(bundles)}"
     assert "University of Washington Interactive Data Lab" in bundles[0], "the bundle's licence notice is missing"
     calls = [body for _, body in scripts if body.lstrip().startswith("vegaEmbed(")]
+    assert sum("function posgeoFit" in body for _, body in scripts) == 1
     assert sorted(re.search(r'vegaEmbed\("#chart-(\w+)"', c).group(1) for c in calls) == sorted(CHARTS)
     assert all(len(c) < 100_000 for c in calls), "a chart's spec is larger than expected"
+
+
+def test_audit_report_fits_a_phone(browser, report: Path, screenshots: Path) -> None:
+    """On a 390 px wide screen the panel grids become one column and no chart is wider than the page."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
+                                  has_touch=True)
+    url = report.resolve().as_uri()
+    context.route("**/*", lambda route: route.continue_() if route.request.url == url else route.abort())
+    page = context.new_page()
+    try:
+        page.goto(url, wait_until="load")
+        page.wait_for_function(
+            "(names) => names.every(n => document.querySelector('#chart-' + n + ' svg, #chart-' + n + ' canvas'))",
+            arg=list(CHARTS), timeout=30_000)
+        sizes = page.evaluate("""(names) => names.map(n => {
+            const el = document.querySelector('#chart-' + n + ' svg, #chart-' + n + ' canvas');
+            const b = el.getBoundingClientRect();
+            return {name: n, w: b.width, h: b.height, page: document.documentElement.clientWidth};
+        })""", list(CHARTS))
+        widths = page.evaluate("() => [window.innerWidth, document.documentElement.scrollWidth]")
+        page.screenshot(path=str(screenshots / "audit__sst2-minilm__report__phone.png"), full_page=True)
+    finally:
+        context.close()
+    assert widths[0] <= 390 and widths[1] <= 390, f"the page is wider than the phone (layout, scroll width): {widths}"
+    wide = [s for s in sizes if s["w"] > s["page"] or s["w"] <= 0]
+    assert not wide, f"charts wider than a phone's page: {wide}"
+    # the two heatmaps are stacked: taller than wide
+    heat = next(s for s in sizes if s["name"] == "heatmap")
+    assert heat["h"] > heat["w"], f"the heatmaps did not re-flow to one column: {heat}"
 
 
 def test_audit_report_renders_offline(browser, report: Path, screenshots: Path) -> None:

@@ -887,7 +887,7 @@ h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #d6dae3; pad
 .sub { color: #5a6275; margin-top: 0; }
 code, pre { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.92em; }
 pre { background: #f4f6fa; padding: 0.6em 0.8em; overflow-x: auto; border-radius: 4px; }
-table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.92em; }
+table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.92em; display: block; max-width: 100%; overflow-x: auto; }
 th, td { border-bottom: 1px solid #e3e6ee; padding: 0.25em 0.7em; text-align: left; vertical-align: top; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f4f6fa; }
@@ -1007,6 +1007,11 @@ CONTRACT, STRICT LIABILITY, OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING 
 OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE. */"""
 
 
+# A grid of panels (pg.panel_grid) becomes one column on a narrow screen (a phone), as in the book.
+_FIT_JS = ("function posgeoFit(spec) { return spec.concat && spec.columns > 1 && "
+           "document.documentElement.clientWidth < 760 ? Object.assign({}, spec, {columns: 1}) : spec; }")
+
+
 def _round(value: Any) -> Any:
     """Floats to 4 significant digits (the charts' tooltips show no more), recursively."""
     if isinstance(value, float):
@@ -1090,7 +1095,7 @@ def _figure(chart: Any, name: str, caption: str, *, static: bool = False) -> str
         renderer = spec.get("usermeta", {}).get("embedOptions", {}).get("renderer", "svg")
         options = {"renderer": renderer, "actions": _ACTIONS, "downloadFileName": f"posgeo-audit-{name}"}
         body = (f'<div class="chart" id="chart-{name}"></div><script>vegaEmbed("#chart-{name}", '
-                f"{_script_json(spec)}, {_script_json(options)}).catch(console.error);</script>")
+                f"posgeoFit({_script_json(spec)}), {_script_json(options)}).catch(console.error);</script>")
     return f'<figure id="fig-{name}">{body}<figcaption>{_esc(caption)}</figcaption></figure>'
 
 
@@ -1156,6 +1161,7 @@ def _render_html(r: AuditReport, *, static: bool = False) -> str:
     add(f"<title>{_esc(title)}</title><style>{_CSS}</style>")
     if not static:  # Vega, Vega-Lite and vega-embed, once; each chart below is a tiny script calling vegaEmbed
         add(f"<script>{_javascript()}</script>")
+        add(f"<script>{_FIT_JS}</script>")
     add("</head><body><main>")
     if not static:
         add('<noscript><p class="note">The charts of this page are drawn by JavaScript, which is switched off: '
