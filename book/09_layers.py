@@ -185,7 +185,7 @@ by_layer
 #   than Hellinger distances allow, and the layer whose maps stretch the most scores
 #   worst. Raw projected stress measures the norms of $W_Q$ and $W_K$, not a geometry.
 # - **Scale-optimal stress** compares shapes. It varies far less across layers, and its
-#   maximum is not at layer 1.
+#   maximum is not at layer 1 ({numref}`fig-ch9-projected`).
 
 # %%
 raw_rank = by_layer.xs("raw", axis=1, level="measure").drop(index=0).rank()
@@ -199,12 +199,13 @@ peaks = pd.DataFrame(
 ).rename(columns=lambda m: f"peak layer ({m})")
 peaks
 
-# %%
+# %% mystnb={"figure": {"caption": "Scale-optimal projected stress (log scale) of each layer of MiniLM (layer 0: the positional input itself), on SST-2 (vermillion) and IMDB (green), against the plug-in distances (solid) and the noise-corrected ones (dashed). Hover a point for its value.", "name": "fig-ch9-projected"}}
 assert (peaks["peak layer (raw)"] == 1).all()
 assert (peaks["peak layer (optimal)"] >= 4).all()
 ex.plot_layer_stress(
     {f"{name}, {target}": t for (name, target), t in layer_tables.items()},
     title="scale-optimal projected stress",
+    log=True,
 )
 
 # %% [markdown]
@@ -275,7 +276,7 @@ assert (corrected["layers, min"] < corrected["random maps, min"]).any()
 # The same measurement per head ($2 d_h = 64$ projected coordinates), scale-optimal,
 # against the plug-in distances:
 
-# %%
+# %% mystnb={"figure": {"caption": "Scale-optimal projected stress of every head (columns) of every layer (rows) against the plug-in distances, SST-2 left and IMDB right, on one colour scale. Hover a cell for its value.", "name": "fig-ch9-heads"}}
 head_tables = {name: ex.head_stress_table(model, g.distances) for name, g in geometries.items()}
 ex.plot_head_stress(head_tables)
 
@@ -286,7 +287,7 @@ head_summary = pd.concat(
 head_summary
 
 # %% [markdown]
-# Individual heads differ more than layers: a few heads, most of them in the first layer,
+# Individual heads differ more than layers ({numref}`fig-ch9-heads`): a few heads, most of them in the first layer,
 # distort the positional geometry about twice as much as the typical head, and the
 # per-head mean is highest in layer 1. Concatenating the heads of a layer averages these
 # differences away.
@@ -360,14 +361,19 @@ hidden_tables = {
 }
 pd.concat(hidden_tables, axis=1, names=["corpus", "target", "measure"])
 
-# %%
+# %% mystnb={"figure": {"caption": "Scale-optimal stress (log scale) of the positional component of the hidden states (the mean hidden state at each position) after each layer (layer 0: the embedding output), on SST-2 (vermillion) and IMDB (green), against the plug-in (solid) and noise-corrected (dashed) distances.", "name": "fig-ch9-hidden"}} tags=["stochastic"] tolerance={"atol": 0.001, "rtol": 1e-06}
+# Float32 rounding of the hidden states, as in the table above; the chart keeps 4 significant
+# digits, which that rounding can flip: compared to 0.001 (ten units of the fourth digit of
+# these stresses below 1) plus 1e-6.
 ex.plot_layer_stress(
     {f"{name}, {target}": t for (name, target), t in hidden_tables.items()},
     title="positional component of the hidden states",
+    log=True,
 )
 
 # %% [markdown]
-# After the first layer the raw stress of the hidden states *falls* through the network:
+# After the first layer the raw stress of the hidden states *falls* through the network
+# (the table; {numref}`fig-ch9-hidden` shows the scale-optimal stress):
 # the mean hidden states of different positions draw together (the positional component
 # shrinks), until at the last layer their distances happen to be close to the Hellinger
 # scale. The scale-optimal stress against the plug-in distances grows with depth on SST-2,

@@ -225,3 +225,41 @@ def test_settings() -> None:
     assert small.n_positions == {"sst2": 48, "imdb": 510}
     with pytest.raises(ValueError):
         layers_settings("medium")
+
+
+def _rows(spec: dict) -> list[dict]:
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def test_layer_stress_plot_colours_by_corpus_and_dashes_the_corrected_target():
+    import pandas as pd
+
+    from posgeo.experiments.layers import plot_layer_stress
+
+    t = pd.DataFrame({"optimal": [0.1, 0.2, 0.15], "raw": [1.0, 5.0, 3.0]}, index=pd.Index([0, 1, 2], name="layer"))
+    spec = plot_layer_stress({"sst2, plug-in": t, "sst2, corrected": t}, title="projected").to_dict()
+    line = spec["layer"][0]
+    assert line["mark"]["type"] == "line"
+    colours = dict(zip(line["encoding"]["color"]["scale"]["domain"], line["encoding"]["color"]["scale"]["range"]))
+    assert colours["sst2, plug-in"] == colours["sst2, corrected"] == "#D55E00"
+    dashes = dict(zip(line["encoding"]["strokeDash"]["scale"]["domain"], line["encoding"]["strokeDash"]["scale"]["range"]))
+    assert dashes["sst2, corrected"] != dashes["sst2, plug-in"]
+    assert {r["stress"] for r in _rows(spec)} == {0.1, 0.2, 0.15}
+    assert "scale" not in line["encoding"]["y"]
+    logged = plot_layer_stress({"imdb, plug-in": t}, log=True).to_dict()
+    assert logged["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_head_stress_plot_is_a_hoverable_heatmap_with_one_colour_bar():
+    import pandas as pd
+
+    from posgeo.experiments.layers import plot_head_stress
+
+    t = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=pd.Index([1, 2], name="layer"), columns=pd.Index([0, 1], name="head"))
+    spec = plot_head_stress({"sst2": t, "imdb": t * 0.5}).to_dict()
+    assert len(spec["concat"]) == 2 and spec["resolve"]["scale"]["color"] == "shared"
+    panel = spec["concat"][0]
+    assert panel["mark"]["type"] == "rect"
+    assert panel["encoding"]["color"]["scale"]["domain"] == [0.0, 0.4]
+    assert {tip["field"] for tip in panel["encoding"]["tooltip"]} == {"layer", "head", "stress"}
+    assert {(r["layer"], r["head"], r["stress"]) for r in _rows(spec)} >= {(2, 1, 0.4), (1, 0, 0.05)}

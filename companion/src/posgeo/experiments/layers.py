@@ -43,9 +43,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
+import altair as alt
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+
+import posgeo as pg
 from posgeo import check_distance_matrix, pairwise_distances, stress
 from posgeo import current_profile
 from posgeo import encoder_parts, num_attention_heads, positional_input, projected_stress, query_key_maps
@@ -297,55 +299,89 @@ def hidden_stress_table(hidden: np.ndarray, D: Any) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- plots
-def plot_layer_stress(tables: Mapping[str, pd.DataFrame], *, column: str = "optimal", title: str = "") -> Figure:
+def plot_layer_stress(tables: Mapping[str, pd.DataFrame], *, column: str = "optimal", title: str = "", log: bool = False) -> Any:
     """Stress against the layer, one line per table.
+
+    Labels naming a corpus take its colour, and a noise-corrected target is dashed
+    (``"sst2, corrected"``), as everywhere in the book.
 
     Parameters
     ----------
     tables : mapping of str to pandas.DataFrame
         Label -> a table indexed by layer with a ``column`` column.
     column : str, keyword-only
+        ``"optimal"`` (scale-optimal stress) or ``"raw"``.
     title : str, keyword-only
+    log : bool, keyword-only, default False
+        Logarithmic stress axis (for targets whose stresses differ by more than a decade).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    fig = Figure(figsize=(5.0, 3.2), dpi=96, layout="constrained")
-    ax = fig.subplots()
-    for c, (label, t) in enumerate(tables.items()):
-        ax.plot(t.index, t[column], marker="o", color=f"C{c}", label=label)
-    ax.set_xlabel("layer (0 = input)")
-    ax.set_ylabel(f"{column} stress")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    return fig
+    if not tables:
+        raise ValueError("plot_layer_stress: no tables given")
+    frame = pd.concat(
+        [pd.DataFrame({"layer": np.asarray(t.index, dtype=int), "stress": t[column].to_numpy(dtype=float), "target": label})
+         for label, t in tables.items()],
+        ignore_index=True,
+    )
+    measure = {"optimal": "scale-optimal stress", "raw": "raw stress"}.get(column, f"{column} stress")
+    layers = sorted(int(x) for x in frame["layer"].unique())
+    chart = pg.series_chart(frame, x="layer", y="stress", series="target", points=True, zoom=False,
+                            x_title="layer (0 = input)", y_title=measure, series_title="corpus, target",
+                            title=title or None, x_scale={"domain": [layers[0], layers[-1]], "nice": False},
+                            y_scale={"type": "log"} if log else None)
+    for layer in chart.layer:
+        layer.encoding.x.axis = alt.Axis(values=layers, format="d")
+    if log:
+        for layer in chart.layer:
+            layer.encoding.y.axis = alt.Axis(format="~g")
+    return pg.finish_chart(
+        chart,
+        description=(f"{measure.capitalize()}{' (log scale)' if log else ''} against the layer, layer 0 being the input"
+                     + (f" ({title})" if title else "") + f", for {', '.join(tables)}; "
+                     "corrected targets are dashed in their corpus colour."),
+    )
 
 
-def plot_head_stress(tables: Mapping[str, pd.DataFrame]) -> Figure:
-    """Heatmaps of per-head projected stress (layers x heads), one panel per table.
+def plot_head_stress(tables: Mapping[str, pd.DataFrame], *, value_title: str = "scale-optimal stress") -> Any:
+    """Heatmaps of per-head projected stress (layers x heads), one panel per table, one colour bar.
+
+    Hover a cell for its layer, head and value.
 
     Parameters
     ----------
     tables : mapping of str to pandas.DataFrame
-        Label -> output of :func:`head_stress_table`.
+        Label -> output of :func:`head_stress_table` (index layer, columns head).
+    value_title : str, keyword-only
+        Title of the colour bar.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
     """
-    fig = Figure(figsize=(4.2 * len(tables), 2.8), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(tables), squeeze=False)).ravel()
-    vmax = max(float(np.nanmax(t.to_numpy())) for t in tables.values())
-    im = None
-    for ax, (label, t) in zip(axes, tables.items()):
-        im = ax.imshow(t.to_numpy(), vmin=0.0, vmax=vmax, cmap="magma", aspect="auto")
-        ax.set_yticks(range(t.shape[0]), [str(i) for i in t.index])
-        ax.set_xticks(range(t.shape[1]), [str(c) for c in t.columns], fontsize=7)
-        ax.set_xlabel("head")
-        ax.set_ylabel("layer")
-        ax.set_title(label, fontsize=10)
-    if im is not None:
-        fig.colorbar(im, ax=list(axes), shrink=0.9, label="scale-optimal stress")
-    return fig
+    if not tables:
+        raise ValueError("plot_head_stress: no tables given")
+    vmax = max(float(np.nanmax(t.to_numpy(dtype=float))) for t in tables.values())
+    colour = alt.Scale(scheme="magma", domain=[0.0, vmax])
+    panels = []
+    for label, t in tables.items():
+        long = pd.DataFrame(
+            [{"layer": int(layer), "head": int(head), "stress": float(t.loc[layer, head])} for layer in t.index for head in t.columns]
+        )
+        heads = [int(h) for h in t.columns]
+        panels.append(
+            alt.Chart(long, title=str(label)).mark_rect(stroke="white", strokeWidth=0.5).encode(
+                x=alt.X("head:O", title="head", sort=heads, axis=alt.Axis(labelAngle=0)),
+                y=alt.Y("layer:O", title="layer", sort=[int(x) for x in t.index]),
+                color=alt.Color("stress:Q", title=value_title, scale=colour,
+                                legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=260)),
+                tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("head:O"), alt.Tooltip("stress:Q", title=value_title, format=".4f")],
+            ).properties(width=pg.PANEL_WIDTH, height=max(120, 24 * len(t.index)))
+        )
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2).resolve_scale(color="shared"),
+        description=(f"Heatmaps of the per-head {value_title} (rows: layers, columns: heads), one panel each for "
+                     f"{', '.join(tables)}, on one colour scale; hover a cell for its value."),
+    )
