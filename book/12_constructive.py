@@ -149,7 +149,8 @@ accuracy = summary.assign(
 )["accuracy"].unstack(["corpus", "objective"])
 accuracy
 
-# %%
+# %% mystnb={"figure": {"caption": "Held-out accuracy of every encoding, one panel per corpus and objective: the mean over five seeds (point) and its 95% interval (Student's t, bar). Circles: the fixed tables built from the corpus and the fixed sinusoids; squares: the model's own positional kinds. Hover a point for its numbers.", "name": "fig-ch12-accuracy"}} tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0}
+# tolerance: the accuracies of the table above, compared to 0.1 as there
 ex.plot_accuracy(summary)
 
 # %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0}
@@ -162,7 +163,7 @@ for task in (("sst2", "cls"), ("imdb", "cls")):  # no encoding does better than 
 summary.loc[("synthetic", "cls"), "mean"].round(2).rename("reversal task, mean accuracy")
 
 # %% [markdown]
-# On the synthetic tasks positions are indispensable: without them the model is at chance
+# On the synthetic tasks ({numref}`fig-ch12-accuracy`) positions are indispensable: without them the model is at chance
 # on the reversal task (0.5) and far lower on masked-token prediction, while every
 # positional signal, fixed or learned, solves the reversal task almost perfectly. On
 # SST-2 and IMDB sentiment from the first 16 tokens, no encoding does better than none at

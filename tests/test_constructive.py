@@ -86,3 +86,18 @@ def test_bad_inputs():
         ex.constructive_tasks("synthetic", 1, s)
     with pytest.raises(ValueError):
         ex.constructive_settings("huge")
+
+
+def test_accuracy_plot_draws_intervals_in_the_book_colours():
+    index = pd.MultiIndex.from_tuples([("sst2", "cls", "PMDS k=3"), ("sst2", "cls", "none"), ("synthetic", "mlm", "PMDS k=3")],
+                                      names=["corpus", "objective", "encoding"])
+    summary = pd.DataFrame({"mean": [0.64, 0.63, 0.06], "low": [0.62, 0.61, 0.05], "high": [0.66, 0.65, 0.07], "seeds": 5}, index=index)
+    spec = ex.plot_accuracy(summary).to_dict()
+    assert spec["description"] and len(spec["concat"]) == 2  # one panel per (corpus, objective)
+    rule, point = spec["concat"][0]["layer"]
+    assert rule["mark"]["type"] == "rule" and rule["encoding"]["x"]["field"] == "low" and rule["encoding"]["x2"]["field"] == "high"
+    assert point["mark"]["type"] == "point" and point["encoding"]["shape"]["field"] == "kind"
+    colours = dict(zip(point["encoding"]["color"]["scale"]["domain"], point["encoding"]["color"]["scale"]["range"]))
+    assert colours["PMDS k=3"] == pg.series_colour("PMDS") and colours["none"] == pg.series_colour("none")
+    rows = [r for rows in spec["datasets"].values() for r in rows]
+    assert {(r["encoding"], r["kind"]) for r in rows} >= {("PMDS k=3", "fixed table (from the corpus)"), ("none", "the model's own")}

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+import altair as alt
 import numpy as np
 import pandas as pd
 import torch
@@ -39,7 +40,6 @@ from posgeo import (
     evaluate,
     hellinger_matrix,
     load_corpus,
-    new_figure,
     positional_marginals,
     progress_bar,
     rope_encoding,
@@ -49,6 +49,7 @@ from posgeo import (
     train,
 )
 from posgeo.validation import check_int
+import posgeo as pg
 
 from .separation import corpus_mlm_task, marginal_mlm_task, remap_vocabulary
 
@@ -630,27 +631,59 @@ def accuracy_contrasts(
     return out
 
 
-def plot_accuracy(summary: pd.DataFrame) -> Any:
-    """Held-out accuracy of every encoding, one panel per (corpus, objective): mean and 95%
-    interval over seeds (from :func:`summarise_runs`); fixed tables in one colour, the
-    model's own kinds in another.
+def plot_accuracy(summary: pd.DataFrame, *, level: str = "95%") -> Any:
+    """Held-out accuracy of every encoding, one panel per (corpus, objective): the mean over
+    seeds (point) and its interval (error bar), from :func:`summarise_runs`.
+
+    Encodings take the book's colours; the point's shape tells the fixed tables built from
+    the corpus (and the sinusoids) from the model's own positional kinds.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        From :func:`summarise_runs`: index (corpus, objective, encoding); columns ``mean``,
+        ``low``, ``high`` (and ``seeds``, shown on hover).
+    level : str, keyword-only, default "95%"
+        The interval's level, for the axis title and the tooltips.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    altair chart
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"mean": [0.9, 0.5], "low": [0.85, 0.45], "high": [0.95, 0.55]},
+    ...                  index=pd.MultiIndex.from_tuples([("c", "cls", "learned"), ("c", "cls", "none")],
+    ...                                                  names=["corpus", "objective", "encoding"]))
+    >>> spec = plot_accuracy(s).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['rule', 'point']
     """
-    tasks = list(dict.fromkeys((c, o) for c, o, _ in summary.index))
-    fig, axes = new_figure(len(tasks), 1, width=3.3, height=3.4)
-    for ax, (corpus, objective) in zip(axes, tasks):
-        t = summary.loc[(corpus, objective)]
-        y = np.arange(len(t))
-        for yi, (enc, r) in zip(y, t.iterrows()):
-            colour = "tab:blue" if enc in FIXED_TABLES else "tab:orange"
-            ax.errorbar([r["mean"]], [yi], xerr=[[r["mean"] - r["low"]], [r["high"] - r["mean"]]], fmt="o",
-                        color=colour, capsize=3, markersize=4)
-        ax.set_yticks(y, t.index if ax is axes[0] else [""] * len(t))
-        ax.invert_yaxis()
-        ax.set_title(f"{corpus}, {objective}")
-        ax.set_xlabel("held-out accuracy")
-    fig.suptitle("mean and 95% interval over seeds (blue: fixed tables from the corpus; orange: the model's own)")
-    return fig
+    frame = summary.reset_index()
+    frame["encoding"] = frame["encoding"].astype(str)
+    frame["kind"] = np.where(frame["encoding"].isin(FIXED_TABLES), "fixed table (from the corpus)", "the model's own")
+    if "seeds" not in frame.columns:
+        frame["seeds"] = np.nan
+    encodings = list(dict.fromkeys(frame["encoding"]))
+    colour = alt.Color("encoding:N", scale=pg.colour_scale(encodings), title="encoding", legend=None)
+    shape = alt.Shape("kind:N", title="table", scale=alt.Scale(domain=["fixed table (from the corpus)", "the model's own"],
+                                                                range=["circle", "square"]))
+    tips = [alt.Tooltip("encoding:N"), alt.Tooltip("kind:N", title="table"), alt.Tooltip("mean:Q", title="mean accuracy", format=".3f"),
+            alt.Tooltip("low:Q", title=f"{level} low", format=".3f"), alt.Tooltip("high:Q", title=f"{level} high", format=".3f"),
+            alt.Tooltip("seeds:Q")]
+    panels = []
+    for (corpus, objective), task in frame.groupby(["corpus", "objective"], sort=False):
+        y = alt.Y("encoding:N", sort=encodings, title=None)
+        x_title = f"held-out accuracy (mean, {level} interval)"
+        base = alt.Chart(task, title=f"{corpus}, {objective}").properties(width=pg.PANEL_WIDTH - 50, height=22 * len(task))
+        bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False),
+                                                                                axis=alt.Axis(tickCount=5)), x2="high:Q",
+                                                     y=y, color=colour, tooltip=tips)
+        points = base.mark_point(filled=True, size=60, opacity=1).encode(x="mean:Q", y=y, color=colour, shape=shape, tooltip=tips)
+        panels.append(bars + points)
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2),
+        description=(f"Held-out accuracy of each encoding, one panel per corpus and objective: the mean over seeds (point) "
+                     f"and its {level} interval (bar); circles are fixed tables built from the corpus, squares the "
+                     "model's own positional kinds."),
+    )
