@@ -35,7 +35,7 @@ CHARTS_JS = """
 (names) => names.map(name => {
   const box = document.getElementById('chart-' + name);
   if (!box) return {name, found: false};
-  const svg = box.querySelector('svg'), canvas = box.querySelector('canvas');
+  const svg = box.querySelector('svg.marks'), canvas = box.querySelector('canvas.marks');  // not the menu's icon
   const b = (svg || canvas || box).getBoundingClientRect();
   let marks = 0;
   if (svg) marks = svg.querySelectorAll('g.role-mark path, g.role-mark line, g.role-mark text, g.role-mark rect').length;
@@ -91,10 +91,10 @@ def test_audit_report_fits_a_phone(browser, report: Path, screenshots: Path) -> 
     try:
         page.goto(url, wait_until="load")
         page.wait_for_function(
-            "(names) => names.every(n => document.querySelector('#chart-' + n + ' svg, #chart-' + n + ' canvas'))",
+            "(names) => names.every(n => document.querySelector('#chart-' + n + ' svg.marks, #chart-' + n + ' canvas.marks'))",
             arg=list(CHARTS), timeout=30_000)
         sizes = page.evaluate("""(names) => names.map(n => {
-            const el = document.querySelector('#chart-' + n + ' svg, #chart-' + n + ' canvas');
+            const el = document.querySelector('#chart-' + n + ' svg.marks, #chart-' + n + ' canvas.marks');
             const b = el.getBoundingClientRect();
             return {name: n, w: b.width, h: b.height, page: document.documentElement.clientWidth};
         })""", list(CHARTS))
@@ -131,13 +131,13 @@ def test_audit_report_renders_offline(browser, report: Path, screenshots: Path) 
     try:
         page.goto(url, wait_until="load")
         page.wait_for_function(
-            "(names) => names.every(n => document.querySelector('#chart-' + n + ' svg, #chart-' + n + ' canvas'))",
+            "(names) => names.every(n => document.querySelector('#chart-' + n + ' svg.marks, #chart-' + n + ' canvas.marks'))",
             arg=list(CHARTS), timeout=30_000)
         page.wait_for_timeout(300)  # the last charts' marks
         charts = page.evaluate(CHARTS_JS, list(CHARTS))
         result = page.evaluate(PAGE_JS)
         # hover the middle cell of the first heatmap: its tooltip names the positions and the distance
-        cells = page.locator("#chart-heatmap svg g.role-mark path")
+        cells = page.locator("#chart-heatmap svg.marks g.role-mark path")
         target = cells.nth(cells.count() // 2)
         target.scroll_into_view_if_needed()
         box = target.bounding_box()
