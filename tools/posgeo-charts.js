@@ -17,6 +17,7 @@
   var GAP = 20;          // px between panels of a grid (Vega-Lite's default spacing)
   var MARGIN = 60;       // px of a panel's axes, titles and padding beyond its plotting width
   var MIN_WIDTH = 150;
+  var AXES = 95;         // px a narrowed panel keeps for its y axis (labels such as "100,000", title) and padding
 
   function widthOf(node) {
     if (!node || typeof node !== "object") return 0;
@@ -45,27 +46,58 @@
     if (node.spec) narrow(node.spec, avail);
   }
 
-  function fit(spec, boxWidth) {
-    if (boxWidth < 520 && spec.config && spec.config.legend) spec.config.legend.columns = 1;  // a phone: one legend entry per line
-    if (spec.hconcat && widthOf(spec) > boxWidth) {
-      spec.concat = spec.hconcat;
-      delete spec.hconcat;
-      spec.columns = spec.concat.length;
+  // Re-flow a (sub)spec to boxWidth: a row of panels too wide becomes a column, a grid loses
+  // columns; then every panel still wider than the box is narrowed.
+  function reflow(node, boxWidth) {
+    if (!node || typeof node !== "object") return;
+    if (node.hconcat && widthOf(node) > boxWidth) {
+      node.vconcat = node.hconcat;
+      delete node.hconcat;
     }
-    if (spec.concat) {
+    if (node.concat) {
       var panel = 0;
-      spec.concat.forEach(function (child) { panel = Math.max(panel, widthOf(child)); });
-      var columns = spec.columns || spec.concat.length;
+      node.concat.forEach(function (child) { panel = Math.max(panel, widthOf(child)); });
+      var columns = node.columns || node.concat.length;
       while (columns > 1 && columns * (panel + MARGIN + GAP) > boxWidth) columns -= 1;
-      spec.columns = columns;
-      if (columns === 1) spec.concat.forEach(function (child) { narrow(child, boxWidth - MARGIN); });
-    } else if (spec.facet && spec.columns) {
-      var w = widthOf(spec.spec);
-      while (spec.columns > 1 && spec.columns * (w + MARGIN + GAP) > boxWidth) spec.columns -= 1;
-      if (spec.columns === 1) narrow(spec.spec, boxWidth - MARGIN);
-    } else {
-      narrow(spec, boxWidth - MARGIN);
+      node.columns = columns;
     }
+    if (node.facet && node.columns) {
+      var w = widthOf(node.spec);
+      while (node.columns > 1 && node.columns * (w + MARGIN + GAP) > boxWidth) node.columns -= 1;
+    }
+    ["vconcat", "concat", "layer"].forEach(function (key) {
+      (node[key] || []).forEach(function (child) { reflow(child, boxWidth); });
+    });
+    if (node.spec) reflow(node.spec, boxWidth);
+  }
+
+  // A phone: legends stacked (not side by side), one entry per line, labels cut to the box.
+  function stackLegends(node, boxWidth) {
+    if (!node || typeof node !== "object") return;
+    Object.keys(node.encoding || {}).forEach(function (channel) {
+      var legend = node.encoding[channel] && node.encoding[channel].legend;
+      if (legend && typeof legend === "object") {
+        legend.columns = 1;
+        legend.direction = legend.type === "gradient" ? "horizontal" : "vertical";
+      }
+    });
+    ["layer", "vconcat", "hconcat", "concat"].forEach(function (key) {
+      (node[key] || []).forEach(function (child) { stackLegends(child, boxWidth); });
+    });
+    if (node.spec) stackLegends(node.spec, boxWidth);
+  }
+
+  function fit(spec, boxWidth) {
+    if (boxWidth < 520) {
+      spec.config = spec.config || {};
+      var legend = spec.config.legend = spec.config.legend || {};
+      legend.columns = 1;
+      legend.labelLimit = Math.max(120, boxWidth - 60);
+      legend.layout = { bottom: { direction: "vertical", anchor: "start" } };
+      stackLegends(spec, boxWidth);
+    }
+    reflow(spec, boxWidth);
+    if (widthOf(spec) > boxWidth - AXES || boxWidth < 520) narrow(spec, boxWidth - AXES);
     return spec;
   }
 

@@ -342,8 +342,8 @@ def test_page_fits_a_phone_screen(browser, server: str, docname: str) -> None:
 CHART_STATE_JS = """
 () => Array.from(document.querySelectorAll('div.posgeo-chart')).map(box => {
   const view = box.querySelector('.posgeo-chart-view');
-  const svg = view && view.querySelector('svg');
-  const canvas = view && view.querySelector('canvas');
+  const svg = view && view.querySelector('svg.marks');
+  const canvas = view && view.querySelector('canvas.marks');
   const drawn = svg || canvas;
   const r = drawn ? drawn.getBoundingClientRect() : {width: 0, height: 0};
   const marks = svg ? svg.querySelectorAll('g.mark-rect > path, g.mark-line > path, g.mark-symbol > path, g.mark-area > path, g.mark-rule > line, g.mark-rule > path, g.mark-text > text').length
@@ -359,7 +359,7 @@ CHART_STATE_JS = """
 HOVER_TARGET_JS = """
 (index) => {
   const box = document.querySelectorAll('div.posgeo-chart')[index];
-  const svg = box && box.querySelector('.posgeo-chart-view svg');
+  const svg = box && box.querySelector('.posgeo-chart-view svg.marks');
   if (!svg) return null;
   for (const el of svg.querySelectorAll('path, rect')) {
     const item = el.__data__;

@@ -267,6 +267,7 @@ def series_chart(
     height: int = 260,
     tooltip: Sequence[str] = (),
     zoom: bool = True,
+    series_order: Sequence[str] | None = None,
 ) -> alt.LayerChart:
     """Lines (one per series) with optional interval bands: the book's line chart.
 
@@ -299,6 +300,9 @@ def series_chart(
         Extra columns to show on hover.
     zoom : bool, keyword-only, default True
         Pan and zoom along x.
+    series_order : sequence of str, optional, keyword-only
+        The colour scale's domain (default: the series in order of appearance); give panels
+        that share one legend the same list.
 
     Returns
     -------
@@ -322,6 +326,11 @@ def series_chart(
         data[series] = y_title or y
     data[series] = data[series].astype(str)
     names = list(dict.fromkeys(data[series]))
+    if series_order is not None:
+        extra = sorted(set(names) - {str(n) for n in series_order})
+        if extra:
+            raise ValueError(f"series_chart: series {extra} are not in series_order; add them")
+        names = [str(n) for n in dict.fromkeys(series_order)]
     key = _slug(title, x, y, series, tuple(names), len(data))
     xtype = {"quantitative": "Q", "ordinal": "O", "nominal": "N"}[x_type]
     x_enc = alt.X(f"{x}:{xtype}", title=x_title or x, scale=alt.Scale(**(x_scale or {})) if x_scale else alt.Undefined,
@@ -847,15 +856,16 @@ def plot_spectra(spectra: Mapping[str, np.ndarray], *, top: int = 40) -> Any:
         left.append(pd.DataFrame({"index": k, "share": np.abs(lam[: k.size]) / np.abs(lam).sum(), "series": name}))
         pos = np.clip(lam, 0, None)
         right.append(pd.DataFrame({"rank": np.arange(1, lam.size + 1), "energy": np.cumsum(pos) / pos.sum(), "series": name}))
+    order = [*spectra, "99% reference"]  # both panels: one colour scale, one legend
     a = series_chart(pd.concat(left), x="index", y="share", series="series", points=True, x_title="eigenvalue index",
                      y_title="|eigenvalue| / sum |eigenvalues|", y_scale={"type": "log"}, series_title="spectrum",
-                     width=PANEL_WIDTH, height=PANEL_HEIGHT, title="leading eigenvalues")
+                     width=PANEL_WIDTH, height=PANEL_HEIGHT, title="leading eigenvalues", series_order=order)
     energy = pd.concat(right)
     ranks = energy["rank"].max()
     energy = pd.concat([energy, pd.DataFrame({"rank": [1, ranks], "energy": [0.99, 0.99], "series": "99% reference"})])
     b = series_chart(energy, x="rank", y="energy", series="series", x_title="rank r", y_title="energy in the top r",
                      x_scale={"type": "log"}, series_title="spectrum", width=PANEL_WIDTH, height=PANEL_HEIGHT,
-                     title="cumulative energy")
+                     title="cumulative energy", series_order=order)
     return finish_chart(
         alt.hconcat(a, b).resolve_scale(color="shared"),
         description=("Eigen-spectra: the leading eigenvalues' shares (log scale, left) and the cumulative share "
