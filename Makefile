@@ -82,8 +82,6 @@ $(NPM_STAMP): package.json package-lock.json
 	touch $@
 
 setup: $(SETUP_STAMP) $(NPM_STAMP)
-	@# Build matplotlib's font cache now, so its one-time notice never lands in a cell output.
-	$(BIN)/python -c "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
 	@mkdir -p "$(POSGEO_CACHE_DIR)"
 
 # ---------------------------------------------------------------- book

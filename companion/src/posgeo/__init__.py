@@ -194,8 +194,6 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'plot_noise_floor',
         'plot_spectra',
         'plot_stress_bars',
-        'new_figure',
-        'symlog_axis',
     ),
     '_cache': (
         'CACHE_ENV_VAR',

@@ -62,8 +62,6 @@ __all__ = [
     'plot_noise_floor',
     'plot_spectra',
     'plot_stress_bars',
-    'new_figure',
-    'symlog_axis',
 ]
 
 #: Width in px of a one-panel chart's plotting area: the book's text column is 784 px wide
@@ -902,36 +900,3 @@ def plot_stress_bars(table: pd.DataFrame, *, column: str = "optimal", log: bool 
     ).properties(width=COLUMN_WIDTH, height=240)
     return finish_chart(chart, description=f"{column.capitalize()} stress of each encoding (bars) against each corpus (colours); lower fits better.")
 
-
-# ----------------------------------------------------------------------------- matplotlib (transitional)
-def new_figure(ncols: int = 1, nrows: int = 1, *, width: float = 4.2, height: float = 3.4, grid: bool = False) -> tuple[Any, np.ndarray]:
-    """Transitional matplotlib helper, removed once every chart is an Altair chart.
-
-    Returns
-    -------
-    fig : matplotlib.figure.Figure
-    axes : numpy.ndarray of Axes
-    """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width * ncols, height * nrows), dpi=96, layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False))
-    return fig, (axes if grid else axes.ravel())
-
-
-def symlog_axis(ax: Any, values: Sequence[float]) -> None:
-    """Transitional matplotlib helper (symmetric-log x axis), removed with :func:`new_figure`."""
-    from matplotlib.ticker import NullLocator
-
-    x = np.asarray(values, dtype=float)
-    positive = x[x > 0]
-    if positive.size == 0:
-        return
-    lo, hi = float(positive.min()), float(positive.max())
-    ax.set_xscale("symlog", linthresh=lo, linscale=0.6)
-    ax.set_xlim(-0.15 * lo, hi * 1.5)
-    ticks = [0.0] + [10.0**k for k in range(int(np.ceil(np.log10(lo))), int(np.floor(np.log10(hi))) + 1)]
-    if len(ticks) == 1 or ticks[1] > lo * 1.5:
-        ticks.insert(1, lo)
-    ax.set_xticks(ticks)
-    ax.xaxis.set_minor_locator(NullLocator())
