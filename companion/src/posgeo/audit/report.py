@@ -574,9 +574,6 @@ class AuditReport:
 # --------------------------------------------------------------------------- charts
 
 
-_PANEL_HEIGHT = 220  # px, a panel of a two-column grid (pg.PANEL_WIDTH wide)
-
-
 def _title(report: AuditReport) -> str:
     return f"{report.parameters['dataset']}, n = {report.parameters['n_positions']}"
 
@@ -602,16 +599,14 @@ def plot_audit_heatmap(report: AuditReport) -> Any:
     vmax = float(max(np.nanmax(report.hellinger), np.nanmax(report.hellinger_corrected)))
     domain = (0.0, vmax if vmax > 0 else 1.0)
     n = report.hellinger.shape[0]
-    # whole pixels per cell (no seams between cells without a stroke, which would turn the colour bar
-    # into symbols): the side heatmap_chart bins to (128 at most), times the cell size that fits a panel
+    # whole pixels per cell: the side heatmap_chart bins to (128 at most), times the cell size that fits a panel
     side = math.ceil(n / math.ceil(n / 128))
     width = side * max(1, pg.PANEL_WIDTH // side)
     panels = []
     for title, M in ((f"plug-in ({_title(report)})", report.hellinger),
                      ("corrected for sampling noise", report.hellinger_corrected)):
         panel = pg.heatmap_chart(M, title=title, value_title="chord Hellinger distance", domain=domain, width=width)
-        panel.encoding.stroke = alt.Undefined
-        panel = panel.mark_rect(aria=False)  # no screen-reader label per cell (the description says what it is)
+        panel = panel.mark_rect(strokeWidth=0, aria=False)  # no screen-reader label per cell (the description says what it is)
         panels.append(panel)
     return pg.finish_chart(
         pg.panel_grid(panels, columns=2).resolve_scale(color="shared"),
@@ -827,7 +822,7 @@ def plot_audit_layers(report: AuditReport) -> Any:
             y_title=f"{name} projected stress" + (" (log scale)" if column == "raw" and log else ""),
             series_title="target distances", title=f"{name} projected stress", points=True, zoom=False,
             y_scale={"type": "log"} if column == "raw" and log else None, tooltip=["distance ratio"],
-            width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT,
+            width=pg.PANEL_WIDTH, height=pg.PANEL_HEIGHT,
         ))
     return pg.finish_chart(
         pg.panel_grid(panels, columns=2),
@@ -864,12 +859,12 @@ def _plot_spectrum(report: AuditReport) -> Any:
     left.append(pd.DataFrame({"index": [1], "share": [np.nan], "spectrum": [reference]}))
     a = pg.series_chart(pd.concat(left, ignore_index=True), x="index", y="share", series="spectrum", points=True,
                         x_title="eigenvalue index", y_title="|eigenvalue| / sum |eigenvalues| (log scale)",
-                        y_scale={"type": "log"}, series_title="spectrum", width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT,
+                        y_scale={"type": "log"}, series_title="spectrum", width=pg.PANEL_WIDTH, height=pg.PANEL_HEIGHT,
                         title="leading eigenvalues", zoom=False)
     b = pg.series_chart(pd.concat(right, ignore_index=True), x="rank", y="energy", series="spectrum",
                         x_title="rank r (log scale)", y_title="share of the energy in the top r",
                         x_scale={"type": "log", "domain": [1, ranks], "nice": False}, series_title="spectrum",
-                        width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT, title="cumulative energy", zoom=False)
+                        width=pg.PANEL_WIDTH, height=pg.PANEL_HEIGHT, title="cumulative energy", zoom=False)
     return pg.finish_chart(
         pg.panel_grid([a, b], columns=2),
         description=("Eigen-spectra of the double-centred Gram matrix of the " + " and the ".join(spectra)
@@ -1054,6 +1049,7 @@ def _javascript() -> str:
     return _LICENCE_NOTE + "\n" + bundle
 
 
+_DIGITS = re.compile(r"-?\d+\.\d{3,}(?:e-?\d+)?")
 _SVG_DROP = [
     re.compile(r"<\?xml[^>]*\?>\s*"),
     re.compile(r"<!DOCTYPE[^>]*>\s*"),
@@ -1069,6 +1065,10 @@ def _svg(spec: Mapping[str, Any], name: str) -> str:
     svg = vlc.vegalite_to_svg(dict(spec), vl_version=_VL_VERSION)
     for pattern in _SVG_DROP:
         svg = pattern.sub("", svg)
+    # coordinates to 0.01 px (Vega writes 6.6000000000000005): a third of the size of a heatmap
+    svg = re.sub(r'\b(d|transform|points)="([^"]*)"',
+                 lambda m: f'{m.group(1)}="{_DIGITS.sub(lambda x: f"{float(x.group(0)):.2f}".rstrip("0").rstrip("."), m.group(2))}"',
+                 svg)
     prefix = f"{name}-"
     seen: dict[str, int] = {}
 
