@@ -336,7 +336,7 @@ def series_chart(
     y_enc = alt.Y(f"{y}:Q", title=y_title or y, scale=alt.Scale(**(y_scale or {})) if y_scale else alt.Undefined)
     colour = alt.Color(f"{series}:N", scale=colour_scale(names), title=series_title or (None if series == "series" else series),
                        legend=alt.Legend(symbolType="stroke"))
-    dash = alt.StrokeDash(f"{series}:N", scale=alt.Scale(domain=names, range=[_dash(n) for n in names]), legend=None)
+    dash = alt.StrokeDash(f"{series}:N", scale=alt.Scale(domain=names, range=[_dash(n) for n in names]))  # merged into the colour legend
     pick = alt.selection_point(fields=[series], bind="legend", name=f"pick_{key}")
     shown = alt.condition(pick, alt.value(1.0), alt.value(0.12))
     base = alt.Chart(data).properties(width=width, height=height)
