@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+import posgeo as pg
 from posgeo import Transformer, TrainConfig, TransformerConfig, evaluate, monotonicity_violation_rate, train
+from posgeo.experiments import ntk as ex
 from posgeo.experiments.ntk import (
     NTKSettings,
     OrderDetectionTask,
@@ -291,3 +293,30 @@ def test_width_sweep_plot_has_one_tick_per_width_on_a_log2_axis():
     assert "stress*" in spec["concat"][1]["layer"][0]["encoding"]["y"]["title"]
     assert "scale-optimal" in spec["concat"][1]["layer"][0]["encoding"]["y"]["title"]
     assert {r["learning rate"] for r in _rows(spec)} == {"lr ~ 1/width", "constant lr"}
+
+
+# --------------------------------------------------------------------------- violation_intervals
+@pytest.fixture(scope="module")
+def small_boot():
+    corpus = pg.synthetic_corpus(n_sequences=400, n_positions=12, nonstationarity=2.0)
+    return pg.bootstrap_geometry(corpus, 12, n_boot=6, estimator="hybrid", progress=False)
+
+
+def test_violation_intervals_are_paired_and_centred_on_the_estimate(small_boot):
+    line = np.arange(12.0)[:, None]
+    noise = pg.random_encoding(12, 16, seed=0)
+    table = ex.violation_intervals(small_boot, {"line": line, "random": noise}, differences=[("line", "random")])
+    exact = pg.monotonicity_violation_rate(line, reference=small_boot.estimate, progress=False)
+    assert table.loc["line", "rate"] == pytest.approx(exact)
+    assert table.loc["line - random", "rate"] == pytest.approx(table.loc["line", "rate"] - table.loc["random", "rate"])
+    assert (table["low"] <= table["rate"]).all() and (table["rate"] <= table["high"]).all()
+    # the difference's interval is not the naive one from the two marginal intervals
+    assert table.loc["line - random", "high"] - table.loc["line - random", "low"] != pytest.approx(
+        (table.loc["line", "high"] - table.loc["line", "low"]) + (table.loc["random", "high"] - table.loc["random", "low"]))
+
+
+def test_violation_intervals_reject_bad_input(small_boot):
+    with pytest.raises(ValueError, match="one row per position"):
+        ex.violation_intervals(small_boot, {"short": np.zeros((5, 2))})
+    with pytest.raises(ValueError, match="names 'nope'"):
+        ex.violation_intervals(small_boot, {"line": np.arange(12.0)[:, None]}, differences=[("line", "nope")])
