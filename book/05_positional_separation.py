@@ -434,7 +434,7 @@ change.rename(columns={"first": "min separation before", "last": "min separation
 # reach. Beyond them, the rows move only through weight decay, which shrinks them by a fraction
 # $\eta\lambda = 5 \cdot 10^{-5} \times 0.01 = 5 \cdot 10^{-7}$ per step.
 
-# %% tags=["stochastic"] tolerance={"atol": 1e-06, "rtol": 0.5} mystnb={"figure": {"caption": "Fine-tuning all-MiniLM-L6-v2 on SST-2: relative change of each of the first 128 rows of the position table between the first and the last checkpoint (log scale), coloured by whether the training sentences reach the row; dashed line: the first row they never reach. Hover a point for its value.", "name": "fig-ch5-drift"}}
+# %% mystnb={"figure": {"caption": "Fine-tuning all-MiniLM-L6-v2 on SST-2: relative change of each of the first 128 rows of the position table between the first and the last checkpoint (log scale), coloured by whether the training sentences reach the row; dashed line: the first row they never reach. Hover a point for its value.", "name": "fig-ch5-drift"}} tags=["stochastic"] tolerance={"atol": 1e-06, "rtol": 0.5}
 # tolerance: compared to 50% (+1e-6): each row's drift is the difference of two nearly equal
 # float32 rows after fine-tuning, whose last digits move between CPU kernel paths.
 ex.plot_row_drift(run.snapshots, seen=run.positions_seen, rows=128)

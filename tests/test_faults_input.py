@@ -370,7 +370,7 @@ def test_write_is_atomic_json_with_html_or_nothing(report: AuditReport, tmp_path
     def broken() -> str:
         raise RuntimeError("disk gone")
 
-    monkeypatch.setattr(AuditReport, "to_html", lambda self: broken())
+    monkeypatch.setattr(AuditReport, "to_html", lambda self, **options: broken())
     with pytest.raises(RuntimeError, match="disk gone"):
         report.write(out)
     assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json"]  # no temp file left

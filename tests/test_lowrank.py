@@ -260,7 +260,8 @@ def test_rank_curve_plot_is_an_altair_chart_with_one_panel_per_method_and_corpus
     smacof = spec["concat"][1]["layer"]
     colour = next(layer["encoding"]["color"] for layer in smacof if layer["mark"]["type"] == "line")
     assert dict(zip(colour["scale"]["domain"], colour["scale"]["range"]))["sst2 corrected"] == "#D55E00"
-    assert smacof[1]["encoding"]["y"]["scale"]["type"] == "log"
+    line = next(layer for layer in smacof if layer["mark"]["type"] == "line")
+    assert line["encoding"]["y"]["scale"]["type"] == "log"
     rows = [r for r in _rows(spec) if r.get("geometry") == "synthetic plug-in" and r["rank"] == 2]
     assert any(r["value"] == pytest.approx(curve.loc[2, "classical optimal"]) for r in rows)
     banded = [r for r in _rows(spec) if r.get("geometry") == "sst2 corrected" and r.get("low") == r.get("low")]
