@@ -16,8 +16,8 @@
   "use strict";
   var GAP = 20;          // px between panels of a grid (Vega-Lite's default spacing)
   var MARGIN = 60;       // px of a panel's axes, titles and padding beyond its plotting width
-  var MIN_WIDTH = 150;
-  var AXES = 95;         // px a narrowed panel keeps for its y axis (labels such as "100,000", title) and padding
+  var MIN_WIDTH = 110;
+  var AXES = 110;        // px a narrowed panel keeps for its y axis (labels, cut to 100 px on a phone; title) and padding
 
   function widthOf(node) {
     if (!node || typeof node !== "object") return 0;
@@ -71,7 +71,8 @@
     if (node.spec) reflow(node.spec, boxWidth);
   }
 
-  // A phone: legends stacked (not side by side), one entry per line, labels cut to the box.
+  // A phone: legends stacked (not side by side), one entry per line, labels cut to the box;
+  // axis labels cut to 100 px.
   function stackLegends(node, boxWidth) {
     if (!node || typeof node !== "object") return;
     Object.keys(node.encoding || {}).forEach(function (channel) {
@@ -80,6 +81,8 @@
         legend.columns = 1;
         legend.direction = legend.type === "gradient" ? "horizontal" : "vertical";
       }
+      var axis = node.encoding[channel] && node.encoding[channel].axis;
+      if (axis && typeof axis === "object" && !(axis.labelLimit <= 100)) axis.labelLimit = 100;
     });
     ["layer", "vconcat", "hconcat", "concat"].forEach(function (key) {
       (node[key] || []).forEach(function (child) { stackLegends(child, boxWidth); });
@@ -87,17 +90,20 @@
     if (node.spec) stackLegends(node.spec, boxWidth);
   }
 
-  function fit(spec, boxWidth) {
+  function fit(spec, boxWidth, extra) {
+    var keep = AXES + (extra || 0);
     if (boxWidth < 520) {
       spec.config = spec.config || {};
       var legend = spec.config.legend = spec.config.legend || {};
       legend.columns = 1;
       legend.labelLimit = Math.max(120, boxWidth - 60);
       legend.layout = { bottom: { direction: "vertical", anchor: "start" } };
+      var axis = spec.config.axis = spec.config.axis || {};
+      axis.labelLimit = 100;  // long category names (a y axis of map names) are cut, with an ellipsis
       stackLegends(spec, boxWidth);
     }
     reflow(spec, boxWidth);
-    if (widthOf(spec) > boxWidth - AXES || boxWidth < 520) narrow(spec, boxWidth - AXES);
+    if (widthOf(spec) > boxWidth - keep || boxWidth < 520 || extra) narrow(spec, boxWidth - keep);
     return spec;
   }
 
@@ -109,7 +115,7 @@
       box.insertAdjacentHTML("beforeend", '<p class="posgeo-chart-missing">This chart needs JavaScript (vega-embed) to be drawn.</p>');
       return;
     }
-    var spec = JSON.parse(source.textContent);
+    var text = source.textContent;
     var target = document.createElement("div");
     target.className = "posgeo-chart-view";
     box.appendChild(target);
@@ -118,9 +124,24 @@
       renderer: "svg",
       downloadFileName: "posgeo-chart",
     };
-    var extra = (spec.usermeta && spec.usermeta.embedOptions) || {};
+    var extra = (JSON.parse(text).usermeta || {}).embedOptions || {};
     Object.keys(extra).forEach(function (key) { options[key] = extra[key]; });
-    window.vegaEmbed(target, fit(spec, box.clientWidth || 700), options).then(function (result) {
+    embed(box, target, text, options, 0, 0);
+  }
+
+  // Draw; if the drawn chart is still wider than its box (long axis titles, legends), draw it
+  // again with its panels narrowed by the overflow (three times at most).
+  function embed(box, target, text, options, shrink, attempt) {
+    var width = box.clientWidth || 700;
+    window.vegaEmbed(target, fit(JSON.parse(text), width, shrink), options).then(function (result) {
+      var drawn = target.querySelector("svg.marks, canvas.marks");
+      var over = drawn ? drawn.getBoundingClientRect().width - width : 0;
+      if (over > 2 && attempt < 3) {
+        result.finalize();
+        target.innerHTML = "";
+        embed(box, target, text, options, shrink + over + 4, attempt + 1);
+        return;
+      }
       box.setAttribute("data-posgeo-state", "drawn");
       (window.posgeoCharts = window.posgeoCharts || []).push({ box: box, view: result.view });
     }).catch(function (error) {

@@ -137,7 +137,13 @@ def test_page_renders_offline(browser, server: str, screenshots: Path, docname: 
         math = page.evaluate(MATH_JS)
         images = page.evaluate(IMAGES_JS)
         prose = page.evaluate(PROSE_TEXT_JS)
-        page.wait_for_load_state("networkidle")
+        # Not "networkidle": Chromium does not report it on pages whose charts vega-embed draws
+        # (reproduced with no request pending), so wait for what the screenshot needs.
+        page.wait_for_function(
+            "document.fonts.status === 'loaded' && Array.from(document.querySelectorAll('div.posgeo-chart'))"
+            ".every(box => box.getAttribute('data-posgeo-state'))",
+            timeout=60_000,
+        )
         # the API reference's pages are very long: a full-page screenshot takes minutes on a
         # loaded machine, so they get the first screen only
         page.screenshot(path=str(screenshots / f"{docname.replace('/', '__')}.png"),
