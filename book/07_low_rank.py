@@ -208,7 +208,7 @@ ex.plot_rank_stress_curves(curves)
 
 # %%
 claim = ex.lowrank_claim_table(geometries["synthetic"].distances, n_positions=32, d=128, rank=3)
-claim
+pg.display_table(claim, mixed=True)  # n/a: P1 gives no such value
 
 # %%
 assert claim.loc["parameters (rank r)", "SMACOF"] == ex.lowrank_parameter_count(32, 128, 3) == 480
@@ -277,7 +277,7 @@ pd.Series(dataclasses.asdict(settings), dtype=object).to_frame("value")
 
 # %%
 trained = ex.lowrank_training_sweep(settings, threads=1 if pg.current_profile() == "small" else None)
-trained
+pg.display_table(trained)  # n/a: the model without positions has no table to score
 
 # %%
 pd.Series(trained.attrs, name="reference").to_frame()

@@ -153,7 +153,7 @@ encodings = {
     for name, g in geometries.items()
 }
 rates = ex.monotonicity_table(geometries, encodings)
-rates.round(3)
+pg.display_table(rates, digits=3)  # n/a: the tables trained from scratch exist for the synthetic corpus only
 
 # %% [markdown]
 # Reading the table column by column:

@@ -321,6 +321,10 @@ def test_display_table_integers_and_missing_cells():
     assert frame["x"].isna().sum() == 1  # the input is left alone
     with pytest.raises(TypeError, match="DataFrame"):
         posgeo.display_table([1, 2])
+    summary = pd.DataFrame({"value": [67349.0, 279.0, 0.571, np.nan], "P1": [np.nan, np.nan, 0.22, np.nan]})
+    shown = posgeo.display_table(summary, mixed=True)
+    assert shown["value"].tolist() == ["67349", "279", "0.5710", "n/a"]
+    assert shown["P1"].tolist() == ["n/a", "n/a", "0.2200", "n/a"]
 
 
 @settings(max_examples=30, deadline=None)

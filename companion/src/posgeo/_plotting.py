@@ -612,18 +612,22 @@ def notebook_setup(*, quiet: bool = True, precision: int = 4) -> pd.DataFrame:
     ).set_index("package")
 
 
-def display_table(frame: pd.DataFrame, *, digits: int = 4, missing: str = "n/a") -> pd.DataFrame:
+def display_table(frame: pd.DataFrame, *, digits: int = 4, missing: str = "n/a", mixed: bool = False) -> pd.DataFrame:
     """A table as a reader should see it: counts as integers, no ``NaN`` cells.
 
     Float columns whose values are all whole numbers become integers (``67349``, not
     ``67349.0000``); other floats are rounded to ``digits`` decimals; missing values (``NaN``,
-    ``None``) read ``missing``. Say in the text why a cell is missing.
+    ``None``) read ``missing``. Say in the text why a cell is missing. With ``mixed=True``
+    (a column of different quantities, such as a summary's "value"), each cell is formatted
+    on its own: whole numbers as integers, the others to ``digits`` decimals.
 
     Parameters
     ----------
     frame : pandas.DataFrame
     digits : int, keyword-only, default 4
     missing : str, keyword-only, default "n/a"
+    mixed : bool, keyword-only, default False
+        Format every float cell on its own (the column becomes text).
 
     Returns
     -------
@@ -636,6 +640,10 @@ def display_table(frame: pd.DataFrame, *, digits: int = 4, missing: str = "n/a")
            n       x
     0  67349  0.1235
     1     12     n/a
+    >>> display_table(pd.DataFrame({"value": [67349.0, 0.571]}), mixed=True)
+        value
+    0   67349
+    1  0.5710
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"display_table: expected a pandas DataFrame, got {type(frame).__name__}")
@@ -648,7 +656,10 @@ def display_table(frame: pd.DataFrame, *, digits: int = 4, missing: str = "n/a")
             continue
         finite = values.dropna()
         whole = bool(len(finite)) and bool(np.all(np.isfinite(finite))) and bool(np.all(finite == np.round(finite)))
-        if values.isna().any():
+        if mixed and pd.api.types.is_float_dtype(values) and not whole:
+            out[column] = values.map(lambda v: missing if pd.isna(v) else (
+                str(int(v)) if np.isfinite(v) and v == round(v) else f"{v:.{digits}f}")).astype(object)
+        elif values.isna().any():
             shown = values.map(lambda v: missing if pd.isna(v) else (int(v) if whole else f"{v:.{digits}f}"))
             out[column] = shown.astype(object)
         elif whole:
