@@ -185,6 +185,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'panel_grid',
         'series_chart',
         'heatmap_chart',
+        'chart_spec',
         'chart_bundle',
         'enable_charts',
         'notebook_setup',

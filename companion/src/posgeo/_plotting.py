@@ -53,6 +53,7 @@ __all__ = [
     'panel_grid',
     'series_chart',
     'heatmap_chart',
+    'chart_spec',
     'chart_bundle',
     'enable_charts',
     'notebook_setup',
@@ -525,6 +526,31 @@ def _static_image(spec: Mapping[str, Any]) -> dict[str, Any]:
         return {}
 
 
+def chart_spec(chart: Any) -> dict[str, Any]:
+    """A chart's Vega-Lite spec as posgeo stores it: the same on every machine.
+
+    Numbers are rounded to 4 significant digits (1 decimal from 1,000 up; integers kept),
+    and Altair's counter-based names (``view_7``, ``param_3``, which depend on how many
+    charts the process made before) are renumbered from 1 in order of appearance.
+
+    Parameters
+    ----------
+    chart : altair chart or mapping
+        A chart, or its spec (``chart.to_dict()``).
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> spec = chart_spec(alt.Chart(pd.DataFrame({"x": [0.123456]})).mark_point().encode(x="x:Q"))
+    >>> spec["datasets"].popitem()[1]
+    [{'x': 0.1235}]
+    """
+    return _canonical(chart if isinstance(chart, Mapping) else chart.to_dict())
+
+
 def chart_bundle(spec: Mapping[str, Any], **_metadata: Any) -> dict[str, Any]:
     """The ``posgeo`` Altair renderer: a chart's notebook output.
 
@@ -550,7 +576,7 @@ def chart_bundle(spec: Mapping[str, Any], **_metadata: Any) -> dict[str, Any]:
     >>> bundle["text/plain"], bundle["application/vnd.vegalite.v5+json"]["datasets"].popitem()[1]
     ('Chart: One point.', [{'x': 0.1235}])
     """
-    canonical = _canonical(spec)
+    canonical = chart_spec(spec)
     bundle: dict[str, Any] = {"application/vnd.vegalite.v5+json": canonical}
     bundle.update(_static_image(canonical))
     bundle["text/plain"] = "Chart: " + str(canonical.get("description") or "(no description)")

@@ -976,7 +976,6 @@ def _frame_table(df: pd.DataFrame, index_name: str) -> str:
 # --------------------------------------------------------------------------- charts in the page
 #: Vega-Lite version of the specs Altair writes ("5.20"); the bundled JavaScript is of this version.
 _VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-_COUNTER = re.compile(r"\b(view|param)_(\d+)\b")
 # vega-embed's menu keeps the exports (drawn in the page) and drops the links to the online editor.
 _ACTIONS = {"export": True, "source": False, "compiled": False, "editor": False}
 # What the inlined JavaScript is (vl-convert's bundle) and the notices its licences ask for.
@@ -1005,32 +1004,6 @@ OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE. */"""
 # A grid of panels (pg.panel_grid) becomes one column on a narrow screen (a phone), as in the book.
 _FIT_JS = ("function posgeoFit(spec) { return spec.concat && spec.columns > 1 && "
            "document.documentElement.clientWidth < 760 ? Object.assign({}, spec, {columns: 1}) : spec; }")
-
-
-def _round(value: Any) -> Any:
-    """Floats to 4 significant digits (the charts' tooltips show no more), recursively."""
-    if isinstance(value, float):
-        if not math.isfinite(value) or value == 0 or value == int(value):
-            return value
-        return round(value, 1) if abs(value) >= 1000 else float(f"{value:.4g}")
-    if isinstance(value, dict):
-        return {k: _round(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_round(v) for v in value]
-    return value
-
-
-def _spec(chart: Any) -> dict[str, Any]:
-    """The chart's Vega-Lite spec, machine-independent: numbers to 4 significant digits and
-    Altair's counter names (``view_7``, ``param_3``) renumbered from 1 in each chart."""
-    text = json.dumps(_round(chart.to_dict()))
-    order: dict[str, str] = {}
-
-    def rename(match: re.Match[str]) -> str:
-        kind = match.group(1)
-        return order.setdefault(match.group(0), f"{kind}_{sum(k.startswith(kind) for k in order) + 1}")
-
-    return json.loads(_COUNTER.sub(rename, text))
 
 
 def _script_json(value: Any) -> str:
@@ -1087,7 +1060,7 @@ def _svg(spec: Mapping[str, Any], name: str) -> str:
 def _figure(chart: Any, name: str, caption: str, *, static: bool = False) -> str:
     """One chart with its caption: a ``<div>`` that a tiny script fills with :func:`vegaEmbed`
     (interactive: tooltips, legends), or with ``static`` an inline SVG and no script."""
-    spec = _spec(chart)
+    spec = pg.chart_spec(chart)  # machine-independent: rounded numbers, renumbered names
     if static:  # the description as the image's alt text (vega-embed puts it on the chart's container)
         label = f' role="img" aria-label="{_esc(spec.get("description", ""))}"'
         body = re.sub(r"^<svg\b", lambda m: "<svg" + label, _svg(spec, name), count=1)
