@@ -189,9 +189,11 @@ ex.equivariance_table(errors)
 # a log axis, with the two bounds used below ($10^{-5}$ and $10^{-2}$) and the float64 and
 # float32 machine epsilons as reference lines:
 
-# %% mystnb={"figure": {"caption": "Relative equivariance error of each map under each random permutation (log axis; exact zeros drawn at 1e-18): a box plot per map, every permutation a dot, coloured by whether all of the map's errors lie below 1e-5. Reference lines: the bounds 1e-5 and 1e-2 and the float64 and float32 machine epsilons. Hover a dot for its permutation and error.", "name": "fig-ch4-errors"}} tags=["stochastic"] tolerance={"atol": 1e-05, "rtol": 0}
+# %% mystnb={"figure": {"caption": "Relative equivariance error of each map under each random permutation (log axis; exact zeros drawn at 1e-18): a box plot per map, every permutation a dot, coloured by whether all of the map's errors lie below 1e-5. Reference lines: the bounds 1e-5 and 1e-2 and the float64 and float32 machine epsilons. Hover a dot for its permutation and error.", "name": "fig-ch4-errors"}} tags=["stochastic"] tolerance={"atol": 1e-05, "rtol": 0.001}
 # The errors of the two tables above: float64 and float32 rounding where the map is
-# equivariant, compared to 1e-5 like the second table (the bound asserted below).
+# equivariant, compared to 1e-5 like the second table (the bound asserted below); the errors
+# near 1 of the maps that are not equivariant are float32 results shown to 4 digits, whose
+# last digit other CPU kernel paths move (0.9959 -> 0.9958): compared to 0.1% of the value.
 ex.plot_equivariance_errors(errors)
 
 # %% [markdown]
