@@ -142,7 +142,7 @@ def test_heatmap_blocks_cover_the_matrix(n, side):
     M = np.arange(n * n, dtype=float).reshape(n, n)
     values = heatmap_chart(M, max_side=side, digits=6).to_dict()["data"]["values"][0]["v"]
     m = int(round(len(values) ** 0.5))
-    assert m * m == len(values) and m <= max(side, 1) or m == n
+    assert m * m == len(values) and m <= side and m == -(-n // -(-n // side))  # ceil(n / ceil(n / side)) blocks a side
     finite = np.array([v for v in values if v is not None])
     assert finite.min() >= M.min() and finite.max() <= M.max()  # block means stay in range
 
