@@ -88,12 +88,17 @@ setup: $(SETUP_STAMP) $(NPM_STAMP)
 sync: setup
 	jupytext --sync $(CHAPTERS)
 
+# Chapters run single-threaded (OMP_NUM_THREADS=1, for reproducible outputs), so BOOK_JOBS of
+# them run at once, one per core (default: 2, this project's 2-core machines). They share the
+# result cache, whose writes are atomic; a chapter that needs another's cached result before it
+# exists computes it itself (the same numbers).
+BOOK_JOBS ?= 2
 execute: sync
-	@for nb in $(CHAPTERS); do \
-	  echo "[$$($(NOW))] executing $$nb"; \
-	  jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=1800 "$$nb"; \
-	done
+	@printf '%s\n' $(CHAPTERS) | xargs -P $(BOOK_JOBS) -I{} sh -c '\
+	  echo "[$$(date +%H:%M:%S)] executing {}"; \
+	  jupyter nbconvert --to notebook --execute --inplace --log-level=WARN \
+	    --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=1800 "{}" \
+	  && echo "[$$(date +%H:%M:%S)] done {}"'
 	jupytext --sync $(CHAPTERS)
 
 # The API reference (book/api_library.md, api_experiments.md, api_audit.md) is generated during the build by tools/posgeo_api.py:
@@ -123,11 +128,13 @@ test-unit: setup
 # -p nbtolerance (tests/nbtolerance.py): cells tagged "stochastic" (training outputs) compare
 # their numbers within the cell's "tolerance" metadata; every other cell is strict nbval.
 NBVAL_CACHE_DIR ?= $(CURDIR)/_build/nbval-cache
+# The chapters are spread over BOOK_JOBS pytest-xdist workers, a whole notebook per worker
+# (--dist loadfile: its cells share one kernel); the plugin's summary gathers every worker's cells.
 NBVAL := $(PYTEST) -p nbtolerance --nbval --nbval-current-env
 test-nb: setup
-	@echo "[$$($(NOW))] nbval (strict; training cells within their tolerance) on every chapter"
+	@echo "[$$($(NOW))] nbval (strict; training cells within their tolerance) on every chapter, $(BOOK_JOBS) at a time"
 	@if [ -n "$(NBVAL_CACHE_DIR)" ]; then rm -rf "$(NBVAL_CACHE_DIR)"; fi
-	POSGEO_CACHE_DIR="$(or $(NBVAL_CACHE_DIR),$(POSGEO_CACHE_DIR))" $(NBVAL) $(CHAPTERS)
+	POSGEO_CACHE_DIR="$(or $(NBVAL_CACHE_DIR),$(POSGEO_CACHE_DIR))" $(NBVAL) -n $(BOOK_JOBS) --dist loadfile $(CHAPTERS)
 
 # The cross-kernel check: one chapter that trains (chapter 4, the quickest) re-run by nbval
 # under CPU kernel paths other than the one that computed its stored outputs, each from an

@@ -242,6 +242,55 @@ def _get(outputs: list, slot: tuple[int, str | None]) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, indent=0)
 
 
+def _renamed_datasets(value: Any) -> Any:
+    """A chart spec whose data sets are named by the order in which the spec uses them.
+
+    Altair names a data set by the MD5 of its values, and the spec is serialised with sorted
+    keys, so a value moving within the tolerance renames a data set and can move it to
+    another place in ``datasets``. Naming each by its first use in the spec (walked with
+    sorted keys, ``datasets`` itself left out) keeps the comparison in step.
+    """
+    if not isinstance(value, dict) or not isinstance(value.get("datasets"), dict):
+        return value
+    order: dict[str, str] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k in sorted(node):
+                if k != "datasets":
+                    walk(node[k])
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, str) and node in value["datasets"] and node not in order:
+            order[node] = f"data-(used {len(order) + 1:03d})"
+
+    walk(value)
+    for name in value["datasets"]:  # defined but never used: after the used ones, by content
+        order.setdefault(name, f"data-(unused {json.dumps(value['datasets'][name], sort_keys=True)})")
+
+    def rename(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: rename(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [rename(v) for v in node]
+        return order.get(node, node) if isinstance(node, str) else node
+
+    out = {k: rename(v) for k, v in value.items() if k != "datasets"}
+    out["datasets"] = {order[name]: rows for name, rows in value["datasets"].items()}
+    return out
+
+
+def _compared_text(outputs: list, slot: tuple[int, str | None]) -> str:
+    """The text of a slot as a tagged cell compares it: data sets renamed by use, hashes masked."""
+    index, key = slot
+    if key is not None and _is_json(key) and not isinstance(outputs[index]["data"][key], str):
+        text = json.dumps(_renamed_datasets(outputs[index]["data"][key]), sort_keys=True, indent=0)
+    else:
+        text = _get(outputs, slot)
+    return DATASET.sub(DATASET_NAME, text)
+
+
 def _set(outputs: list, slot: tuple[int, str | None], value: str) -> None:
     index, key = slot
     if key is None:
@@ -265,10 +314,11 @@ class ToleranceCell(IPyNbCell):
         ref_slots, test_slots = _text_slots(ref), _text_slots(test)
         for key, slots in ref_slots.items():
             for n, (ref_slot, test_slot) in enumerate(zip(slots, test_slots.get(key, []))):
-                ref_text = DATASET.sub(DATASET_NAME, self.sanitize(_get(ref, ref_slot)))
-                test_text = DATASET.sub(DATASET_NAME, self.sanitize(_get(test, test_slot)))
-                if ref_text == test_text:
+                ref_text = self.sanitize(_compared_text(ref, ref_slot))
+                test_text = self.sanitize(_compared_text(test, test_slot))
+                if ref_text == test_text:  # equal as compared (data-set names aside): nbval sees the reference
                     found.compared += len(NUMBER.findall(ref_text))
+                    _set(test, test_slot, _get(ref, ref_slot))
                     continue
                 label = key.removeprefix("stream:")
                 if not compare_text(ref_text, test_text, self.tolerance, f"{where}, output {label!r} #{n + 1}", found):
@@ -319,19 +369,42 @@ def pytest_collection_modifyitems(session, config, items):
         cells.append(item)
 
 
+REMOTE = pytest.StashKey[list]()  # records sent by pytest-xdist workers (pytest -n N)
+
+
+def _records(config) -> list[dict]:
+    """One record per tagged cell this process compared, plus those the xdist workers sent."""
+    local = [
+        {"nodeid": item.nodeid, "differing": item.difference.differing, "compared": item.difference.compared,
+         "worst_share": item.difference.worst_share, "worst": str(item.difference.worst),
+         "tolerance": str(item.tolerance), "failed": bool(item.difference.failure)}
+        for item in config.stash.get(TAGGED, [])
+        if item.difference.compared or item.difference.failure
+    ]
+    return local + config.stash.get(REMOTE, [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist: collect a worker's records (sent in ``workeroutput`` at its session end)."""
+    records = getattr(node, "workeroutput", {}).get("nbtolerance", [])
+    node.config.stash.setdefault(REMOTE, []).extend(records)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    cells = [item for item in config.stash.get(TAGGED, []) if item.difference.compared or item.difference.failure]
+    if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the summary
+        return
+    cells = sorted(_records(config), key=lambda r: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", r["nodeid"])])
     unmet = config.stash.get(UNMET, False)
     if not cells and not unmet:
         return
     terminalreporter.section(f"nbtolerance: cells tagged {TAG!r}")
-    for item in cells:
-        d = item.difference
-        line = f"{item.nodeid}: {d.differing}/{d.compared} numbers differ"
-        if d.differing:
-            line += f", largest {d.worst_share:.0%} of the tolerance ({d.worst})"
-        terminalreporter.write_line(f"{line}; {item.tolerance}: {'FAILED' if d.failure else 'ok'}")
-    differed = sum(1 for item in cells if item.difference.differing)
+    for r in cells:
+        line = f"{r['nodeid']}: {r['differing']}/{r['compared']} numbers differ"
+        if r["differing"]:
+            line += f", largest {r['worst_share']:.0%} of the tolerance ({r['worst']})"
+        terminalreporter.write_line(f"{line}; {r['tolerance']}: {'FAILED' if r['failed'] else 'ok'}")
+    differed = sum(1 for r in cells if r["differing"])
     terminalreporter.write_line(f"{differed} of {len(cells)} tagged cells differed from their reference")
     if unmet:
         terminalreporter.write_line(
@@ -341,7 +414,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
+    if hasattr(config, "workeroutput"):  # an xdist worker: send the records to the controller
+        config.workeroutput["nbtolerance"] = _records(config)
+        return
     if config.getoption("nbtolerance_require_difference") and exitstatus == pytest.ExitCode.OK:
-        if not any(item.difference.differing for item in config.stash.get(TAGGED, [])):
+        if not any(r["differing"] for r in _records(config)):
             config.stash[UNMET] = True
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -131,6 +131,23 @@ HASHED_SOURCE = (
 )
 
 
+TWO_SETS_SOURCE = (
+    "from IPython.display import display\n"
+    f"display({{{VEGALITE!r}: {{'layer': [{{'mark': 'line', 'data': {{'name': 'data-{'1' * 32}'}}}}, "
+    f"{{'mark': 'rule', 'data': {{'name': 'data-{'2' * 32}'}}}}], "
+    f"'datasets': {{'data-{'1' * 32}': [{{'x': 0.5103}}], 'data-{'2' * 32}': [{{'x': 0.2}}]}}}}, "
+    "'text/plain': 'Chart: two layers'}, raw=True)"
+)
+
+
+def two_sets_chart(x):
+    # the first layer's data set now hashes to a name sorted after the second's
+    first, second = "f" * 32, "0" * 32
+    spec = {"layer": [{"mark": "line", "data": {"name": f"data-{first}"}}, {"mark": "rule", "data": {"name": f"data-{second}"}}],
+            "datasets": {f"data-{first}": [{"x": x}], f"data-{second}": [{"x": 0.2}]}}
+    return nbformat.v4.new_output("display_data", data={VEGALITE: spec, "text/plain": "Chart: two layers"})
+
+
 def hashed_chart(x, digest):
     spec = {"mark": "point", "data": {"name": f"data-{digest}"}, "datasets": {f"data-{digest}": [{"x": x}]}}
     return nbformat.v4.new_output("display_data", data={VEGALITE: spec, "text/plain": "Chart: one point"})
@@ -157,6 +174,9 @@ CELLS = [
     # Altair's data-set names hash the values: within tolerance they may differ; untagged they may not.
     ("chart hashed name", HASHED_SOURCE, [hashed_chart(0.4946, "8d" + "0" * 30)], STOCHASTIC, "PASSED"),
     ("chart hashed name untagged", HASHED_SOURCE, [hashed_chart(0.5103, "8d" + "0" * 30)], {}, "FAILED"),
+    # ... and their renaming can reorder the sorted data sets: they are matched by use, not by name
+    ("chart data sets reordered", TWO_SETS_SOURCE, [two_sets_chart(0.4946)], STOCHASTIC, "PASSED"),
+    ("chart data sets reordered outside", TWO_SETS_SOURCE, [two_sets_chart(0.6)], STOCHASTIC, "FAILED"),
 ]
 
 

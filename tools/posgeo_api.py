@@ -66,6 +66,7 @@ TOPICS: dict[str, str] = {
     "_marginals": "Positional marginals and the estimators of a corpus's geometry",
     "_counts": "Positional counts of sharded corpora: sparse, mergeable, on Dask",
     "_bootstrap": "Sequence-level bootstrap of the geometry",
+    "_seeds": "Intervals over training seeds",
     "_geometry": "Hellinger geometry, MDS and stress",
     "_linalg": "Shared linear algebra",
     "_encodings": "Standard positional encodings",

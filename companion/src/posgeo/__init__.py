@@ -87,6 +87,13 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'stress_intervals',
         'stress_differences',
     ),
+    '_seeds': (
+        'SeedInterval',
+        'seed_interval',
+        'seed_difference',
+        'seed_summary',
+        'interval_table',
+    ),
     '_geometry': (
         'distance_by_offset',
         'stress_table',

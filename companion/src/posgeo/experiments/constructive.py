@@ -51,7 +51,7 @@ from posgeo import (
 from posgeo.validation import check_int
 import posgeo as pg
 
-from .separation import corpus_mlm_task, marginal_mlm_task, remap_vocabulary
+from .separation import corpus_mlm_task, marginal_mlm_task
 
 __all__ = [
     "FIXED_TABLES",
@@ -470,13 +470,11 @@ def summarise_runs(runs: pd.DataFrame, *, metric: str = "accuracy", level: float
     >>> summarise_runs(runs).round(3).iloc[0].tolist()
     [0.58, 0.509, 0.651, 0.057, 5.0]
     """
-    from scipy.stats import t as student_t
+    from posgeo import seed_summary
 
-    g = runs.groupby(["corpus", "objective", "encoding"], sort=False)[metric]
-    out = g.agg(["mean", "std", "count"])
-    half = student_t.ppf((1 + level) / 2, np.maximum(out["count"] - 1, 1)) * out["std"] / np.sqrt(out["count"])
-    return pd.DataFrame({"mean": out["mean"], "low": out["mean"] - half, "high": out["mean"] + half,
-                         "sd": out["std"], "seeds": out["count"].astype(float)})
+    out = seed_summary(runs, by=["corpus", "objective", "encoding"], metrics=metric, level=level)[metric]
+    out.columns.name = None
+    return out.astype({"seeds": float})
 
 
 def table_stresses(
@@ -610,7 +608,7 @@ def accuracy_contrasts(
     >>> bool(accuracy_contrasts(runs, "a", ("b",)).loc[("c", "o", "b"), "separated"])
     True
     """
-    from scipy.stats import t as student_t
+    from posgeo import seed_difference
 
     rows = {}
     for (corpus, objective), g in runs.groupby(["corpus", "objective"], sort=False):
@@ -619,13 +617,9 @@ def accuracy_contrasts(
             b = g.loc[g["encoding"] == other, "accuracy"].to_numpy()
             if a.size < 2 or b.size < 2:
                 continue
-            va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-            se = math.sqrt(va + vb)
-            dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)) if se > 0 else a.size + b.size - 2
-            half = float(student_t.ppf((1 + level) / 2, dof)) * se
-            diff = float(a.mean() - b.mean())
-            rows[(corpus, objective, other)] = {"difference": diff, "low": diff - half, "high": diff + half,
-                                                "separated": bool(diff - half > 0 or diff + half < 0)}
+            d = seed_difference(a, b, level=level)
+            rows[(corpus, objective, other)] = {"difference": d.mean, "low": d.low, "high": d.high,
+                                                "separated": d.excludes_zero}
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.names = ["corpus", "objective", "other"]
     return out
