@@ -165,6 +165,27 @@ def test_bad_arguments_raise() -> None:
         width_sweep(s, lr_scaling="sqrt", progress=False)  # type: ignore[arg-type]
 
 
+def test_comparison_and_sweep_train_every_seed_and_pair_the_regimes() -> None:
+    from posgeo import seed_summary
+    from posgeo.experiments.ntk import ntk_comparison
+
+    s = dataclasses.replace(ntk_settings("small"), n_positions=6, vocab_size=12, d_model=8, widths=(8, 16),
+                            steps=2, batch_size=4, seeds=(0, 1))
+    comp = ntk_comparison(s, progress=False)
+    assert comp.index.names == ["objective", "regime", "seed"] and len(comp) == 2 * 2 * 2
+    assert (comp.xs("frozen", level="regime")["attention change"] == 0).all()
+    assert (comp.xs("frozen", level="regime")["stress* vs frozen"] == 0).all()  # each against its own seed
+    # the regimes of one seed start from the same table; two seeds from different ones
+    init = comp["initial rate"]
+    assert init.loc[("mlm", "frozen", 0)] == init.loc[("mlm", "full", 0)]
+    assert comp["farthest from 0"].between(1, s.n_positions - 1).all()
+    summary = seed_summary(comp.reset_index(), by=["objective", "regime"], metrics="rate (offset)")
+    assert summary[("rate (offset)", "seeds")].eq(2).all()
+    sweep = width_sweep(s, progress=False)
+    assert sweep.index.names == ["d_model", "seed"] and list(sweep.index) == [(8, 0), (8, 1), (16, 0), (16, 1)]
+    assert sweep.loc[(8, 0), "lr factor"] == 1.0 and sweep.loc[(16, 1), "lr factor"] == 0.5
+
+
 # ----------------------------------------------------------------- local violation rate
 @settings(max_examples=30, deadline=None)
 @given(arrays(np.float64, st.tuples(st.integers(4, 9), st.integers(1, 3)),
@@ -282,17 +303,27 @@ def test_anchor_plot_is_an_altair_chart_with_the_reference_in_its_legend():
 def test_width_sweep_plot_has_one_tick_per_width_on_a_log2_axis():
     from posgeo.experiments.ntk import plot_width_sweep
 
-    index = pd.Index([16, 32, 64, 128], name="d_model")
-    sweeps = {"lr ~ 1/width": pd.DataFrame({"attention change": [2.0, 1.0, 0.6, 0.3], "stress* full vs frozen": [0.2, 0.1, 0.04, 0.01]}, index=index),
-              "constant lr": pd.DataFrame({"attention change": [2.0, 1.6, 1.3, 1.1], "stress* full vs frozen": [0.2, 0.15, 0.12, 0.2]}, index=index)}
+    index = pd.MultiIndex.from_product([[16, 32, 64, 128], [0, 1, 2]], names=["d_model", "seed"])
+    spread = np.tile([0.9, 1.0, 1.1], 4)  # per-seed factors: geometric mean 0.997 of the width's value
+    sweeps = {"lr ~ 1/width": pd.DataFrame({"attention change": np.repeat([2.0, 1.0, 0.6, 0.3], 3) * spread,
+                                            "stress* full vs frozen": np.repeat([0.2, 0.1, 0.04, 0.01], 3) * spread}, index=index),
+              "constant lr": pd.DataFrame({"attention change": np.repeat([2.0, 1.6, 1.3, 1.1], 3) * spread,
+                                           "stress* full vs frozen": np.repeat([0.2, 0.15, 0.12, 0.2], 3) * spread}, index=index)}
     spec = plot_width_sweep(sweeps).to_dict()
     assert len(spec["concat"]) == 2
     for panel in spec["concat"]:
         x = panel["layer"][0]["encoding"]["x"]
         assert x["scale"]["type"] == "log" and x["scale"]["base"] == 2 and x["axis"]["values"] == [16, 32, 64, 128]
+        assert [layer["mark"]["type"] for layer in panel["layer"]] == ["line", "area", "point"]  # the band
     assert "stress*" in spec["concat"][1]["layer"][0]["encoding"]["y"]["title"]
     assert "scale-optimal" in spec["concat"][1]["layer"][0]["encoding"]["y"]["title"]
-    assert {r["learning rate"] for r in _rows(spec)} == {"lr ~ 1/width", "constant lr"}
+    rows = _rows(spec)
+    assert {r["learning rate"] for r in rows} == {"lr ~ 1/width", "constant lr"}
+    row = next(r for r in rows if r["learning rate"] == "lr ~ 1/width" and r["d_model"] == 128 and r["quantity"] == "stress*")
+    geo = 0.01 * (0.9 * 1.0 * 1.1) ** (1 / 3)
+    assert row["value"] == pytest.approx(geo, rel=1e-3) and row["low"] < geo < row["high"] and row["seeds"] == 3
+    with pytest.raises(ValueError, match="per-seed"):
+        plot_width_sweep({"x": sweeps["constant lr"].groupby("d_model").mean()})
 
 
 # --------------------------------------------------------------------------- violation_intervals

@@ -124,3 +124,21 @@ def test_interval_table_formats_each_metric():
         pg.interval_table(pg.seed_summary(runs, by="task", metrics="acc").drop(columns=[("acc", "low")]))
     with pytest.raises(TypeError, match="statistic"):
         pg.interval_table(runs)
+
+
+def test_bounds_cut_the_interval_to_the_quantity_range():
+    acc = [0.99, 1.0, 0.8, 1.0, 0.95]
+    free, cut = pg.seed_interval(acc), pg.seed_interval(acc, bounds=(0, 1))
+    assert free.high > 1 and cut.high == 1.0 and cut.low == free.low and cut.mean == free.mean
+    assert pg.seed_interval([0.01, 0.0, 0.2], bounds=(0, None)).low == 0.0
+    with pytest.raises(ValueError, match="outside bounds"):
+        pg.seed_interval([0.5, 1.2], bounds=(0, 1))
+    with pytest.raises(ValueError, match="lower < upper"):
+        pg.seed_interval([0.5, 0.6], bounds=(1, 0))
+    with pytest.raises(TypeError, match="pair"):
+        pg.seed_interval([0.5, 0.6], bounds=1.0)
+    runs = pd.DataFrame({"task": "a", "seed": range(5), "acc": acc})
+    out = pg.seed_summary(runs, by="task", metrics="acc", bounds={"acc": (0, 1)})
+    assert out.loc["a", ("acc", "high")] == 1.0
+    with pytest.raises(ValueError, match="not among the metrics"):
+        pg.seed_summary(runs, by="task", metrics="acc", bounds={"loss": (0, None)})

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -116,7 +116,21 @@ def _t(level: float, dof: float) -> float:
     return float(student_t.ppf((1 + level) / 2, dof))
 
 
-def seed_interval(values: Sequence[float] | np.ndarray, *, level: float = 0.95) -> SeedInterval:
+def _check_bounds(bounds: Any) -> tuple[float, float]:
+    if bounds is None:
+        return (-math.inf, math.inf)
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise TypeError(f"bounds must be a (lower, upper) pair (None for no bound), got {bounds!r}; e.g. (0, 1) for an accuracy")
+    lo, hi = (-math.inf if bounds[0] is None else check_float(bounds[0], "bounds[0]"),
+              math.inf if bounds[1] is None else check_float(bounds[1], "bounds[1]"))
+    if lo >= hi:
+        raise ValueError(f"bounds must have lower < upper, got {bounds!r}")
+    return lo, hi
+
+
+def seed_interval(
+    values: Sequence[float] | np.ndarray, *, level: float = 0.95, bounds: tuple[float | None, float | None] | None = None
+) -> SeedInterval:
     """Mean of a per-seed result with its Student-t interval.
 
     Parameters
@@ -125,6 +139,10 @@ def seed_interval(values: Sequence[float] | np.ndarray, *, level: float = 0.95) 
         One value per seed; at least 2, all finite.
     level : float, keyword-only, default 0.95
         Confidence level, in (0, 1).
+    bounds : (float or None, float or None), keyword-only, optional
+        The range the quantity cannot leave, e.g. ``(0, 1)`` for an accuracy or a rate,
+        ``(0, None)`` for a stress: the interval is cut to it (the mean lies inside, so the
+        cut loses no coverage). Values outside the bounds are an error.
 
     Returns
     -------
@@ -145,11 +163,15 @@ def seed_interval(values: Sequence[float] | np.ndarray, *, level: float = 0.95) 
     """
     lv = _check_level(level)
     x = _values(values, "values")
+    lo, hi = _check_bounds(bounds)
+    if (x < lo).any() or (x > hi).any():
+        raise ValueError(f"values lie outside bounds {bounds!r} (min {x.min():g}, max {x.max():g}); "
+                         "the bounds are the range the quantity cannot leave")
     n = x.size
     mean = float(x.mean())
     sd = float(x.std(ddof=1))
     half = _t(lv, n - 1) * sd / math.sqrt(n)
-    return SeedInterval(mean=mean, low=mean - half, high=mean + half, sd=sd, n_seeds=n, level=lv)
+    return SeedInterval(mean=mean, low=max(mean - half, lo), high=min(mean + half, hi), sd=sd, n_seeds=n, level=lv)
 
 
 def seed_difference(
@@ -217,6 +239,7 @@ def seed_summary(
     metrics: str | Sequence[str],
     seed: str = "seed",
     level: float = 0.95,
+    bounds: Mapping[str, tuple[float | None, float | None]] | None = None,
 ) -> Any:
     """Mean and interval over seeds of each metric, for every group of a tidy table of runs.
 
@@ -231,6 +254,9 @@ def seed_summary(
     seed : str, keyword-only, default "seed"
         The column holding the seed; a seed may occur once per configuration.
     level : float, keyword-only, default 0.95
+    bounds : mapping of str to (lower, upper), keyword-only, optional
+        Per metric, the range it cannot leave (see :func:`seed_interval`), e.g.
+        ``{"accuracy": (0, 1)}``.
 
     Returns
     -------
@@ -264,6 +290,10 @@ def seed_summary(
     if missing:
         raise ValueError(f"runs has no column(s) {missing}; its columns are {list(runs.columns)}")
     lv = _check_level(level)
+    limits = dict(bounds or {})
+    unknown = sorted(set(limits) - set(cols))
+    if unknown:
+        raise ValueError(f"bounds names {unknown}, which are not among the metrics {cols}")
     repeated = runs.duplicated([*keys, seed])
     if repeated.any():
         first = runs.loc[repeated, [*keys, seed]].iloc[0].to_dict()
@@ -274,7 +304,7 @@ def seed_summary(
         row: dict[tuple[str, str], float] = {}
         for c in cols:
             try:
-                iv = seed_interval(group[c].to_numpy(), level=lv)
+                iv = seed_interval(group[c].to_numpy(), level=lv, bounds=limits.get(c))
             except ValueError as err:
                 raise ValueError(f"{key!r}, {c}: {err}") from None
             for stat, value in iv.as_dict().items():

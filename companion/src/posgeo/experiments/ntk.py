@@ -108,7 +108,10 @@ class NTKSettings:
     lr : float
         Learning rate at width ``d_model``; the width sweep scales it (see :func:`width_sweep`).
     seeds : tuple of int
-        Seeds averaged in the width sweep (the main comparison uses the first).
+        Seeds of every training run: the main comparison and the width sweep train each
+        configuration once per seed and report the mean and its interval over them
+        (:func:`posgeo.seed_summary`). The recipes that return one table per corpus
+        (:func:`from_scratch_tables`) use the first.
     device : str
         ``"cpu"`` (small) or ``"auto"`` (full: a GPU when available).
     """
@@ -118,14 +121,14 @@ class NTKSettings:
     vocab_size: int = 64
     concentration: float = 1.0
     d_model: int = 32
-    widths: tuple[int, ...] = (16, 32, 64, 128)
+    widths: tuple[int, ...] = (8, 16, 32, 64)
     n_heads: int = 2
     layers: Mapping[str, int] = field(default_factory=lambda: {"mlm": 1, "cls": 2})
     ff_mult: int = 2
     steps: int = 300
     batch_size: int = 32
     lr: float = 1e-3
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     device: str = "cpu"
 
 
@@ -137,8 +140,8 @@ def ntk_settings(profile: str | None = None) -> NTKSettings:
     profile : {"small", "full"}, optional
         Default :func:`posgeo.current_profile` (``$POSGEO_PROFILE``, else ``"small"``).
         ``"small"`` trains every model of the chapter in about a minute of CPU time;
-        ``"full"`` trains longer, sweeps widths up to 512 and averages three seeds (meant
-        for a GPU).
+        ``"full"`` trains longer and sweeps widths up to 512 (meant for a GPU). Both train
+        five seeds of every configuration.
 
     Returns
     -------
@@ -153,7 +156,7 @@ def ntk_settings(profile: str | None = None) -> NTKSettings:
     --------
     >>> s = ntk_settings("small")
     >>> s.widths, s.n_positions, s.layers["cls"]
-    ((16, 32, 64, 128), 32, 2)
+    ((8, 16, 32, 64), 32, 2)
     >>> ntk_settings("full").widths[-1]
     512
     """
@@ -165,7 +168,6 @@ def ntk_settings(profile: str | None = None) -> NTKSettings:
         widths=(16, 32, 64, 128, 256, 512),
         steps=3000,
         batch_size=128,
-        seeds=(0, 1, 2),
         device="auto",
     )
 
@@ -659,6 +661,7 @@ def _run_row(run: NTKRun, D: np.ndarray, frozen: NTKRun | None) -> dict[str, flo
     }
     if frozen is not None:
         row["stress* vs frozen"] = stress(run.table, pairwise_distances(frozen.table), scale="optimal")
+    row["farthest from 0"] = int(np.argmax(pairwise_distances(run.table)[0]))
     return row
 
 
@@ -734,7 +737,8 @@ def violation_intervals(
 
 
 def ntk_comparison(settings: NTKSettings, *, progress: bool = True) -> pd.DataFrame:
-    """Frozen-attention versus full training, for both objectives, at ``settings.d_model``.
+    """Frozen-attention versus full training, for both objectives, at ``settings.d_model``,
+    once per seed of ``settings.seeds``.
 
     Parameters
     ----------
@@ -744,28 +748,31 @@ def ntk_comparison(settings: NTKSettings, *, progress: bool = True) -> pd.DataFr
     Returns
     -------
     pandas.DataFrame
-        Index (objective, regime). Columns: ``rate (offset)`` and ``rate (Hellinger)``
+        One row per run, index (objective, regime, seed); summarise over seeds with
+        ``posgeo.seed_summary(table.reset_index(), by=["objective", "regime"], metrics=...)``.
+        Columns: ``rate (offset)`` and ``rate (Hellinger)``
         (violation rates, pairs ordered by the offset or by the true Hellinger distances of
         the line corpus), ``local rate (offset <= 4)`` (:func:`local_violation_rate`), ``initial rate`` (the
         same table at initialisation), ``stress* vs corpus`` (scale-optimal stress against the
         true Hellinger distances of the line corpus), ``attention change`` (relative
-        Frobenius change of the attention weights), ``accuracy`` and ``stress* vs frozen``
+        Frobenius change of the attention weights), ``accuracy``, ``stress* vs frozen``
         (scale-optimal stress of the table against the distances of the frozen-attention
         table of the same objective and seed: 0 when full training reproduces the frozen
-        geometry up to scale).
+        geometry up to scale) and ``farthest from 0`` (the position whose row is farthest
+        from row 0: ``n_positions - 1`` for a table that does not fold back).
     """
     from posgeo import hellinger_matrix
 
     D = hellinger_matrix(ntk_marginals(settings))
     rows = {}
-    jobs = [(o, r) for o in _OBJECTIVES for r in _REGIMES]
-    runs: dict[tuple[str, str], NTKRun] = {}
-    for o, r in progress_bar(jobs, enabled=progress, desc="NTK runs"):
-        runs[(o, r)] = train_position_table(settings, objective=o, regime=r, progress=progress)  # type: ignore[arg-type]
-    for (o, r), run in runs.items():
-        rows[(o, r)] = _run_row(run, D, runs[(o, "frozen")])
+    jobs = [(o, r, seed) for o in _OBJECTIVES for seed in settings.seeds for r in _REGIMES]
+    runs: dict[tuple[str, str, int], NTKRun] = {}
+    for o, r, seed in progress_bar(jobs, enabled=progress, desc="NTK runs"):
+        runs[(o, r, seed)] = train_position_table(settings, objective=o, regime=r, seed=seed, progress=False)  # type: ignore[arg-type]
+    for (o, r, seed), run in runs.items():
+        rows[(o, r, seed)] = _run_row(run, D, runs[(o, "frozen", seed)])
     out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index = pd.MultiIndex.from_tuples(out.index, names=["objective", "regime"])
+    out.index = pd.MultiIndex.from_tuples(out.index, names=["objective", "regime", "seed"])
     return out
 
 
@@ -801,7 +808,8 @@ def width_sweep(
     Returns
     -------
     pandas.DataFrame
-        Index ``d_model``; columns (means over seeds): ``lr factor`` (the learning rate
+        One row per run, index (``d_model``, ``seed``); summarise over seeds with
+        :func:`posgeo.seed_summary`. Columns: ``lr factor`` (the learning rate
         divided by ``settings.lr``), ``attention change`` (full
         training's relative Frobenius change of the attention weights), ``rate frozen`` and
         ``rate full`` (violation rates, offset order), ``stress* full vs frozen``
@@ -825,7 +833,7 @@ def width_sweep(
     for d, s, r in progress_bar(jobs, enabled=progress, desc="width sweep"):
         runs[(d, s, r)] = train_position_table(
             settings, objective=objective, regime=r, d_model=d, lr=lr_at(d), seed=s,  # type: ignore[arg-type]
-            progress=progress,
+            progress=False,
         )
     rows = []
     for d in settings.widths:
@@ -833,6 +841,7 @@ def width_sweep(
             fr, fu = runs[(d, s, "frozen")], runs[(d, s, "full")]
             rows.append({
                 "d_model": d,
+                "seed": s,
                 "lr factor": lr_at(d) / settings.lr,
                 "attention change": fu.attention_change,
                 "rate frozen": monotonicity_violations(fr.table, progress=False).rate,
@@ -841,7 +850,7 @@ def width_sweep(
                 "accuracy frozen": fr.accuracy,
                 "accuracy full": fu.accuracy,
             })
-    return pd.DataFrame(rows).groupby("d_model").mean()
+    return pd.DataFrame(rows).set_index(["d_model", "seed"])
 
 
 # --------------------------------------------------------------------------- from scratch
@@ -1016,13 +1025,16 @@ def plot_anchor_distances(
     )
 
 
-def plot_width_sweep(sweeps: Mapping[str, pd.DataFrame]) -> Any:
-    """Attention change and departure from the frozen solution against width.
+def plot_width_sweep(sweeps: Mapping[str, pd.DataFrame], *, level: float = 0.95) -> Any:
+    """Attention change and departure from the frozen solution against width, over seeds.
 
     Parameters
     ----------
     sweeps : mapping of str to pandas.DataFrame
-        Label (e.g. the learning-rate scaling) -> output of :func:`width_sweep`.
+        Label (e.g. the learning-rate scaling) -> output of :func:`width_sweep` (one row per
+        width and seed, at least 2 seeds).
+    level : float, keyword-only, default 0.95
+        The bands' confidence level.
 
     Returns
     -------
@@ -1030,15 +1042,48 @@ def plot_width_sweep(sweeps: Mapping[str, pd.DataFrame]) -> Any:
         Left: relative change of the attention weights under full training; right: the
         scale-optimal stress (stress*) of the full-training table against the distances of
         the frozen-attention table. Widths on a log-2 axis (one tick per width), values on a
-        log axis.
+        log axis: each line is the geometric mean over seeds, its band the t interval of the
+        logarithms (an interval that stays positive on a log axis).
     """
+    from posgeo import seed_summary
+
     if not sweeps:
         raise ValueError("plot_width_sweep: no sweeps given")
-    frame = pd.concat(
-        [pd.DataFrame({"d_model": sweep.index.to_numpy(dtype=int), "attention change": sweep["attention change"].to_numpy(dtype=float),
-                       "stress*": sweep["stress* full vs frozen"].to_numpy(dtype=float), "learning rate": label})
-         for label, sweep in sweeps.items()],
-        ignore_index=True,
+    parts = []
+    for label, sweep in sweeps.items():
+        if "seed" not in sweep.index.names:
+            raise ValueError("plot_width_sweep: each sweep must be width_sweep's per-seed table (index d_model, seed)")
+        tidy = sweep.reset_index()
+        for column, name in (("attention change", "attention change"), ("stress* full vs frozen", "stress*")):
+            logs = tidy[["d_model", "seed"]].assign(value=np.log10(tidy[column].to_numpy(dtype=float)))
+            summary = seed_summary(logs, by="d_model", metrics="value", level=level)["value"]
+            parts.append(pd.DataFrame({
+                "d_model": summary.index.to_numpy(dtype=int), "quantity": name, "learning rate": label,
+                "value": 10 ** summary["mean"].to_numpy(), "low": 10 ** summary["low"].to_numpy(),
+                "high": 10 ** summary["high"].to_numpy(), "seeds": summary["seeds"].to_numpy(dtype=int),
+            }))
+    frame = pd.concat(parts, ignore_index=True)
+    widths = sorted(int(d) for d in frame["d_model"].unique())
+    x_scale = {"type": "log", "base": 2, "domain": [widths[0] / 1.25, widths[-1] * 1.25], "nice": False}
+    panels = []
+    for quantity, y_title, title in (
+        ("attention change", "relative change of the attention weights", "attention weights under full training"),
+        ("stress*", "stress* (scale-optimal) of full vs frozen table", "departure from the frozen-attention table"),
+    ):
+        part = frame[frame["quantity"] == quantity]
+        chart = pg.series_chart(part, x="d_model", y="value", series="learning rate", lower="low", upper="high",
+                                points=True, zoom=False, x_title="width d_model", y_title=y_title,
+                                series_title="learning rate", title=title, x_scale=x_scale, y_scale={"type": "log"},
+                                width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT, tooltip=("seeds",))
+        for layer in chart.layer:
+            layer.encoding.x.axis = alt.Axis(values=widths, format="d")
+        panels.append(chart)
+    return pg.finish_chart(
+        pg.panel_grid(panels, columns=2).resolve_scale(color="shared", strokeDash="shared"),
+        description=("Against the model width (log scale): the relative change of the attention weights under full "
+                     "training (left) and the scale-optimal stress (stress*) between the full-training and the "
+                     "frozen-attention position tables (right), for each learning-rate scaling: geometric mean over "
+                     f"seeds with its {level:.0%} interval as a band."),
     )
     widths = sorted(int(d) for d in frame["d_model"].unique())
     x_scale = {"type": "log", "base": 2, "domain": [widths[0] / 1.25, widths[-1] * 1.25], "nice": False}
