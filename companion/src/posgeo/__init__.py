@@ -44,6 +44,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'Sequences',
         'Corpus',
         'overlap_groups',
+        'stratified_halves',
     ),
     '_corpus': (
         'DATA_ENV_VAR',

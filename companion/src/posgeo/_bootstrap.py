@@ -26,7 +26,7 @@ from ._marginals import (
     positional_marginals,
 )
 from ._progress import progress_bar
-from ._sequences import Corpus, Sequences
+from ._sequences import Corpus, Sequences, stratified_halves
 from .validation import check_float, check_groups, check_int
 
 __all__ = ['BootstrapGeometry', 'bootstrap_geometry', 'stress_intervals', 'stress_differences']
@@ -432,22 +432,6 @@ def _t_quantile(level: float, n_boot: int) -> float:
     return float(student_t.ppf((1.0 + level) / 2.0, df=max(n_boot - 1, 1)))
 
 
-def _unit_halves(lengths: np.ndarray, inverse: np.ndarray | None, n_units: int, rng: np.random.Generator) -> np.ndarray:
-    """Random halves of the units (sequences, or groups) stratified by length: the units sorted
-    by their longest sequence (random among equal lengths) go to the halves alternately, so
-    each half holds about half of the units reaching every position. Shape (m,): the
-    sequences of half A."""
-    if inverse is None:
-        unit_len = lengths
-    else:
-        unit_len = np.zeros(n_units, dtype=lengths.dtype)
-        np.maximum.at(unit_len, inverse, lengths)
-    order = np.lexsort((rng.random(n_units), -unit_len))
-    half = np.empty(n_units, dtype=bool)
-    half[order] = (np.arange(n_units) % 2) == int(rng.integers(2))
-    return half if inverse is None else half[inverse]
-
-
 def _as_sequences(sequences: Any, vocab_size: int | None) -> Sequences:
     if isinstance(sequences, Corpus):
         return sequences.sequences
@@ -522,7 +506,7 @@ def _half_sample(
     bar = progress_bar(range(n_boot), enabled=progress, desc="half-samples (hybrid)", unit="halving")
     with small_blas(n):
         for b in bar:
-            w = _unit_halves(lengths, inverse, n_units, rng).astype(np.float64)
+            w = stratified_halves(lengths, seed=rng, groups=inverse).astype(np.float64)
             c_a = design.weighted_counts(w)
             N_a = design.reach(w)
             for out, c, Nh in ((reps, c_a, N_a), (comps, full - c_a, N - N_a)):

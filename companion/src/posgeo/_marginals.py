@@ -15,7 +15,7 @@ from ._geometry import hellinger_matrix
 from typing import Any
 from .validation import check_fits_in_memory, check_float, check_groups, check_int, check_real_array
 from collections.abc import Callable, Iterable
-from ._sequences import Corpus, Sequences
+from ._sequences import Corpus, Sequences, stratified_halves
 
 __all__ = [
     'CorpusGeometry',
@@ -768,15 +768,6 @@ def _count_tables(
     return table(flat[in_a]), table(flat[~in_a])
 
 
-def _stratified_halves(lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Random halves of the sequences with ceil/floor(N_i / 2) of the N_i sequences reaching
-    every position i in each: alternate down the length order (random among equal lengths)."""
-    order = np.lexsort((rng.random(lengths.size), -lengths))
-    half = np.empty(lengths.size, dtype=bool)
-    half[order] = (np.arange(lengths.size) % 2) == int(rng.integers(2))
-    return half
-
-
 def _corrected_roots(C: np.ndarray, N: np.ndarray) -> np.ndarray:
     r"""Per-token estimates of :math:`\sqrt{p}` with the delta-method bias removed:
     :math:`\sqrt{\hat p} + (1 - \hat p) / (8 N \sqrt{\hat p})`, 0 for unseen tokens."""
@@ -963,7 +954,7 @@ def hybrid_hellinger_matrix(
     # split="halves": the cross terms between disjoint halves, one halving at a time
     rng = np.random.default_rng(seed)
     for _ in range(n_splits if split == "halves" else 0):
-        A, B = _count_tables(sequences, n, V, _stratified_halves(lengths, rng))
+        A, B = _count_tables(sequences, n, V, stratified_halves(lengths, seed=rng))
         NA, NB = A.sum(axis=1), B.sum(axis=1)
         for idx, resolved in groups:
             r_part = u_part = 0.0

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 import numpy as np
 
-__all__ = ['Sequences', 'Corpus', 'overlap_groups']
+__all__ = ['Sequences', 'Corpus', 'overlap_groups', 'stratified_halves']
 
 
 # --------------------------------------------------------------------------------------
@@ -294,3 +294,62 @@ def overlap_groups(sequences: Any, *, window: int = 8) -> np.ndarray:
     order[np.argsort(first)] = np.arange(first.size)
     _, inv = np.unique(labels[:m], return_inverse=True)
     return order[inv.reshape(-1)]
+
+
+# -------------------------------------------------------------------------------------- halves
+def stratified_halves(
+    lengths: Any, *, seed: int | np.random.Generator, groups: Any = None
+) -> np.ndarray:
+    """A random split of sequences into two halves, balanced at every position.
+
+    The one split-half routine of the package's random estimators (the split-half noise
+    floor, the matched half-sample estimator, the half-sample bootstrap). Units (sequences,
+    or groups of them) are sorted by length, longest first, in random order among equal
+    lengths, and dealt to the halves alternately, starting with a random half: each half
+    then holds ``floor`` or ``ceil`` of half of the units that reach every position.
+    (:class:`posgeo.PositionalCounts` splits differently on purpose: by a hash of each
+    document's source and index, so that its halves do not depend on how a corpus is
+    partitioned across workers.)
+
+    Parameters
+    ----------
+    lengths : array-like of int, shape (m,)
+        Length of each sequence.
+    seed : int or numpy.random.Generator, keyword-only
+        An int seeds a fresh generator; a generator is consumed (successive calls give
+        successive independent splits).
+    groups : array-like of int, shape (m,), keyword-only, optional
+        Group id per sequence (e.g. :func:`overlap_groups`): a group goes to one half as a
+        whole, and counts as long as its longest sequence.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (m,)
+        True for the sequences of the first half.
+
+    Examples
+    --------
+    >>> half = stratified_halves([5, 5, 3, 3, 1], seed=0)
+    >>> int(half.sum()) in (2, 3), bool(half[:2].sum() == 1)
+    (True, True)
+    >>> stratified_halves([4, 4, 2, 2], seed=1, groups=[0, 0, 1, 1]).tolist() in ([True, True, False, False], [False, False, True, True])
+    True
+    """
+    from posgeo.validation import check_groups
+
+    lens = np.asarray(lengths)
+    if lens.ndim != 1 or lens.dtype.kind not in "iu":
+        raise TypeError(f"lengths must be a 1-d integer array (one length per sequence), got dtype {lens.dtype} and shape {lens.shape}")
+    if not isinstance(seed, np.random.Generator) and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise TypeError(f"seed must be an int or a numpy Generator, got {type(seed).__name__}")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(int(seed))
+    if groups is None:
+        unit_len, inverse, n_units = lens, None, lens.size
+    else:
+        inverse, n_units = check_groups(groups, lens.size)
+        unit_len = np.zeros(n_units, dtype=lens.dtype)
+        np.maximum.at(unit_len, inverse, lens)
+    order = np.lexsort((rng.random(n_units), -unit_len))
+    half = np.empty(n_units, dtype=bool)
+    half[order] = (np.arange(n_units) % 2) == int(rng.integers(2))
+    return half if inverse is None else half[inverse]

@@ -1,0 +1,59 @@
+"""posgeo._sequences: the split-half routine shared by the random estimators."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posgeo as pg
+
+
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=200), st.integers(0, 2**31 - 1))
+@settings(max_examples=80, deadline=None)
+def test_halves_are_balanced_at_every_position(lengths, seed):
+    L = np.array(lengths)
+    half = pg.stratified_halves(L, seed=seed)
+    for i in range(L.max()):
+        reach = L > i
+        assert abs(int((reach & half).sum()) - int((reach & ~half).sum())) <= 1
+
+
+@given(st.lists(st.tuples(st.integers(1, 30), st.integers(0, 9)), min_size=1, max_size=120), st.integers(0, 1000))
+@settings(max_examples=60, deadline=None)
+def test_groups_stay_whole_and_are_balanced_by_their_longest_sequence(items, seed):
+    L = np.array([a for a, _ in items])
+    g = np.array([b for _, b in items])
+    half = pg.stratified_halves(L, seed=seed, groups=g)
+    ids = np.unique(g)
+    assert all(len(set(half[g == k])) == 1 for k in ids)  # a group is never split
+    longest = np.array([L[g == k].max() for k in ids])
+    side = np.array([half[g == k][0] for k in ids])
+    for i in range(L.max()):
+        reach = longest > i
+        assert abs(int((reach & side).sum()) - int((reach & ~side).sum())) <= 1
+
+
+def test_seed_and_generator():
+    L = np.arange(1, 101) % 7 + 1
+    a, b = pg.stratified_halves(L, seed=3), pg.stratified_halves(L, seed=3)
+    assert (a == b).all() and not (a == pg.stratified_halves(L, seed=4)).all()
+    rng = np.random.default_rng(3)
+    first, second = pg.stratified_halves(L, seed=rng), pg.stratified_halves(L, seed=rng)
+    assert (first == a).all() and not (second == first).all()  # a generator is consumed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"lengths": [1.5, 2.0], "seed": 0}, TypeError, "1-d integer array"),
+        ({"lengths": [[1, 2]], "seed": 0}, TypeError, "1-d integer array"),
+        ({"lengths": [1, 2], "seed": 0.5}, TypeError, "seed must be an int"),
+        ({"lengths": [1, 2], "seed": True}, TypeError, "seed must be an int"),
+        ({"lengths": [1, 2], "seed": 0, "groups": [0]}, ValueError, "one group id per sequence"),
+    ],
+)
+def test_bad_input_is_named(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        pg.stratified_halves(**kwargs)
