@@ -402,6 +402,28 @@ def test_stress_intervals_and_paired_differences():
         stress_intervals(bg, {"short": line[:5]})
 
 
+def test_fitted_stress_intervals_refit_every_half():
+    import posgeo as pg
+
+    bg = pg.bootstrap_geometry(pg.synthetic_corpus(n_sequences=2000), 16, estimator="hybrid", n_boot=6, progress=False)
+    t = pg.fitted_stress_intervals(bg, classical_ranks=(1, 2), smacof_ranks=(1, 2))
+    assert list(t.index) == ["PMDS k=1", "PMDS k=2", "PMDS full", "SMACOF k=1", "SMACOF k=2"]
+    E = bg.estimate
+    assert t.loc["PMDS k=2", "stress"] == pytest.approx(pg.stress(pg.classical_mds(E, 2).coords, E, scale="optimal"))
+    assert t.loc["SMACOF k=1", "stress"] == pytest.approx(pg.stress(pg.stress_optimal_mds(E, 1).coords, E, scale="optimal"), rel=1e-6)
+    assert (t["low"] <= t["stress"]).all() and (t["stress"] <= t["high"]).all() and (t["low"] >= 0).all()
+    # refitting: the interval differs from that of the estimate's table held fixed
+    fixed = pg.stress_intervals(bg, {"PMDS k=1": pg.classical_mds(E, 1).coords}, n_permutations=2).loc["PMDS k=1"]
+    assert fixed["stress"] == pytest.approx(t.loc["PMDS k=1", "stress"])
+    assert (fixed["low"], fixed["high"]) != pytest.approx((t.loc["PMDS k=1", "low"], t.loc["PMDS k=1", "high"]))
+    with pytest.raises(TypeError, match="BootstrapGeometry"):
+        pg.fitted_stress_intervals(E)
+    with pytest.raises(ValueError, match="classical rank"):
+        pg.fitted_stress_intervals(bg, classical_ranks=(16,))
+    with pytest.raises(ValueError, match="no table"):
+        pg.fitted_stress_intervals(bg, classical_ranks=(), smacof_ranks=(), full_rank=False)
+
+
 @pytest.mark.slow
 def test_hybrid_half_sample_coverage_where_the_positions_are_well_sampled_and_biased():
     """The half-sample intervals of the hybrid estimator on the V = 64 corpus where the

@@ -87,6 +87,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'bootstrap_geometry',
         'stress_intervals',
         'stress_differences',
+        'fitted_stress_intervals',
     ),
     '_seeds': (
         'SeedInterval',
