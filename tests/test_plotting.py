@@ -172,6 +172,13 @@ def test_chart_bundle_is_machine_independent():
 def test_chart_bundle_falls_back_to_png_for_many_marks():
     bundle = chart_bundle(finish_chart(heatmap_chart(np.zeros((80, 80))), description="Zeros.").to_dict())
     assert "image/png" in bundle and "image/svg+xml" not in bundle
+    # under the row limit, but an SVG of one element per mark beyond its size limit: a PNG too
+    frame = pd.DataFrame({"x": np.arange(3000.0), "y": np.sin(np.arange(3000.0))})
+    many = chart_bundle(finish_chart(alt.Chart(frame).mark_point().encode(x="x:Q", y="y:Q"), description="Points.").to_dict())
+    assert "image/png" in many and "image/svg+xml" not in many
+    import base64
+
+    assert base64.b64decode(many["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_enable_charts_registers_the_renderer():

@@ -510,6 +510,10 @@ def _n_rows(spec: Any) -> int:
     return total
 
 
+_SVG_MAX_ROWS = 4000  # data rows above which the static fallback is a PNG without trying SVG
+_SVG_MAX_CHARS = 150_000  # an SVG larger than this (one element per mark) is replaced by a PNG
+
+
 def _static_image(spec: Mapping[str, Any]) -> dict[str, Any]:
     try:
         import vl_convert as vlc
@@ -517,10 +521,12 @@ def _static_image(spec: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
     try:
-        if _n_rows(spec) > 4000:
-            png = vlc.vegalite_to_png(dict(spec), vl_version=version, scale=1)
-            return {"image/png": base64.b64encode(png).decode("ascii")}
-        return {"image/svg+xml": vlc.vegalite_to_svg(dict(spec), vl_version=version)}
+        if _n_rows(spec) <= _SVG_MAX_ROWS:
+            svg = vlc.vegalite_to_svg(dict(spec), vl_version=version)
+            if len(svg) <= _SVG_MAX_CHARS:
+                return {"image/svg+xml": svg}
+        png = vlc.vegalite_to_png(dict(spec), vl_version=version, scale=1)
+        return {"image/png": base64.b64encode(png).decode("ascii")}
     except Exception as error:  # pragma: no cover - a fallback image is a convenience
         warnings.warn(f"posgeo: no static image for a chart ({error}); the interactive chart is unaffected", stacklevel=2)
         return {}
@@ -555,8 +561,9 @@ def chart_bundle(spec: Mapping[str, Any], **_metadata: Any) -> dict[str, Any]:
     """The ``posgeo`` Altair renderer: a chart's notebook output.
 
     Returns the Vega-Lite spec (numbers rounded to 4 significant digits, Altair's counter
-    names renumbered, so the stored output is machine-independent), a static SVG (PNG above
-    4,000 data rows) for viewers that cannot run Vega, and the alt text as plain text.
+    names renumbered, so the stored output is machine-independent), a static SVG (a PNG for
+    charts with more than 4,000 data rows or an SVG over 150 kB: one element per mark) for
+    viewers that cannot run Vega, and the alt text as plain text.
 
     Parameters
     ----------
