@@ -18,7 +18,9 @@ from posgeo.experiments.lowrank import (
     gram_spectra,
     lowrank_claim_table,
     lowrank_parameter_count,
+    lowrank_encodings,
     lowrank_settings,
+    lowrank_training_runs,
     lowrank_training_sweep,
     mlm_marginal_metrics,
     plot_accuracy_vs_parameters,
@@ -206,9 +208,61 @@ def test_mlm_marginal_metrics_bayes_model_scores_the_bayes_accuracy() -> None:
         mlm_marginal_metrics(Oracle(cfg), task, mu[:5], n_batches=1)
 
 
+def test_settings_seeds_and_seed_encodings() -> None:
+    small, full = lowrank_settings("small"), lowrank_settings("full")
+    assert small.seeds == full.seeds == (0, 1, 2, 3, 4)
+    assert small.seed_encodings == ("rank 2", "learned") and full.seed_encodings is None
+    assert [label for label, _, _ in lowrank_encodings(small)] == ["none", "sinusoidal", "rank 1", "rank 2", "rank 3",
+                                                                   "rank 8", "learned"]
+    with pytest.raises(ValueError, match="not one of the sweep's encodings"):
+        dataclasses.replace(small, ranks=(1, 3))
+    with pytest.raises(ValueError, match="distinct"):
+        dataclasses.replace(small, seeds=(0, 0))
+    with pytest.raises(TypeError, match="tuple of labels"):
+        dataclasses.replace(small, seed_encodings="learned")
+
+
+def _tiny(**kw) -> LowRankSettings:
+    base = dict(d_model=16, d_ff=16, steps=3, ranks=(2,), seeds=(0, 1), seed_encodings=("rank 2", "learned"),
+                eval_batches=1, eval_batch_size=16)
+    return dataclasses.replace(lowrank_settings("small"), **{**base, **kw})
+
+
+def test_training_runs_per_seed_structure_and_seed_dependence() -> None:
+    """One row per (encoding, seed): the seeded encodings over every seed, the others over the first;
+    a different seed trains a different table, the same seed the same one."""
+    s = _tiny()
+    runs = lowrank_training_runs(s, progress=False, cache=False)
+    assert runs[["encoding", "seed"]].values.tolist() == [
+        ["none", 0], ["sinusoidal", 0], ["rank 2", 0], ["rank 2", 1], ["learned", 0], ["learned", 1]]
+    assert set(runs.attrs) == {"bayes_accuracy", "blind_accuracy", "mutual_information"}
+    assert np.isnan(runs.set_index("encoding").loc["none", "stress"])
+    by = runs.set_index(["encoding", "seed"])
+    for label in ("rank 2", "learned"):  # the seed changes the initial and the trained table
+        assert by.loc[(label, 0), "stress at init"] != by.loc[(label, 1), "stress at init"]
+        assert by.loc[(label, 0), "stress"] != by.loc[(label, 1), "stress"]
+    again = lowrank_training_runs(s, progress=False, cache=False)
+    pd.testing.assert_frame_equal(again, runs)
+    # seed 0 alone reproduces the seed-0 rows (the seed is the run's, not its position in the list)
+    alone = lowrank_training_runs(_tiny(seeds=(1,), seed_encodings=None), progress=False, cache=False)
+    np.testing.assert_array_equal(alone.set_index("encoding").loc[["rank 2", "learned"], "stress"].to_numpy(),
+                                  by.xs(1, level="seed").loc[["rank 2", "learned"], "stress"].to_numpy())
+    # the sweep is the mean over each encoding's seeds
+    table = lowrank_training_sweep(s, runs=runs)
+    assert table["seeds"].to_dict() == {"none": 1, "sinusoidal": 1, "rank 2": 2, "learned": 2}
+    assert table.loc["learned", "stress"] == pytest.approx(by.xs("learned")["stress"].mean())
+    assert table.attrs == runs.attrs
+    summary = __import__("posgeo").seed_summary(runs[runs["seed"].groupby(runs["encoding"]).transform("size") > 1],
+                                                by="encoding", metrics=["information"])
+    assert list(summary.index) == ["rank 2", "learned"] and (summary[("information", "seeds")] == 2).all()
+    with pytest.raises(TypeError, match="lowrank_training_runs"):
+        lowrank_training_sweep(s, runs=runs.to_numpy())
+
+
 @pytest.mark.slow
 def test_training_sweep_tiny_runs_and_orders_the_baselines(private_cache) -> None:
-    s = dataclasses.replace(lowrank_settings("small"), d_model=16, d_ff=32, steps=150, ranks=(2,), eval_batches=2)
+    s = dataclasses.replace(lowrank_settings("small"), d_model=16, d_ff=32, steps=150, ranks=(2,), seeds=(0,),
+                            eval_batches=2)
     table = lowrank_training_sweep(s, progress=False)
     assert list(table.index) == ["none", "sinusoidal", "rank 2", "learned"]
     assert table.loc["rank 2", "parameters"] == lowrank_parameter_count(32, 16, 2)

@@ -12,10 +12,11 @@ distances), so a factorised table :math:`P = A B^\top`, :math:`A \in \mathbb{R}^
 - :func:`rank_r_stress_curve`: stress of the rank-r classical-MDS and SMACOF encodings
   against r, with the spectral energy they keep; :func:`lowrank_claim_table`: P1's synthetic
   claim beside ours;
-- :func:`lowrank_settings`, :func:`lowrank_training_sweep`: masked-token training of the
-  posgeo transformer on the synthetic corpus with no, sinusoidal, low-rank and free
-  position tables, scored by accuracy against the Bayes optimum and by the stress of the
-  learned tables against the corpus geometry;
+- :func:`lowrank_settings`, :func:`lowrank_training_runs`, :func:`lowrank_training_sweep`:
+  masked-token training of the posgeo transformer on the synthetic corpus with no,
+  sinusoidal, low-rank and free position tables (one row per run and seed, or the mean over
+  seeds), scored by accuracy against the Bayes optimum and by the stress of the learned
+  tables against the corpus geometry;
 - plots.
 """
 
@@ -60,6 +61,8 @@ __all__ = [
     'lowrank_settings',
     'synthetic_mlm_task',
     'mlm_marginal_metrics',
+    'lowrank_encodings',
+    'lowrank_training_runs',
     'lowrank_training_sweep',
     'plot_rank_stress_curves',
     'plot_accuracy_vs_parameters',
@@ -445,9 +448,23 @@ class LowRankSettings:
     lr : float
     mask_prob : float
     seeds : tuple of int
-        Training seeds (model init and batches); results are averaged over them.
+        Training seeds (model init and batches), five in both profiles. The encodings of
+        ``seed_encodings`` are trained with every seed (for means with intervals over seeds,
+        :func:`posgeo.seed_summary`); the others with ``seeds[0]`` only.
+    seed_encodings : tuple of str or None
+        Labels (:func:`lowrank_encodings`: ``"none"``, ``"sinusoidal"``, ``"rank r"``,
+        ``"learned"``) of the encodings trained with every seed; ``None``: all of them. The
+        small profile trains ``("rank 2", "learned")`` over the seeds (the contrast its text
+        draws, within its time budget), the full profile every encoding.
     eval_batches, eval_batch_size : int
         Evaluation on fresh masked batches.
+
+    Examples
+    --------
+    >>> LowRankSettings(ranks=(1,), seed_encodings=("rank 2",))
+    Traceback (most recent call last):
+    ...
+    ValueError: seed_encodings names 'rank 2', which is not one of the sweep's encodings ['none', 'sinusoidal', 'rank 1', 'learned']
     """
 
     n_positions: int = 32
@@ -464,7 +481,8 @@ class LowRankSettings:
     batch_size: int = 64
     lr: float = 5e-3
     mask_prob: float = 0.15
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    seed_encodings: tuple[str, ...] | None = ("rank 2", "learned")
     eval_batches: int = 8
     eval_batch_size: int = 256
 
@@ -478,13 +496,23 @@ class LowRankSettings:
             raise ValueError(f"ranks must lie in [1, min(n_positions, d_model)] = [1, {min(self.n_positions, self.d_model)}], got {self.ranks}")
         if not self.seeds:
             raise ValueError("seeds must be a non-empty tuple of ints")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds must be distinct, got {self.seeds}")
+        if self.seed_encodings is not None:
+            if isinstance(self.seed_encodings, str):
+                raise TypeError(f"seed_encodings must be a tuple of labels or None, got the string {self.seed_encodings!r}")
+            object.__setattr__(self, "seed_encodings", tuple(str(e) for e in self.seed_encodings))
+            labels = ["none", "sinusoidal", *(f"rank {r}" for r in self.ranks), "learned"]  # lowrank_encodings
+            for e in self.seed_encodings:
+                if e not in labels:
+                    raise ValueError(f"seed_encodings names {e!r}, which is not one of the sweep's encodings {labels}")
 
 
 _SETTINGS = {
     "small": LowRankSettings(),
     "full": LowRankSettings(
         d_model=128, n_heads=4, n_layers=2, d_ff=256, ranks=(1, 2, 3, 4, 8, 16, 32), steps=4000,
-        batch_size=128, lr=2e-3, seeds=(0, 1, 2), eval_batches=32,
+        batch_size=128, lr=2e-3, seeds=(0, 1, 2, 3, 4), seed_encodings=None, eval_batches=32,
     ),
 }
 
@@ -492,9 +520,11 @@ _SETTINGS = {
 def lowrank_settings(profile: str | None = None) -> LowRankSettings:
     """Settings of the low-rank training sweep for an experiment profile.
 
-    ``small`` (2 CPU cores, about half a minute): d_model 32, one layer, 400 steps, one
-    seed, ranks 1, 2, 3, 8. ``full`` (paper scale, a GPU or a patient CPU): d_model 128
-    (P1's d), 2 layers, 4000 steps of 128 sequences, three seeds, ranks 1, 2, 3, 4, 8, 16, 32.
+    ``small`` (2 CPU cores, about a minute and a half): d_model 32, one layer, 400 steps,
+    ranks 1, 2, 3, 8; rank 2 and the free table over five seeds, the other encodings over
+    seed 0 (14 runs). ``full`` (paper scale, a GPU or a patient CPU): d_model 128 (P1's d),
+    2 layers, 4000 steps of 128 sequences, ranks 1, 2, 3, 4, 8, 16, 32, every encoding over
+    five seeds (50 runs).
 
     Parameters
     ----------
@@ -509,6 +539,8 @@ def lowrank_settings(profile: str | None = None) -> LowRankSettings:
     --------
     >>> lowrank_settings("small").ranks, lowrank_settings("full").d_model
     ((1, 2, 3, 8), 128)
+    >>> lowrank_settings("small").seeds, lowrank_settings("small").seed_encodings
+    ((0, 1, 2, 3, 4), ('rank 2', 'learned'))
     """
     return _SETTINGS[current_profile(profile)]
 
@@ -636,20 +668,62 @@ def _train_and_score(
     return row
 
 
-def lowrank_training_sweep(
+def lowrank_encodings(settings: LowRankSettings) -> list[tuple[str, str, int | None]]:
+    """The encodings of the sweep, in order: ``(label, position kind, rank)``.
+
+    ``none``, ``sinusoidal``, ``rank r`` for every rank of ``settings.ranks`` (kind
+    ``lowrank``), ``learned`` (rank ``None`` where the table is not factorised).
+
+    Parameters
+    ----------
+    settings : LowRankSettings
+
+    Returns
+    -------
+    list of tuple
+
+    Examples
+    --------
+    >>> [label for label, _, _ in lowrank_encodings(lowrank_settings("small"))]
+    ['none', 'sinusoidal', 'rank 1', 'rank 2', 'rank 3', 'rank 8', 'learned']
+    """
+    specs: list[tuple[str, str, int | None]] = [("none", "none", None), ("sinusoidal", "sinusoidal", None)]
+    specs += [(f"rank {r}", "lowrank", r) for r in settings.ranks]
+    specs.append(("learned", "learned", None))
+    return specs
+
+
+def _references(mu: np.ndarray) -> dict[str, float]:
+    blind = mu.mean(axis=0)
+    return {
+        "bayes_accuracy": float(mu.max(axis=1).mean()),
+        "blind_accuracy": float(mu[:, int(np.argmax(blind))].mean()),
+        "mutual_information": float(np.mean(np.sum(mu * (np.log(mu) - np.log(blind)), axis=1))),
+    }
+
+
+_RUN_COLUMNS = ["encoding", "position", "rank", "seed", "parameters", "accuracy", "excess_loss", "information", "stress",
+                "stress at init", "raw stress", "table rank 99%"]
+
+
+def lowrank_training_runs(
     settings: LowRankSettings,
     *,
     threads: int | None = 1,
     progress: bool = True,
     cache: bool = True,
 ) -> pd.DataFrame:
-    """Train the posgeo transformer on the synthetic masked-token task with different position tables.
+    r"""Train the posgeo transformer on the synthetic masked-token task: one row per encoding and seed.
 
-    Encodings: ``none`` (no positional signal), ``sinusoidal`` (fixed, no parameters),
-    ``lowrank`` at every rank of ``settings.ranks`` (:math:`P = A B^T`), and ``learned`` (a
-    free ``n x d`` table). Each is trained with :func:`train` (cached) for every seed, then
-    scored by :func:`mlm_marginal_metrics` and by the stress of its position table against
-    the true Hellinger geometry of the corpus (before and after training).
+    Encodings (:func:`lowrank_encodings`): ``none`` (no positional signal), ``sinusoidal``
+    (fixed, no parameters), ``lowrank`` at every rank of ``settings.ranks``
+    (:math:`P = A B^T`), and ``learned`` (a free ``n x d`` table). The encodings of
+    ``settings.seed_encodings`` are trained with every seed of ``settings.seeds``, the
+    others with ``settings.seeds[0]`` (all of them with every seed when ``seed_encodings``
+    is None). Each run is trained with :func:`train` (cached; seed 0 of the small profile is
+    the chapter's original one-seed run), then scored by :func:`mlm_marginal_metrics` and by
+    the stress of its position table against the true Hellinger geometry of the corpus
+    (before and after training).
 
     Parameters
     ----------
@@ -667,62 +741,108 @@ def lowrank_training_sweep(
     Returns
     -------
     pandas.DataFrame
-        One row per encoding (mean over seeds): ``position``, ``rank`` (0 when not
-        factorised), ``parameters`` (trainable positional parameters, counted on the
-        model), ``accuracy``, ``excess_loss`` (see :func:`mlm_marginal_metrics`),
-        ``information`` (``1 - excess_loss / mutual_information``: the share of the
-        positional information the model uses; 0 for a position-blind model, 1 for the Bayes
-        optimum), ``stress`` (scale-optimal, trained table),
-        ``stress at init``, ``raw stress``, ``table rank 99%`` (spectral rank of the centred
-        table), ``seeds``. Index: the encoding's label. ``attrs`` holds the reference
-        accuracies: ``bayes_accuracy`` (predicting :math:`\\mu_i`) and ``blind_accuracy``
-        (the best position-independent prediction), and ``mutual_information``
-        (the excess loss of the best position-blind model, in nats).
+        One row per run (encodings in sweep order, then seeds): ``encoding`` (label),
+        ``position``, ``rank`` (0 when not factorised), ``seed``, ``parameters`` (trainable
+        positional parameters, counted on the model), ``accuracy``, ``excess_loss`` (see
+        :func:`mlm_marginal_metrics`), ``information`` (``1 - excess_loss /
+        mutual_information``: the share of the positional information the model uses; 0 for
+        a position-blind model, 1 for the Bayes optimum), ``stress`` (scale-optimal, trained
+        table), ``stress at init``, ``raw stress``, ``table rank 99%`` (spectral rank of the
+        centred table); NaN for the model without a table. ``attrs`` holds the references
+        ``bayes_accuracy`` (predicting :math:`\mu_i`), ``blind_accuracy`` (the best
+        position-independent prediction) and ``mutual_information`` (the excess loss of the
+        best position-blind model, in nats).
+
+    Raises
+    ------
+    TypeError
+        ``settings`` not a :class:`LowRankSettings`.
 
     Examples
     --------
     >>> import dataclasses
     >>> s = dataclasses.replace(lowrank_settings("small"), d_model=16, n_layers=1, d_ff=16, steps=2,
-    ...                         ranks=(2,), eval_batches=1, eval_batch_size=8)
-    >>> table = lowrank_training_sweep(s, progress=False, cache=False)
-    >>> table["parameters"].to_dict()
-    {'none': 0, 'sinusoidal': 0, 'rank 2': 96, 'learned': 512}
+    ...                         ranks=(2,), seeds=(0, 1), seed_encodings=("learned",), eval_batches=1,
+    ...                         eval_batch_size=8)
+    >>> runs = lowrank_training_runs(s, progress=False, cache=False)
+    >>> runs[["encoding", "seed"]].values.tolist()
+    [['none', 0], ['sinusoidal', 0], ['rank 2', 0], ['learned', 0], ['learned', 1]]
     """
     if not isinstance(settings, LowRankSettings):
         raise TypeError(f"settings must be LowRankSettings (see lowrank_settings()), got {type(settings).__name__}")
     s = settings
     task, mu = synthetic_mlm_task(s)
     D = hellinger_matrix(mu)
-    specs: list[tuple[str, str, int | None]] = [("none", "none", None), ("sinusoidal", "sinusoidal", None)]
-    specs += [(f"rank {r}", "lowrank", r) for r in s.ranks]
-    specs.append(("learned", "learned", None))
     if threads is not None:
         check_int(threads, "threads")
-    rows = {}
-    jobs = [(spec, seed) for spec in specs for seed in s.seeds]
-    per: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in specs}
+    seeded = None if s.seed_encodings is None else set(s.seed_encodings)
+    jobs = [((label, kind, rank), seed) for label, kind, rank in lowrank_encodings(s)
+            for seed in (s.seeds if seeded is None or label in seeded else s.seeds[:1])]
+    rows = []
     with _torch_threads(threads):
         for (label, kind, rank), seed in progress_bar(jobs, enabled=progress, desc="low-rank sweep"):
-            per[label].append(_train_and_score(s, task, mu, D, kind, rank, seed, cache))
-    for label, kind, rank in specs:
-        frame = pd.DataFrame(per[label])
-        mean = frame.mean(numeric_only=True)
-        rows[label] = {"position": kind, "rank": int(rank or 0), **mean.to_dict(), "seeds": len(per[label])}
-    out = pd.DataFrame.from_dict(rows, orient="index")
+            row = _train_and_score(s, task, mu, D, kind, rank, seed, cache)
+            rows.append({"encoding": label, "position": kind, "rank": int(rank or 0), "seed": int(seed), **row})
+    refs = _references(mu)
+    out = pd.DataFrame(rows)
     out["parameters"] = out["parameters"].astype(int)
-    cols = ["position", "rank", "parameters", "accuracy", "excess_loss", "stress", "stress at init", "raw stress",
-            "table rank 99%", "seeds"]
-    blind = mu.mean(axis=0)
-    mutual_information = float(np.mean(np.sum(mu * (np.log(mu) - np.log(blind)), axis=1)))
-    out["information"] = 1.0 - out["excess_loss"] / mutual_information
-    cols.insert(cols.index("excess_loss") + 1, "information")
-    out = out[[c for c in cols if c in out.columns]]
-    out.attrs["bayes_accuracy"] = float(mu.max(axis=1).mean())
-    out.attrs["blind_accuracy"] = float(mu[:, int(np.argmax(blind))].mean())
-    out.attrs["mutual_information"] = mutual_information
+    out["information"] = 1.0 - out["excess_loss"] / refs["mutual_information"]
+    out = out.reindex(columns=_RUN_COLUMNS)
+    out.attrs.update(refs)
     return out
 
 
+def lowrank_training_sweep(
+    settings: LowRankSettings,
+    *,
+    threads: int | None = 1,
+    progress: bool = True,
+    cache: bool = True,
+    runs: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    r"""The training sweep of :func:`lowrank_training_runs`, one row per encoding (mean over its seeds).
+
+    Parameters
+    ----------
+    settings : LowRankSettings
+    threads, progress, cache : keyword-only
+        As for :func:`lowrank_training_runs`.
+    runs : pandas.DataFrame, optional, keyword-only
+        The result of :func:`lowrank_training_runs` for ``settings``, if already computed
+        (nothing is trained then).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per encoding (mean over the seeds it was trained with): ``position``,
+        ``rank``, ``parameters``, ``accuracy``, ``excess_loss``, ``information``, ``stress``,
+        ``stress at init``, ``raw stress``, ``table rank 99%`` (as in
+        :func:`lowrank_training_runs`) and ``seeds`` (how many). Index: the encoding's label.
+        ``attrs``: the reference accuracies and mutual information, as there.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> s = dataclasses.replace(lowrank_settings("small"), d_model=16, n_layers=1, d_ff=16, steps=2,
+    ...                         ranks=(2,), seeds=(0,), seed_encodings=None, eval_batches=1, eval_batch_size=8)
+    >>> table = lowrank_training_sweep(s, progress=False, cache=False)
+    >>> table["parameters"].to_dict()
+    {'none': 0, 'sinusoidal': 0, 'rank 2': 96, 'learned': 512}
+    """
+    if runs is None:
+        runs = lowrank_training_runs(settings, threads=threads, progress=progress, cache=cache)
+    elif not isinstance(runs, pd.DataFrame) or "encoding" not in runs.columns:
+        raise TypeError("runs must be the DataFrame of lowrank_training_runs(settings)")
+    metrics = [c for c in _RUN_COLUMNS[4:] if c in runs.columns]
+    grouped = runs.groupby("encoding", sort=False)
+    out = grouped[metrics].mean()
+    out.insert(0, "rank", grouped["rank"].first())
+    out.insert(0, "position", grouped["position"].first())
+    out["seeds"] = grouped["seed"].count()
+    out["parameters"] = out["parameters"].round().astype(int)
+    out.index.name = None
+    out.attrs.update(runs.attrs)
+    return out
 
 
 _PANEL_HEIGHT = 220  # px, as the book's other panels
