@@ -445,10 +445,12 @@ line_check["corpus distances, offset order"]
 # frozen-attention table of the same objective and seed (0 when full training reproduces
 # the frozen geometry up to scale).
 
-# %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2}
+# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.3}
 # Means over 5 seeds and their intervals. Other CPU kernel paths (same seed) moved one run's
-# attention change by up to 9%, its rates by 0.02 and stress* by 10%; the seed spread is
-# larger (rates: sd up to 0.06). Shown to 2 decimals, compared to 0.03 + 20%.
+# attention change by up to 9%, its rates by 0.02 and stress* by 10%; an interval's end moves
+# with the sd over seeds, and ATEN's generic kernels moved the end of an accuracy interval by
+# 0.16 (0.82 -> 0.98: one seed's classifier is still half-trained at 300 steps on one path,
+# not on the other), 82% of a 0.03 + 20% tolerance. Shown to 2 decimals, compared to 0.05 + 30%.
 comparison = ex.ntk_comparison(settings)
 metrics = ["rate (offset)", "rate (Hellinger)", "local rate (offset <= 4)", "initial rate",
            "stress* vs corpus", "attention change", "accuracy", "stress* vs frozen"]
@@ -524,8 +526,12 @@ pd.DataFrame({f"{o}, {r}": d.as_dict() for (o, r), d in drops.items()}).T[["mean
 # position, rescaled to a maximum of 1, against the true Hellinger distance (black, dotted),
 # for the runs of seed 0, in {numref}`fig-ch8-anchors`:
 
-# %% mystnb={"figure": {"caption": "Distance from anchor position 0 (left) and 16 (right; grey rule) to every position, divided by its maximum, for the four trained tables of seed 0 (MLM and [CLS] classifier, frozen and full attention) and the true Hellinger distance (black, dotted). Click a legend entry to show one table.", "name": "fig-ch8-anchors"}} tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2}
-# The trained tables of seed 0 in the comparison above: compared to 0.03 + 20%, its tolerance.
+# %% mystnb={"figure": {"caption": "Distance from anchor position 0 (left) and 16 (right; grey rule) to every position, divided by its maximum, for the four trained tables of seed 0 (MLM and [CLS] classifier, frozen and full attention) and the true Hellinger distance (black, dotted). Click a legend entry to show one table.", "name": "fig-ch8-anchors"}} tags=["stochastic"] tolerance={"atol": 0.4, "rtol": 0}
+# The trained tables of seed 0, an illustration: each curve is divided by its maximum, so a
+# table whose farthest row moves rescales its whole curve. ATEN's generic kernels moved one
+# value by 0.20 (0.7981 -> 0.9978), and the seeds differ more (the fold lies between
+# positions 15 and 21 over the five seeds): compared to 0.4, twice the kernel difference.
+# The conclusions drawn from these curves are asserted over the five seeds, below.
 ex.plot_anchor_distances(
     {f"{o} {r}": run.table for (o, r), run in runs.items()}, anchors=(0, 16), reference=D_line
 )
@@ -580,10 +586,10 @@ farthest.rename("position farthest from 0 (mlm, frozen)").to_frame().T
 # like $1/d$. The sweep runs both: learning rate $10^{-3} \cdot 32/d$, and a constant
 # $10^{-3}$ (the two coincide at $d = 32$).
 
-# %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2}
+# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.3}
 # Means over 5 seeds with their intervals; the tolerance of the comparison above (other
-# kernel paths moved one run's accuracy by up to 0.075, its attention change by 9%): shown
-# to 2 decimals, compared to 0.03 + 20%.
+# kernel paths moved one run's accuracy by up to 0.075, its attention change by 9%, and an
+# accuracy interval's end by 0.16): shown to 2 decimals, compared to 0.05 + 30%.
 sweeps = {
     "lr ~ 1/width": ex.width_sweep(settings, lr_scaling="inverse"),
     "constant lr": ex.width_sweep(settings, lr_scaling="constant"),
