@@ -129,6 +129,15 @@ fixture_stats.loc[["line, spacing 0.5", "shifted by 100"], ["normalised", "relat
 # a 2-core CPU: encoders of width 32 with 2 layers, trained for 500 steps, and 80 steps
 # of fine-tuning all-MiniLM-L6-v2 on SST-2. `full` is the scale of P1's experiments (see
 # the end of the chapter). Every run is cached on disk (`POSGEO_CACHE_DIR`).
+#
+# A trained table depends on the seed (the initialisation and the batches), and a single
+# run cannot tell an effect from the luck of one seed. The runs of the weight-decay probe's
+# two matched contrasts, on which the chapter's main conclusion rests, are therefore
+# trained with the five seeds of `settings.seeds` and reported as a mean with its 95%
+# interval over seeds; "A is larger than B" is claimed only where the Welch interval of
+# the difference excludes 0 (`pg.seed_difference`). Tables and charts marked *seed 0*
+# show one seed as an illustration; no conclusion rests on them alone. (Five seeds of
+# every run would not fit the book's CPU budget.)
 
 # %%
 settings = ex.separation_settings()
@@ -188,10 +197,11 @@ pd.DataFrame(
 #
 # First, P1's check. We train four runs with plain AdamW (no weight decay) and record the
 # position table every 50 steps: three order-sensitive runs and the i.i.d. MLM, where
-# nothing distinguishes positions.
+# nothing distinguishes positions. These runs are seed 0 only: the check they make cannot
+# fail (see below), so more seeds would add nothing to it.
 
 # %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
-# One seed per run. Other CPU kernel paths (same seed) moved accuracies by up to 0.06,
+# Seed 0, one run each. Other CPU kernel paths (same seed) moved accuracies by up to 0.06,
 # distances by up to 40% and a collapsing minimum from 0.02 to 0.001: shown to 2 decimals,
 # compared to 0.05 + 50% of the value.
 plain = ex.run_separation_experiments(
@@ -205,14 +215,14 @@ ex.separation_table(plain, experiments).round(2)
 # {numref}`fig-ch5-plain` follows the closest pair over training, in absolute terms and
 # relative to the size of the table.
 
-# %% mystnb={"figure": {"caption": "Plain training (no weight decay): the minimum separation of the position table and the same relative to the mean row norm, at every checkpoint of the four runs. Dashed: the i.i.d. MLM, where no condition of the theorem holds. Click a run in the legend to show it alone; hover a point for its value.", "name": "fig-ch5-plain"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
+# %% mystnb={"figure": {"caption": "Plain training (no weight decay, seed 0): the minimum separation of the position table and the same relative to the mean row norm, at every checkpoint of the four runs. Dashed: the i.i.d. MLM, where no condition of the theorem holds. Click a run in the legend to show it alone; hover a point for its value.", "name": "fig-ch5-plain"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
 # The trained tables of the table above, compared to its tolerance (0.05 + 50% of the value).
 plain_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in plain.items()}
 ex.plot_separation_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"], log=())  # within a decade: linear
 
 # %% [markdown]
-# The minimum separation is strictly positive at every checkpoint of every run, as P1
-# reports. It is just as positive for the i.i.d. MLM, where the theorem offers no
+# The minimum separation is strictly positive at every checkpoint of every run (seed 0),
+# as P1 reports. It is just as positive for the i.i.d. MLM, where the theorem offers no
 # guarantee. Without weight decay nothing pulls that table together: Adam takes steps of
 # roughly constant size even on gradients that are pure noise, so the rows wander apart
 # from their random start. The `normalised` panel shows the difference that does matter.
@@ -249,9 +259,12 @@ pd.DataFrame({name: t["min_dist"].agg(["min", "max"]) for name, t in plain_traje
 # nothing distinguishes therefore ends as a small random cloud, not a single point. Only
 # when the gradients on $P$ vanish, because the task is solved exactly without positions,
 # does the decay win completely.
+#
+# We first train all nine runs once (seed 0), then the four runs of the two matched
+# contrasts with five seeds.
 
 # %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
-# The tolerance of the plain runs' table, for the same reasons (shown to 2 decimals).
+# Seed 0. The tolerance of the plain runs' table, for the same reasons (shown to 2 decimals).
 probe = ex.run_separation_experiments(
     experiments, settings, position_weight_decay=settings.position_weight_decay, progress=False
 )
@@ -262,7 +275,7 @@ probe_table.round(2)
 # {numref}`fig-ch5-probe` shows the minimum and the median pairwise distance of every probe
 # over training.
 
-# %% mystnb={"figure": {"caption": "Training with strong weight decay on the position table: the minimum separation and the median pairwise distance (both log scale) of every run at every checkpoint. Dashed: the runs that break a condition of the theorem. Click a run in the legend to show it alone (shift-click for several); hover a point for its value.", "name": "fig-ch5-probe"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
+# %% mystnb={"figure": {"caption": "Training with strong weight decay on the position table (seed 0): the minimum separation and the median pairwise distance (both log scale) of every run at every checkpoint. Dashed: the runs that break a condition of the theorem. Click a run in the legend to show it alone (shift-click for several); hover a point for its value.", "name": "fig-ch5-probe"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
 # The trained tables of the probe table above, compared to its tolerance (0.05 + 50%).
 probe_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in probe.items()}
 ex.plot_separation_trajectories(
@@ -277,69 +290,142 @@ ex.plot_separation_trajectories(
 # four of the runs ({numref}`fig-ch5-boxes`). The lower whisker of each box is the minimum
 # separation.
 
-# %% mystnb={"figure": {"caption": "All pairwise distances between the rows of the position table at four checkpoints, for four of the weight-decay runs (log scale). Box: quartiles; black line: median; whiskers: minimum (the minimum separation) to maximum. Click a run in the legend to show it alone; hover a box for its numbers.", "name": "fig-ch5-boxes"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
+# %% mystnb={"figure": {"caption": "All pairwise distances between the rows of the position table at four checkpoints, for four of the weight-decay runs (seed 0, log scale). Box: quartiles; black line: median; whiskers: minimum (the minimum separation) to maximum. Click a run in the legend to show it alone; hover a box for its numbers.", "name": "fig-ch5-boxes"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
 # The trained tables of the probe table above, compared to its tolerance (0.05 + 50%).
 ex.plot_distance_distributions(
     {name: probe[name].snapshots for name in ["synthetic MLM", "(a) bag of tokens", "(b) i.i.d. MLM", "(c) first marker, uniform attn"]},
 )
 
 # %% [markdown]
-# Single checkpoints are noisy, so the table above also averages each statistic over the
-# *late* checkpoints, those in the second half of training. What the probes show:
+# ### Over five seeds
 #
-# - **Where the conditions hold** (synthetic MLM, ring MLM, SST-2 MLM), the tables settle
-#   above the matching exchangeable run under the same strong decay. On the synthetic
-#   corpora the median pairwise distance is about five times that of the i.i.d. run and the
-#   minimum more than twice. There the closest pairs are mostly neighbours
-#   ($|i - j| = 1$), whose statistics differ least. The theorem gives no margin, and this is
+# Single checkpoints are noisy, so the tables average each statistic over the *late*
+# checkpoints, those in the second half of training. A single seed is noisy too. The
+# probe's main test is a pair of matched contrasts, each between a run that holds the
+# conditions and the same task made exchangeable: the synthetic MLM against (b) the i.i.d.
+# MLM, and the SST-2 MLM against (b) its shuffled windows. These four runs are trained with
+# the five seeds of `settings.seeds` (seed 0 is the run above). The other five runs, (a),
+# (c), the ring MLM and the first marker, are seed-0 illustrations: five seeds of them would
+# not fit the book's CPU budget, and what the text says about them is marked as one seed.
+# Mean over seeds and 95% Student-t interval:
+
+# %% tags=["stochastic"] tolerance={"atol": 0.01, "rtol": 0.4}
+# Means over 5 seeds and their intervals, shown to 3 decimals, compared to 0.01 + 40% of the
+# value: per seed, other CPU kernel paths moved trained distances by up to 40% and accuracies
+# by up to 0.06 (the plain runs' cell); a mean over 5 seeds moves less, the interval's ends
+# move with the sd.
+contrast_runs = ["synthetic MLM", "(b) i.i.d. MLM", "sst2 MLM", "(b) sst2 shuffled"]
+probe_seeds = ex.run_separation_seeds(
+    {name: experiments[name] for name in contrast_runs}, settings,
+    position_weight_decay=settings.position_weight_decay, progress=False,
+)
+probe_over_seeds = ex.separation_seed_table(probe_seeds)
+seed_metrics = ["accuracy", "min at init", "final min", "late min", "late median", "late relative"]
+pg.interval_table(pg.seed_summary(probe_over_seeds, by="run", metrics=seed_metrics), digits=3)
+
+# %% [markdown]
+# The contrasts, as differences of means over seeds with their Welch 95% intervals. A row
+# "A − k × B" tests the claim "A exceeds k times B" (the interval above 0) or "A is below
+# k times B" (the interval below 0); a row whose interval contains 0 supports neither.
+
+# %% tags=["stochastic"] tolerance={"atol": 0.01, "rtol": 0.4}
+# The means of the table above and their differences, compared to its tolerance (0.01 + 40%;
+# the differences near 0 fall under the 0.01).
+contrasts = ex.separation_contrasts(probe_over_seeds, [
+    ("synthetic MLM", "(b) i.i.d. MLM", "late min", 1.0, "synthetic MLM − i.i.d. MLM, late min"),
+    ("synthetic MLM", "(b) i.i.d. MLM", "late min", 2.0, "synthetic MLM − 2 × i.i.d. MLM, late min"),
+    ("synthetic MLM", "(b) i.i.d. MLM", "late median", 4.0, "synthetic MLM − 4 × i.i.d. MLM, late median"),
+    ("sst2 MLM", "(b) sst2 shuffled", "late min", 1.0, "sst2 MLM − sst2 shuffled, late min"),
+    ("sst2 MLM", "(b) sst2 shuffled", "late median", 1.0, "sst2 MLM − sst2 shuffled, late median"),
+    ("sst2 MLM", "(b) sst2 shuffled", "late median", 1.2, "sst2 MLM − 1.2 × sst2 shuffled, late median"),
+    ("(b) sst2 shuffled", "(b) i.i.d. MLM", "late median", 1.0, "sst2 shuffled − i.i.d. MLM, late median"),
+])
+contrast_view = pd.DataFrame({
+    "A": contrasts["A"].map("{:.3f}".format),
+    "k × B": contrasts["B"].map("{:.3f}".format),
+    "A − k × B [95% interval]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
+                                 zip(contrasts["difference"], contrasts["low"], contrasts["high"])],
+})
+contrast_view
+
+# %% [markdown]
+# What the probes show:
+#
+# - **Where the conditions hold** the tables settle above the matching exchangeable run
+#   under the same strong decay. Over five seeds, the synthetic MLM's late median pairwise
+#   distance is about five times that of the i.i.d. MLM (the interval of its difference
+#   from four times the i.i.d. value lies above 0), and its late minimum more than twice
+#   as large, by a margin whose interval only just excludes 0. The ring MLM (seed 0)
+#   looks the same. On the synthetic corpora the closest pairs are mostly neighbours
+#   ($|i - j| = 1$), whose statistics differ least (checked on all five seeds of the
+#   synthetic MLM and on seed 0 of the ring). The theorem gives no margin, and this is
 #   where the margin is smallest.
-# - **(a) Order-insensitive task.** The model solves the bag-of-tokens task without using
-#   positions, the gradients on $P$ vanish, and the decay shrinks the whole table toward
-#   zero: its late median distance ends far below that of every run where the conditions
-#   hold, and its minimum falls to a fraction of its start. How far the minimum falls is
-#   not stable: on the machine that first built this book one pair collapsed (a minimum
-#   about three orders of magnitude below its start), on another the same seed ended near
-#   a fifth of its start. Floating-point differences between CPU kernels are amplified by
-#   training, and this run has one seed, so the chapter asserts only the shrinkage that
-#   held on both. The `normalised` and `relative` values stay moderate all the same, because
-#   the table shrinks as a whole while keeping the shape of its random start. A ratio alone
-#   would miss the shrinkage.
+# - **(a) Order-insensitive task** (seed 0). The model solves the bag-of-tokens task
+#   without using positions, the gradients on $P$ vanish, and the decay shrinks the whole
+#   table toward zero: its late median distance ends far below that of every run where the
+#   conditions hold, and its minimum falls to a fraction of its start. How far the minimum
+#   falls is not stable: on the machine that first built this book one pair collapsed (a
+#   minimum about three orders of magnitude below its start), on another the same seed
+#   ended near a fifth of its start. Floating-point differences between CPU kernels are
+#   amplified by training, and this run has one seed, so the chapter asserts only the
+#   shrinkage that held on both. The `normalised` and `relative` values stay moderate all
+#   the same, because the table shrinks as a whole while keeping the shape of its random
+#   start. A ratio alone would miss the shrinkage.
 # - **(b) Identical distributions.** The synthetic i.i.d. MLM and the shuffled SST-2 windows
 #   end at Adam's noise floor: a small random cloud whose rows keep the shape of a random
-#   table (high `relative`). With exchangeable tokens, the loss is symmetric under
-#   permutations of the positions, so nothing pays for a distinction. The floor depends on
-#   the gradient noise, so each violation must be compared with its own matched run. On
-#   SST-2 the contrast is modest at this scale: the median distance is larger than in the
-#   shuffled run by about a third, the minimum only slightly. SST-2's noise floor is higher
-#   than the synthetic one, and its positional signal is weaker: beyond the first few
-#   positions, sentences have nearly the same statistics everywhere (chapter 2). The
-#   unshuffled table is still growing at the end of training.
-# - **(c) Uniform attention does not collapse anything here.** The synthetic MLM run does
-#   not notice it: its separation matches the run with learned attention. The masked token's
-#   own position vector reaches the output head through the residual stream, and that is
-#   enough to predict $\mu_i$ at position $i$; mixing information across positions is not
-#   needed. The first-marker run still solves most of its task (far above chance), and its
-#   positions stay about as far apart as with learned attention. Averaging
+#   table (high `relative`, on every seed). With exchangeable tokens, the loss is symmetric
+#   under permutations of the positions, so nothing pays for a distinction. The floor
+#   depends on the gradient noise, so each violation must be compared with its own matched
+#   run: the shuffled SST-2 floor is several times the synthetic one, so against the
+#   *synthetic* floor the SST-2 MLM would look far better separated than it is. Against
+#   its own matched run the SST-2 contrast is modest at this scale. Over five seeds the late median
+#   distance is larger than in the shuffled run by about 60% (its interval excludes 0, as
+#   does that of the difference from 1.2 times the shuffled value); the late minimum is
+#   larger by about a quarter, with an interval that only just excludes 0, so at this scale
+#   the seeds support a larger typical distance more firmly than a larger closest pair.
+#   The seeds also differ more on SST-2 than on the synthetic corpus. SST-2's positional
+#   signal is weaker: beyond the first few positions, sentences have nearly the same
+#   statistics everywhere (chapter 2). In seed 0 the unshuffled table is still growing at
+#   the end of training.
+# - **(c) Uniform attention does not collapse anything in seed 0.** The synthetic MLM run
+#   does not notice it: its separation matches the run with learned attention. The masked
+#   token's own position vector reaches the output head through the residual stream, and
+#   that is enough to predict $\mu_i$ at position $i$; mixing information across positions
+#   is not needed. The first-marker run still solves most of its task (far above chance),
+#   and its positions stay about as far apart as with learned attention. Averaging
 #   $\mathrm{LayerNorm}(x_j + p_j)$ over positions is a nonlinear summary of the
 #   (token, position) pairs, so uniform attention is not blind to order in a real
-#   transformer. Condition (iii) belongs to the theorem's idealised model; in a model with
-#   residual connections and LayerNorm it is neither needed (MLM) nor enough to remove
-#   order information (classification).
-# - **First marker** (order-sensitive, but the same distribution at every position) keeps
-#   its positions apart, but with the smallest minimum of the learned-attention runs.
-#   Condition (i) is sufficient, not necessary: the swap argument needs only that the
-#   *task* distinguishes positions. A single pair $(i, j)$ matters only in the rare
+#   transformer. This is one seed of each run, an illustration rather than a measured
+#   effect: it shows that in a model with residual connections and LayerNorm,
+#   condition (iii) *can* fail without merging positions (MLM) or removing order
+#   information (classification), not how often.
+# - **First marker** (order-sensitive, but the same distribution at every position; seed
+#   0) keeps its positions apart, but with the smallest minimum of the learned-attention
+#   runs. Condition (i) is sufficient, not necessary: the swap argument needs only that
+#   the *task* distinguishes positions. A single pair $(i, j)$ matters only in the rare
 #   sequences with the markers at exactly $i$ and $j$, so the decay can squeeze some pairs
 #   close at little cost in loss.
 
 # %%
+# Over five seeds: a claim holds where the Welch interval of its contrast excludes 0.
+supported = contrasts["low"] > 0
+assert supported["synthetic MLM − 4 × i.i.d. MLM, late median"]
+assert supported["synthetic MLM − i.i.d. MLM, late min"]
+assert supported["sst2 MLM − sst2 shuffled, late median"]
+assert supported["sst2 shuffled − i.i.d. MLM, late median"]
+# (the 2 × late min and the SST-2 late min contrasts are only just above 0: stated as such, not asserted)
+seeds_summary = pg.seed_summary(probe_over_seeds, by="run", metrics=["late relative"])
+assert (seeds_summary.loc[["(b) i.i.d. MLM", "(b) sst2 shuffled"], ("late relative", "low")] > 0.35).all()
+assert (probe_over_seeds["lowest min"] > 0).all()
+for seed, seed_runs in probe_seeds.items():  # the closest late pairs are mostly neighbours, on every seed
+    late = ex.separation_trajectory(seed_runs["synthetic MLM"].snapshots).query("step >= 250")
+    assert (late["j"] - late["i"] == 1).mean() >= 0.5, seed
+# Seed 0 (the other runs):
 t = probe_table
 holds = ["synthetic MLM", "ring MLM (shift-invariant)", "sst2 MLM"]
 assert (t["lowest min"] > 0).all()
-assert t.loc[["synthetic MLM", "ring MLM (shift-invariant)"], "late min"].min() > 2 * t.loc["(b) i.i.d. MLM", "late min"]
-assert t.loc[holds, "late median"].min() > 4 * t.loc["(b) i.i.d. MLM", "late median"]
-assert t.loc["sst2 MLM", "late median"] > 1.2 * t.loc["(b) sst2 shuffled", "late median"]
-assert t.loc["sst2 MLM", "late min"] > t.loc["(b) sst2 shuffled", "late min"]
+assert t.loc["ring MLM (shift-invariant)", "late min"] > 2 * t.loc["(b) i.i.d. MLM", "late min"]
+assert t.loc["ring MLM (shift-invariant)", "late median"] > 4 * t.loc["(b) i.i.d. MLM", "late median"]
 sst2_median = probe_trajectories["sst2 MLM"]["q50"]
 assert sst2_median.iloc[-1] > sst2_median.iloc[len(sst2_median) // 2]  # still growing
 assert t.loc["(a) bag of tokens", "final min"] < 0.5 * t.loc["(a) bag of tokens", "min at init"]
@@ -353,7 +439,7 @@ synthetic = ["synthetic MLM", "ring MLM (shift-invariant)"]
 pairs = pd.concat({name: probe_trajectories[name] for name in synthetic}).query("step >= 250")
 neighbours = (pairs["j"] - pairs["i"] == 1).groupby(level=0).mean().rename("late checkpoints with |i - j| = 1")
 assert (neighbours >= 0.5).all()
-neighbours.to_frame()
+neighbours.to_frame()  # seed 0
 
 # %% [markdown]
 # ## A pretrained table: all-MiniLM-L6-v2
@@ -471,17 +557,21 @@ pd.concat([ex.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
 #   $i$ and $j$ differ, the task is order-sensitive and attention can use the difference,
 #   an optimal table has $p_i \neq p_j$. It promises no margin and says nothing about
 #   training trajectories.
-# - **P1's empirical check cannot fail.** With plain training, every run keeps a positive
-#   minimum separation, including a run where positions carry no information at all.
+# - **P1's empirical check cannot fail.** With plain training (seed 0), every run keeps a
+#   positive minimum separation, including a run where positions carry no information at
+#   all.
 # - **A probe that can fail**, weight decay on the position table alone, separates the cases.
-#   Where the conditions hold, tables stay above the noise floor of a matched exchangeable
-#   run: clearly on the synthetic corpora, where the closest pairs are neighbouring
-#   positions, and modestly on SST-2 at this scale. Where tokens are exchangeable, tables
+#   Over five seeds, where the conditions hold, tables stay above the noise floor of a
+#   matched exchangeable run: clearly on the synthetic corpus (a median distance about five
+#   times the floor's), where the closest pairs are neighbouring positions, and modestly on
+#   SST-2 at this scale (a median distance about 60% above its shuffled twin's; the closest
+#   pair only just significantly further apart). Where tokens are exchangeable, tables
 #   shrink to Adam's noise floor. For an order-insensitive task that the model solves
-#   exactly, the whole table shrinks toward zero.
-# - Condition (iii) matters less than the theorem suggests. Residual connections carry a
-#   token's own position vector to the masked-token head without attention, and LayerNorm
-#   lets uniform attention still see some order.
+#   exactly, the whole table shrinks toward zero (seed 0).
+# - In the seed-0 runs, condition (iii) mattered less than the theorem suggests. Residual
+#   connections carry a token's own position vector to the masked-token head without
+#   attention, and LayerNorm lets uniform attention still see some order. One seed shows
+#   that this can happen, not how reliably.
 # - Report separation with its scale. The minimum distance, the minimum relative to the row
 #   norm and the minimum relative to the typical distance can tell different stories: a
 #   uniformly shrinking table keeps its ratios while it vanishes.
@@ -500,10 +590,11 @@ pd.concat([ex.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
 #
 # ```{admonition} Solution
 # :class: dropdown
-# The late median pairwise distance is 0.102 at $\lambda = 1$, 0.0202 at $\lambda = 10$
-# (the table above) and 0.0101 at $\lambda = 30$. At $\lambda = 1$ the table has not reached
-# its floor: the decay relaxes with time constant $1/(\eta\lambda) = 333$ steps, and the
-# median is still falling at step 500 (0.087). With $\eta = 0.003$ the random-walk spread is
+# In seed 0, the late median pairwise distance is 0.102 at $\lambda = 1$, 0.0202 at
+# $\lambda = 10$ (the seed-0 table above; 0.021 in the mean over five seeds) and 0.0101 at
+# $\lambda = 30$. At $\lambda = 1$ the table has not reached its floor: the decay relaxes
+# with time constant $1/(\eta\lambda) = 333$ steps, and the median is still falling at
+# step 500 (0.087). With $\eta = 0.003$ the random-walk spread is
 # $\sqrt{\eta/(2\lambda)} = 0.039, 0.012, 0.0071$ per coordinate, and two independent rows of
 # $d = 32$ such coordinates lie about $\sqrt{2d} = 8$ times that apart: 0.31, 0.098, 0.057.
 # The measured floors at $\lambda = 10$ and 30 are about five times lower. From 10 to 30 they
@@ -531,7 +622,7 @@ pd.concat([ex.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
 # Both ratios are invariant under scaling, so any standard deviation gives the same values.
 # Over the 20 random tables, `normalised` is $0.93 \pm 0.06$ (range 0.84 to 1.02) and
 # `relative` $0.66 \pm 0.04$ (range 0.60 to 0.72). The i.i.d. MLM's table after plain
-# training, 0.915 and 0.658, is a typical random table, as is its initialisation (0.857 and
+# training (seed 0), 0.915 and 0.658, is a typical random table, as is its initialisation (0.857 and
 # 0.611). Under the strong decay its late `relative` value, 0.56, is slightly below the
 # random range, but far above the structured tables: the synthetic MLM's is 0.25 after
 # plain training and 0.27 under decay. In a table that encodes a geometry the closest pair is

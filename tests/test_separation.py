@@ -6,11 +6,13 @@ import dataclasses
 import os
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import posgeo as pg
 from posgeo import Corpus, Sequences
 from posgeo import TransformerConfig
 from posgeo.experiments.separation import (
@@ -25,7 +27,10 @@ from posgeo.experiments.separation import (
     plot_separation_trajectories,
     remap_vocabulary,
     run_separation_experiments,
+    run_separation_seeds,
+    separation_contrasts,
     separation_experiments,
+    separation_seed_table,
     separation_settings,
     separation_table,
     separation_trajectory,
@@ -504,3 +509,93 @@ def test_finetune_moves_only_the_rows_it_sees():  # about 10 s (loads MiniLM): n
     drift = res.drift(rows=seen)
     assert drift["relative_change"].iloc[0] == 0.0 and drift["relative_change"].iloc[-1] > 0
     assert [s for s, _ in res.eval_accuracy] == [0, 3]
+
+
+# --------------------------------------------------------------------------- runs over seeds
+
+
+def test_settings_have_five_seeds_and_seed_zero_keeps_the_single_seed_config():
+    for profile in ("small", "full"):
+        s = separation_settings(profile)
+        assert s.seeds == (0, 1, 2, 3, 4)
+        assert s.train_config() == s.train_config(seed=0)  # the cache key of the single-seed runs
+        assert s.train_config(seed=3).seed == 3
+        assert dataclasses.replace(s.train_config(seed=3), seed=0) == s.train_config()
+    assert "seeds" in separation_settings("small").table().index
+
+
+@pytest.mark.parametrize("seeds", [(), (0, 0), (-1,), (0.5,), [0, 1], (True,)])
+def test_settings_reject_bad_seeds(seeds):
+    with pytest.raises(ValueError, match="seeds"):
+        dataclasses.replace(separation_settings("small"), seeds=seeds)
+
+
+def test_bad_seed_is_rejected_before_training():
+    s = _tiny_settings()
+    ex = {k: v for k, v in separation_experiments(s).items() if k == "first marker"}
+    with pytest.raises(ValueError, match="seed"):
+        run_separation_experiments(ex, s, seed=-1, progress=False, cache=False)
+    with pytest.raises(ValueError, match="seeds"):
+        run_separation_seeds(ex, s, seeds=(1, 1), progress=False, cache=False)
+
+
+def test_runs_over_seeds_differ_by_seed_and_repeat_under_a_seed():
+    s = _tiny_settings()
+    ex = {k: v for k, v in separation_experiments(s).items() if k in ("synthetic MLM", "(b) i.i.d. MLM")}
+    runs = run_separation_seeds(ex, s, seeds=(0, 1), position_weight_decay=1.0, progress=False, cache=False)
+    assert list(runs) == [0, 1] and all(list(r) == list(ex) for r in runs.values())
+    for name in ex:
+        last = max(runs[0][name].snapshots)
+        t0, t1 = runs[0][name].snapshots[last], runs[1][name].snapshots[last]
+        assert not np.allclose(t0, t1), name  # another seed: another initialisation and other batches
+        assert not np.allclose(runs[0][name].snapshots[0], runs[1][name].snapshots[0]), name
+    again = run_separation_experiments(ex, s, position_weight_decay=1.0, seed=1, progress=False, cache=False)
+    for name in ex:
+        for step, table in runs[1][name].snapshots.items():
+            np.testing.assert_array_equal(table, again[name].snapshots[step])  # same seed: the same run
+    default = run_separation_experiments(ex, s, position_weight_decay=1.0, progress=False, cache=False)
+    for name in ex:
+        np.testing.assert_array_equal(default[name].snapshots[0], runs[0][name].snapshots[0])  # default seed is 0
+
+    tidy = separation_seed_table(runs, ex)
+    assert list(tidy.columns[:2]) == ["run", "seed"]
+    assert tidy[["run", "seed"]].to_numpy().tolist() == [[n, k] for n in ex for k in (0, 1)]
+    assert tidy.loc[0, "late min"] == pytest.approx(separation_table(runs[0])["late min"].iloc[0])
+    summary = pg.seed_summary(tidy, by="run", metrics=["late min", "late median"])
+    assert list(summary.index) == list(ex) and (summary[("late min", "seeds")] == 2).all()
+
+
+def test_seed_table_rejects_mismatched_rosters():
+    s = _tiny_settings()
+    ex = {k: v for k, v in separation_experiments(s).items() if k == "first marker"}
+    run = run_separation_experiments(ex, s, progress=False, cache=False)["first marker"]
+    with pytest.raises(ValueError, match="same roster"):
+        separation_seed_table({0: {"a": run}, 1: {"b": run}})
+    with pytest.raises(ValueError, match="at least one seed"):
+        separation_seed_table({})
+
+
+def test_contrasts_are_welch_differences_with_a_factor_and_paired_own_columns():
+    t = pd.DataFrame({
+        "run": ["a"] * 4 + ["b"] * 4, "seed": [0, 1, 2, 3] * 2,
+        "late min": [0.30, 0.32, 0.31, 0.33, 0.10, 0.11, 0.09, 0.12],
+        "min at init": [0.50, 0.52, 0.49, 0.51, 0.5, 0.5, 0.5, 0.5],
+    })
+    c = separation_contrasts(t, [
+        ("a", "b", "late min", 1.0, "a > b"),
+        ("a", "b", "late min", 3.0, "a > 3 b"),
+        ("a", "@min at init", "late min", 0.5, "a < half its start"),
+    ])
+    expected = pg.seed_difference(t["late min"][:4], t["late min"][4:])
+    assert c.loc["a > b", "difference"] == pytest.approx(expected.mean)
+    assert c.loc["a > b", "low"] == pytest.approx(expected.low) and c.loc["a > b", "low"] > 0
+    assert c.loc["a > 3 b", "B"] == pytest.approx(3 * 0.105)
+    assert c.loc["a > 3 b", "low"] < 0 < c.loc["a > 3 b", "high"]  # 0.315 vs 0.315: not supported
+    own = pg.seed_difference(t["late min"][:4], 0.5 * t["min at init"][:4], paired=True)
+    assert c.loc["a < half its start", "high"] == pytest.approx(own.high)
+    with pytest.raises(ValueError, match="no run"):
+        separation_contrasts(t, [("a", "zzz", "late min", 1.0, "x")])
+    with pytest.raises(ValueError, match="no metric"):
+        separation_contrasts(t, [("a", "b", "nope", 1.0, "x")])
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        separation_contrasts(t[t["seed"] == 0], [("a", "b", "late min", 1.0, "x")])

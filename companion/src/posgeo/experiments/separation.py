@@ -21,6 +21,10 @@ measures how far apart the rows of a position table are and how that changes in 
 - :func:`separation_experiments` builds the chapter's roster of runs (each condition held
   or broken), :func:`run_separation_experiments` trains them, :func:`separation_table`
   summarises them and :func:`run_finetuning` runs the fine-tuning of the profile.
+- :func:`run_separation_seeds` trains a roster once per seed of ``settings.seeds``,
+  :func:`separation_seed_table` tabulates it (one row per run and seed, for
+  :func:`posgeo.seed_summary`) and :func:`separation_contrasts` gives the Welch interval of
+  ``mean(A) - k * mean(B)`` for each claim "A exceeds k times B".
 - :func:`plot_separation_trajectories`, :func:`plot_distance_distributions` and
   :func:`plot_row_drift` draw them; :func:`separation_settings` holds the chapter's
   experiment sizes for each profile.
@@ -70,6 +74,9 @@ __all__ = [
     'separation_experiments',
     'run_separation_experiments',
     'separation_table',
+    'run_separation_seeds',
+    'separation_seed_table',
+    'separation_contrasts',
     'run_finetuning',
     'plot_separation_trajectories',
     'plot_distance_distributions',
@@ -966,6 +973,11 @@ class SeparationSettings:
     finetune_eval_size : int
         Held-out texts (SST-2 validation, IMDB test) scored before and after.
     finetune_threads : int or None
+    seeds : tuple of int
+        Training seeds of the runs over seeds (:func:`run_separation_seeds`): 5 in both
+        profiles, ``(0, 1, 2, 3, 4)``. Seed 0 is the run every single-seed recipe makes
+        (:func:`run_separation_experiments` with its default ``seed=0``), so the runs over
+        seeds include it, cache key and all.
     """
 
     profile: str
@@ -997,8 +1009,14 @@ class SeparationSettings:
     finetune_max_length: tuple[tuple[str, int], ...]
     finetune_eval_size: int
     finetune_threads: int | None
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
 
     def __post_init__(self) -> None:
+        seeds = self.seeds
+        if (not isinstance(seeds, tuple) or not seeds
+                or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 for k in seeds)
+                or len(set(seeds)) != len(seeds)):
+            raise ValueError(f"seeds must be a non-empty tuple of distinct non-negative ints, got {seeds!r}; e.g. (0, 1, 2, 3, 4)")
         missing = set(self.finetune_corpora) - {c for c, _ in self.finetune_max_length}
         if missing:
             raise ValueError(f"finetune_max_length lacks {sorted(missing)}; give a token budget for every fine-tuning corpus")
@@ -1021,10 +1039,16 @@ class SeparationSettings:
             d_ff=self.d_ff, max_len=task.seq_len, position="learned", n_classes=task.n_classes, pooling=pooling,
         )
 
-    def train_config(self) -> TrainConfig:
-        """AdamW without weight decay, position tables recorded every ``snapshot_every`` steps."""
+    def train_config(self, *, seed: int = 0) -> TrainConfig:
+        """AdamW without weight decay, position tables recorded every ``snapshot_every`` steps.
+
+        ``seed`` (keyword-only, default 0) seeds the initialisation and the batches; seed 0
+        is the configuration (and cache key) of the chapter's single-seed runs.
+        """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         return TrainConfig(
-            steps=self.steps, batch_size=self.batch_size, lr=self.lr, weight_decay=0.0, seed=0, device=self.device,
+            steps=self.steps, batch_size=self.batch_size, lr=self.lr, weight_decay=0.0, seed=int(seed), device=self.device,
             log_every=50, eval_every=self.steps, eval_batches=8, snapshot_every=self.snapshot_every,
         )
 
@@ -1036,8 +1060,8 @@ def separation_settings(profile: str | None = None) -> SeparationSettings:
     ----------
     profile : {"small", "full"}, optional
         Default :func:`~posgeo.current_profile` (``$POSGEO_PROFILE``, else ``"small"``).
-        ``small`` runs on two CPU cores in a few minutes: encoders of width 32, 500 steps,
-        and 80 steps of fine-tuning all-MiniLM-L6-v2 on SST-2. ``full`` is paper scale, for
+        ``small`` runs on two CPU cores in a few minutes: encoders of width 32, 500 steps
+        (the probes' contrasts over 5 seeds), and 80 steps of fine-tuning all-MiniLM-L6-v2 on SST-2. ``full`` is paper scale, for
         a GPU: wider encoders trained longer, and bert-base-uncased fine-tuned on SST-2 and
         IMDB (the Hugging Face hub must be reachable).
 
@@ -1068,6 +1092,7 @@ def separation_settings(profile: str | None = None) -> SeparationSettings:
             pretrained=None, finetune_corpora=("sst2",), finetune_steps=80, finetune_batch_size=16,
             finetune_lr=5e-5, finetune_weight_decay=0.01, finetune_snapshot_every=20,
             finetune_max_length=(("sst2", 64),), finetune_eval_size=256, finetune_threads=1,
+            seeds=(0, 1, 2, 3, 4),
         )
     return SeparationSettings(
         profile=name, seq_len=64, vocab_size=128, nonstationarity=1.0, n_filler=16,
@@ -1076,6 +1101,7 @@ def separation_settings(profile: str | None = None) -> SeparationSettings:
         pretrained="bert-base-uncased", finetune_corpora=("sst2", "imdb"), finetune_steps=2000, finetune_batch_size=32,
         finetune_lr=2e-5, finetune_weight_decay=0.01, finetune_snapshot_every=200,
         finetune_max_length=(("sst2", 128), ("imdb", 512)), finetune_eval_size=2000, finetune_threads=None,
+        seeds=(0, 1, 2, 3, 4),
     )
 
 
@@ -1196,10 +1222,11 @@ def run_separation_experiments(
     settings: SeparationSettings | None = None,
     *,
     position_weight_decay: float | None = None,
+    seed: int = 0,
     progress: bool = True,
     cache: bool = True,
 ) -> dict[str, TrainResult]:
-    """Train one encoder per experiment (:func:`train_separation`), all with the same settings.
+    """Train one encoder per experiment (:func:`train_separation`), all with the same settings and seed.
 
     Parameters
     ----------
@@ -1207,6 +1234,10 @@ def run_separation_experiments(
     settings : SeparationSettings, optional
     position_weight_decay : float, keyword-only, optional
         Decay on the position table alone (no decay anywhere when ``None``).
+    seed : int, keyword-only, default 0
+        Training seed (initialisation and batches, :meth:`SeparationSettings.train_config`);
+        seed 0 is the chapter's single-seed run. For several seeds use
+        :func:`run_separation_seeds`.
     progress : bool, keyword-only, default True
         A bar over experiments.
     cache : bool, keyword-only, default True
@@ -1232,13 +1263,14 @@ def run_separation_experiments(
     s = separation_settings() if settings is None else settings
     if not isinstance(s, SeparationSettings):
         raise TypeError(f"settings must be a SeparationSettings (see separation_settings()), got {type(s).__name__}")
+    s.train_config(seed=seed)  # validates the seed before any training
     runs = {}
     for name in progress_bar(list(experiments), enabled=progress, desc="runs"):
         e = experiments[name]
         if not isinstance(e, SeparationExperiment):
             raise TypeError(f"experiments[{name!r}] must be a SeparationExperiment, got {type(e).__name__}")
         runs[name] = train_separation(
-            s.model_config(e.task, pooling=e.pooling), s.train_config(), e.task,
+            s.model_config(e.task, pooling=e.pooling), s.train_config(seed=seed), e.task,
             uniform_attention=e.uniform_attention, position_weight_decay=position_weight_decay,
             threads=s.threads, progress=False, cache=cache,
         )
@@ -1311,6 +1343,189 @@ def separation_table(
             "late relative": float(late["relative"].mean()),
         })
         rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+
+def run_separation_seeds(
+    experiments: Mapping[str, SeparationExperiment],
+    settings: SeparationSettings | None = None,
+    *,
+    seeds: Sequence[int] | None = None,
+    position_weight_decay: float | None = None,
+    progress: bool = True,
+    cache: bool = True,
+) -> dict[int, dict[str, TrainResult]]:
+    """:func:`run_separation_experiments` once per training seed.
+
+    Parameters
+    ----------
+    experiments : mapping of str to SeparationExperiment
+    settings : SeparationSettings, optional
+        Default :func:`separation_settings` of the current profile.
+    seeds : sequence of int, keyword-only, optional
+        Default ``settings.seeds``. Seed 0's runs are those of
+        :func:`run_separation_experiments` (same cache entries).
+    position_weight_decay : float, keyword-only, optional
+    progress : bool, keyword-only, default True
+        A bar over seeds.
+    cache : bool, keyword-only, default True
+
+    Returns
+    -------
+    dict of int to (dict of str to TrainResult)
+        Seed -> run name -> result, seeds in the order given; tabulate with
+        :func:`separation_seed_table`.
+
+    Raises
+    ------
+    TypeError
+        For settings or experiments of the wrong type.
+    ValueError
+        For an empty, repeated or negative seed.
+
+    Examples
+    --------
+    >>> s = dataclasses.replace(separation_settings("small"), seq_len=6, vocab_size=12, n_filler=3, d_model=8,
+    ...                         n_heads=2, d_ff=16, steps=2, snapshot_every=1)
+    >>> ex = {k: v for k, v in separation_experiments(s).items() if k == "first marker"}
+    >>> runs = run_separation_seeds(ex, s, seeds=(0, 1), progress=False, cache=False)
+    >>> sorted(runs), list(runs[1])
+    ([0, 1], ['first marker'])
+    """
+    s = separation_settings() if settings is None else settings
+    if not isinstance(s, SeparationSettings):
+        raise TypeError(f"settings must be a SeparationSettings (see separation_settings()), got {type(s).__name__}")
+    chosen = tuple(s.seeds if seeds is None else seeds)
+    dataclasses.replace(s, seeds=chosen)  # validates the seeds
+    return {
+        int(seed): run_separation_experiments(
+            experiments, s, position_weight_decay=position_weight_decay, seed=int(seed), progress=False, cache=cache
+        )
+        for seed in progress_bar(list(chosen), enabled=progress, desc="seeds")
+    }
+
+
+def separation_seed_table(
+    runs: Mapping[int, Mapping[str, TrainResult]], experiments: Mapping[str, SeparationExperiment] | None = None
+) -> pd.DataFrame:
+    """One row per (run, seed): :func:`separation_table` of every seed, as a tidy table.
+
+    Parameters
+    ----------
+    runs : mapping of int to (mapping of str to TrainResult)
+        Seed -> run name -> result, as :func:`run_separation_seeds` returns.
+    experiments : mapping of str to SeparationExperiment, optional
+        Adds the condition columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``run``, ``seed``, then those of :func:`separation_table`; rows by run (in
+        the order of the first seed) and then by seed. Summarise with
+        :func:`posgeo.seed_summary` (``by="run"``) and compare runs with
+        :func:`separation_contrasts`.
+
+    Raises
+    ------
+    ValueError
+        For no seeds, or seeds with different runs.
+
+    Examples
+    --------
+    >>> from posgeo import FirstMarkerTask
+    >>> task = FirstMarkerTask(seq_len=4, n_filler=2)
+    >>> cfg = TransformerConfig(vocab_size=4, d_model=8, n_heads=2, n_layers=1, d_ff=8, max_len=4, n_classes=2)
+    >>> runs = {k: {"marker": train_separation(cfg, TrainConfig(steps=2, snapshot_every=1, seed=k, device="cpu"),
+    ...                                        task, progress=False, cache=False)} for k in (0, 1)}
+    >>> separation_seed_table(runs)[["run", "seed"]].to_numpy().tolist()
+    [['marker', 0], ['marker', 1]]
+    """
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError("runs must map at least one seed to {run name: TrainResult}; pass run_separation_seeds(...)")
+    names = list(next(iter(runs.values())))
+    frames = []
+    for seed, by_name in runs.items():
+        if list(by_name) != names:
+            raise ValueError(f"seed {seed} has runs {list(by_name)}, seed {next(iter(runs))} has {names}; train the same roster for every seed")
+        table = separation_table(by_name, experiments)
+        table.insert(0, "seed", int(seed))
+        table.insert(0, "run", table.index)
+        frames.append(table.reset_index(drop=True))
+    out = pd.concat(frames, ignore_index=True)
+    out["run"] = pd.Categorical(out["run"], categories=names, ordered=True)
+    out = out.sort_values(["run", "seed"], kind="stable").reset_index(drop=True)
+    out["run"] = out["run"].astype(str)
+    return out
+
+
+def separation_contrasts(
+    table: pd.DataFrame,
+    contrasts: Sequence[tuple[str, str, str, float, str]],
+    *,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Differences between runs over seeds, ``mean(A) - factor * mean(B)``, with Welch intervals.
+
+    A claim "A's ``metric`` exceeds ``factor`` times B's" is supported where the interval
+    lies above 0 (:attr:`posgeo.SeedInterval.excludes_zero`). The runs of A and B have
+    different tasks or models, so the seeds are independent (Welch, not paired).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`separation_seed_table` (columns ``run``, ``seed`` and the metrics).
+    contrasts : sequence of (str, str, str, float, str)
+        ``(a, b, metric, factor, label)``: run ``a`` against ``factor`` times run ``b`` on
+        ``metric``. ``b`` may be a column name prefixed by ``"@"``, e.g. ``"@min at init"``,
+        to compare a run's ``metric`` with ``factor`` times its own other column (seed by
+        seed: then the interval is a paired one).
+    level : float, keyword-only, default 0.95
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: the labels. Columns ``metric``, ``A``, ``B`` (the means, B already times
+        ``factor``), ``difference``, ``low``, ``high`` and ``seeds``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown run or metric, or fewer than 2 seeds.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"run": ["a"] * 3 + ["b"] * 3, "seed": [0, 1, 2] * 2,
+    ...                   "late min": [0.30, 0.32, 0.31, 0.10, 0.11, 0.09]})
+    >>> c = separation_contrasts(t, [("a", "b", "late min", 2.0, "a > 2 b")])
+    >>> round(float(c.loc["a > 2 b", "difference"]), 3), bool(c.loc["a > 2 b", "low"] > 0)
+    (0.11, True)
+    """
+    from posgeo import seed_difference
+
+    missing = {"run", "seed"} - set(table.columns)
+    if missing:
+        raise ValueError(f"table lacks {sorted(missing)}; pass separation_seed_table(...)")
+    rows = {}
+    for a, b, metric, factor, label in contrasts:
+        if metric not in table.columns:
+            raise ValueError(f"contrast {label!r}: no metric {metric!r}; columns are {list(table.columns)}")
+        for run in (a,) if str(b).startswith("@") else (a, b):
+            if run not in set(table["run"]):
+                raise ValueError(f"contrast {label!r}: no run {run!r}; runs are {sorted(set(table['run']))}")
+        ta = table[table["run"] == a].sort_values("seed")
+        x = ta[metric].to_numpy(dtype=float)
+        if str(b).startswith("@"):
+            column = str(b)[1:]
+            if column not in table.columns:
+                raise ValueError(f"contrast {label!r}: no column {column!r}")
+            y = float(factor) * ta[column].to_numpy(dtype=float)
+            iv = seed_difference(x, y, paired=True, level=level)
+        else:
+            y = float(factor) * table[table["run"] == b].sort_values("seed")[metric].to_numpy(dtype=float)
+            iv = seed_difference(x, y, paired=False, level=level)
+        rows[label] = {"metric": metric, "A": float(x.mean()), "B": float(y.mean()), "difference": iv.mean,
+                       "low": iv.low, "high": iv.high, "seeds": iv.n_seeds}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
