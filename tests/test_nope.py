@@ -21,6 +21,7 @@ from posgeo import (
     count_parameters,
     train,
 )
+from posgeo import adjacency_row_scores as pg_row_scores
 from posgeo.experiments.tasks import TASKS, TaskVocab, answer_is_correct
 from posgeo.experiments.papers import P2_REPORTED
 from posgeo.experiments.nope import (
@@ -29,6 +30,7 @@ from posgeo.experiments.nope import (
     _max_encoded_length,
     accuracy_table,
     adjacency_by_layer,
+    adjacency_chance,
     adjacency_table,
     analysis_tokens,
     answer_accuracy,
@@ -43,16 +45,22 @@ from posgeo.experiments.nope import (
     first_attention_output,
     greedy_answers,
     init_ablation,
+    init_ablation_runs,
     layer_hidden_states,
+    learning_curves,
     nope_settings,
     plot_adjacency_by_layer,
     plot_init_ablation,
+    plot_learning_curves,
     plot_offset_decay,
     plot_probe_results,
     plot_similarity_grid,
     probe_by_layer,
     probe_features,
     random_tokens,
+    seed_accuracy_table,
+    seed_adjacency_table,
+    seed_runs,
     similarity_profile,
     task_examples,
     train_nope_model,
@@ -64,7 +72,7 @@ from posgeo.experiments.nope import (
 
 TINY = dataclasses.replace(
     nope_settings("small"), d_model=16, n_heads=2, d_ff=32, n_layers=1, steps=5, batch_size=8,
-    n_train=64, n_test=32, n_analysis=8, init_seeds=(0,), sweep_layers=(1, 2), sweep_widths=(8, 16),
+    n_train=64, n_test=32, n_analysis=8, init_seeds=(0,), seeds=(0, 1), seed_tasks=("indexing",), sweep_layers=(1, 2), sweep_widths=(8, 16),
     init_means=(0.0, 4.0), init_stds=(0.002, 0.2), ablation_steps=2, probe_steps=20, probe_hidden=8,
 )
 
@@ -174,6 +182,92 @@ def test_train_nope_model_and_accuracy_table() -> None:
         train_nope_model("division", TINY)
     with pytest.raises(TypeError, match="NopeSettings"):
         train_nope_model("sorting", {"d_model": 8})  # type: ignore[arg-type]
+
+
+def test_accuracy_table_constant_answer_baseline() -> None:
+    res = train_nope_model("indexing", TINY, progress=False, cache=False)
+    row = accuracy_table({"indexing": res}, TINY).loc["indexing"]
+    pool = P2Task("indexing", n_samples=TINY.n_train, seed=0).samples
+    common = pd.Series([s.answer for s in pool]).value_counts().index[0]
+    test = P2Task("indexing", n_samples=TINY.n_test, seed=1000).samples
+    assert row["best constant answer"] == pytest.approx(np.mean([s.answer == common for s in test]))
+    assert 0.0 < row["best constant answer"] < 1.0
+
+
+# ----------------------------------------------------------------------------- over seeds
+def test_seed_runs_are_one_run_per_task_and_seed_and_the_seed_changes_the_run() -> None:
+    runs = seed_runs(TINY, progress=False, cache=False)
+    assert list(runs) == [("indexing", 0), ("indexing", 1)]
+    assert [r.train_config.seed for r in runs.values()] == [0, 1]
+    # seed 0 is train_nope_model's run (same config, same weights)
+    again = train_nope_model("indexing", TINY, progress=False, cache=False)
+    assert again.train_config == runs[("indexing", 0)].train_config
+    assert all(torch.equal(again.state_dict[k], runs[("indexing", 0)].state_dict[k]) for k in again.state_dict)
+    table = seed_accuracy_table(runs, TINY)
+    assert table[["task", "seed"]].values.tolist() == [["indexing", 0], ["indexing", 1]]
+    assert {"exact match", "token accuracy", "final train loss", "best constant answer"} <= set(table.columns)
+    assert table.loc[0, "final train loss"] != table.loc[1, "final train loss"]  # another seed, another run
+    same = seed_accuracy_table(seed_runs(TINY, seeds=(1, 0), progress=False, cache=False), TINY)
+    pd.testing.assert_frame_equal(same.sort_values("seed").reset_index(drop=True), table)  # same seed, same table
+    with pytest.raises(ValueError, match="distinct"):
+        seed_runs(TINY, seeds=(0, 0), progress=False, cache=False)
+    with pytest.raises(ValueError, match="unknown task"):
+        seed_runs(TINY, tasks=["division"], progress=False, cache=False)
+    with pytest.raises(ValueError, match="task, seed"):
+        seed_accuracy_table({"indexing": again}, TINY)  # type: ignore[dict-item]
+
+
+def test_seed_adjacency_table_pairs_init_and_trained_under_both_conventions() -> None:
+    runs = seed_runs(TINY, progress=False, cache=False)
+    toks = {"indexing": analysis_tokens("indexing", 6, seed=0)}
+    t = seed_adjacency_table(runs, toks)
+    assert len(t) == 2 * 2 * 2 and t.columns.tolist() == ["task", "state", "diagonal", "seed", "layer 0", "layer 1", "chance"]
+    n = toks["indexing"].shape[1]
+    assert set(t.loc[t["diagonal"] == "without", "chance"]) == {0.5}
+    assert t.loc[t["diagonal"] == "with (P2)", "chance"].tolist() == pytest.approx([adjacency_chance(n, include_diagonal=True)] * 4)
+    init0 = t[(t["state"] == "init") & (t["seed"] == 0) & (t["diagonal"] == "without")]
+    expect = adjacency_by_layer(layer_hidden_states(Transformer(runs[("indexing", 0)].model_config, seed=0), toks["indexing"]))
+    assert init0[["layer 0", "layer 1"]].to_numpy()[0] == pytest.approx(expect)
+    diag = t[(t["state"] == "trained") & (t["seed"] == 1) & (t["diagonal"] == "with (P2)")]
+    expect = adjacency_by_layer(layer_hidden_states(runs[("indexing", 1)].model(), toks["indexing"]), include_diagonal=True)
+    assert diag[["layer 0", "layer 1"]].to_numpy()[0] == pytest.approx(expect)
+    a = t[(t["state"] == "trained") & (t["diagonal"] == "without")]["layer 1"].to_numpy()
+    assert a[0] != a[1]  # the seeds give different models
+    with pytest.raises(ValueError, match="analysis tokens"):
+        seed_adjacency_table(runs, {})
+
+
+def test_adjacency_chance_matches_random_matrices_row_by_row() -> None:
+    # P2's normaliser (with the diagonal): 1/2 + 1/K on the 1-based row K, i.e. row k = K - 1 of adjacency_row_scores
+    X = np.random.default_rng(0).normal(size=(4000, 12, 64))
+    rows = pg_row_scores(cosine_similarity_matrix(X), include_diagonal=True, progress=False).mean(axis=0)
+    K = np.arange(1, 13)
+    assert np.isnan(rows[0]) and rows[1:] == pytest.approx(0.5 + 1.0 / K[1:], abs=0.01)
+    without = pg_row_scores(cosine_similarity_matrix(X), include_diagonal=False, progress=False).mean(axis=0)
+    assert without[2:] == pytest.approx(0.5, abs=0.03)  # row 2 has one pair: sd 0.5 / sqrt(4000) = 0.008
+    assert adjacency_chance(12, include_diagonal=True) == pytest.approx(np.nanmean(0.5 + 1.0 / K[1:]))
+    assert adjacency_chance(12, include_diagonal=True) == pytest.approx(
+        adjacency_score(cosine_similarity_matrix(X), include_diagonal=True, progress=False), abs=0.005)
+    assert adjacency_chance(12) == 0.5
+    with pytest.raises(ValueError, match=">= 3"):
+        adjacency_chance(2)
+    with pytest.raises(ValueError, match=">= 2"):
+        adjacency_chance(1, include_diagonal=True)
+
+
+def test_learning_curves_read_the_history_without_training() -> None:
+    runs = seed_runs(TINY, progress=False, cache=False)
+    curves = learning_curves(runs)
+    assert len(curves) == sum(len(r.history) for r in runs.values())
+    assert curves.groupby("seed")["step"].max().tolist() == [TINY.steps - 1] * 2
+    assert curves.loc[curves["seed"] == 0, "loss"].tolist() == [h["loss"] for h in runs[("indexing", 0)].history]
+    spec = plot_learning_curves(curves).to_dict()
+    series = {r["series"] for r in _rows(spec) if "series" in r}
+    assert series == {"indexing (mean of 2 seeds)"}
+    one = plot_learning_curves(curves[curves["seed"] == 1]).to_dict()
+    assert {r["series"] for r in _rows(one) if "series" in r} == {"indexing (seed 1)"}
+    with pytest.raises(ValueError, match="learning_curves"):
+        plot_learning_curves(pd.DataFrame())
 
 
 # ----------------------------------------------------------------------------- similarity by layer
@@ -334,11 +428,34 @@ def test_train_with_embedding_init_is_seeded_and_cached_key_differs(tmp_path: ob
         train_with_embedding_init(dataclasses.replace(cfg, causal=False), tc, p2, embedding_mean=0.0, embedding_std=0.1)
 
 
+def test_init_ablation_runs_are_per_seed_and_paired() -> None:
+    toks = analysis_tokens("indexing", 6, seed=0)
+    runs = init_ablation_runs(TINY, toks, task="indexing", progress=False, cache=False)
+    assert runs[["mean", "std", "seed"]].values.tolist() == [
+        [m, s, seed] for m in TINY.init_means for s in TINY.init_stds for seed in TINY.seeds]
+    trained = runs[runs["mean"] == 0.0]
+    assert trained["layer 1 (trained)"].notna().all() and runs.loc[runs["mean"] == 4.0, "layer 1 (trained)"].isna().all()
+    assert ((trained["best constant answer"] > 0) & (trained["best constant answer"] <= 1)).all()
+    a, b = trained[trained["seed"] == 0], trained[trained["seed"] == 1]
+    assert not np.allclose(a["layer 1 (trained)"], b["layer 1 (trained)"])  # the seed changes the run
+    assert not np.allclose(a["layer 1"], b["layer 1"])  # ... and the initialisation
+    again = init_ablation_runs(TINY, toks, task="indexing", seeds=(1,), progress=False, cache=False)
+    pd.testing.assert_frame_equal(again.reset_index(drop=True),
+                                  runs[runs["seed"] == 1].reset_index(drop=True), check_dtype=False)  # same seed, same rows
+    with pytest.raises(ValueError, match="distinct"):
+        init_ablation_runs(TINY, toks, seeds=(0, 0), progress=False)
+
+
 def test_init_ablation_and_sweep_tables() -> None:
     toks = analysis_tokens("indexing", 6, seed=0)
     abl = init_ablation(TINY, toks, task="indexing", progress=False, cache=False)
     assert list(abl.index) == [(0.0, 0.002), (0.0, 0.2), (4.0, 0.002), (4.0, 0.2)]
-    assert {"layer 0", "layer 1", "layer 1 sd", "last layer", "update/embedding", "layer 1 (trained)"} <= set(abl.columns)
+    assert {"layer 0", "layer 1", "layer 1 sd", "last layer", "update/embedding", "layer 1 (trained)",
+            "layer 1 low", "layer 1 high", "layer 1 (trained) low", "layer 1 (trained) high"} <= set(abl.columns)
+    assert (abl["layer 1 low"] <= abl["layer 1"]).all() and (abl["layer 1"] <= abl["layer 1 high"]).all()
+    runs = init_ablation_runs(TINY, toks, task="indexing", progress=False, cache=False)
+    assert abl.loc[(0.0, 0.2), "layer 1 (trained)"] == pytest.approx(
+        runs.loc[(runs["mean"] == 0.0) & (runs["std"] == 0.2), "layer 1 (trained)"].mean())
     assert abl.loc[(4.0, 0.002), "layer 1 (trained)"] != abl.loc[(4.0, 0.002), "layer 1 (trained)"]  # nan: not trained
     assert abl.loc[(0.0, 0.002), "update/embedding"] > abl.loc[(0.0, 0.2), "update/embedding"]
     with pytest.raises(ValueError, match="unknown task"):
@@ -435,6 +552,8 @@ def test_settings_for_both_profiles(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = small.model_config(d_model=64)
     assert cfg.n_heads * small.head_dim == 64 and cfg.d_ff == 128 and cfg.position == "none"
     assert small.train_config().steps == small.steps and small.train_config(steps=7).steps == 7
+    assert small.seeds == full.seeds == (0, 1, 2, 3, 4)
+    assert set(small.seed_tasks) <= set(full.seed_tasks) == set(TASKS)
     assert isinstance(small.table(), pd.DataFrame)
     monkeypatch.setenv("POSGEO_PROFILE", "full")
     assert nope_settings() == full
@@ -539,6 +658,11 @@ def test_plot_init_ablation_draws_seed_bands() -> None:
     assert all(u["encoding"]["x"]["axis"]["labelAngle"] == 0 for u in spec["layer"])  # upright grid values
     with pytest.raises(ValueError, match="not in the table"):
         plot_init_ablation(abl.set_index(["mean", "std"]), columns=["layer 3"])
+    # 95% intervals (low/high columns) take precedence over the sd
+    ivl = abl.assign(**{"layer 1 low": abl["layer 1"] - 0.1, "layer 1 high": abl["layer 1"] + 0.2})
+    rows = _rows(plot_init_ablation(ivl.set_index(["mean", "std"])).to_dict())
+    row = next(r for r in rows if r["series"] == "layer 1, mean 4" and r["std"] == 0.2)
+    assert (row["low"], row["high"]) == pytest.approx((0.35, 0.65))
 
 
 def test_plots_have_no_matplotlib() -> None:

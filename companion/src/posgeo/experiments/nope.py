@@ -12,20 +12,27 @@ of distant ones. This module provides everything the book's chapter needs to mea
   cosine self-similarity matrices of every layer and their adjacency scores;
 * :func:`cumulative_mean_states`, :func:`expected_cumulative_cosine`,
   :func:`cosine_by_offset`, :func:`attention_uniformity`: the averaging argument;
-* :func:`with_token_embedding_init`, :func:`train_with_embedding_init`: the initialisation
-  ablation (token embeddings only);
+* :func:`with_token_embedding_init`, :func:`train_with_embedding_init`,
+  :func:`init_ablation_runs`, :func:`ablation_summary`: the initialisation ablation (token
+  embeddings only), seed by seed and averaged;
 * :func:`probe_features`, :func:`train_position_probe`, :func:`probe_by_layer`: MLP probes of
   position from cosine-similarity or variance features;
 * :func:`without_causal_mask`: the same weights without the causal mask;
+* :func:`seed_runs`, :func:`seed_accuracy_table`, :func:`seed_adjacency_table`,
+  :func:`learning_curves`: the trained results over seeds, as tidy tables for
+  :func:`posgeo.seed_summary`;
+* :func:`adjacency_chance`: the score of a matrix without positional structure, under either
+  diagonal convention;
 * :class:`NopeSettings`, :func:`nope_settings`: the ``small``/``full`` experiment profiles;
 * plots returning Altair charts (:mod:`posgeo`'s theme and palette).
 
 Score convention
 ----------------
 Unless stated otherwise, adjacency scores here use :func:`posgeo.adjacency_score` with
-``include_diagonal=False`` and ``ties="half"`` (:data:`SCORE_OPTIONS`): with the diagonal, a
-random matrix scores ``1/2 + 1/(k+1)`` on row ``k`` (the diagonal entry 1 beats every other
-entry), and with strict ties the repeated tokens of a prompt (identical embeddings, exactly
+``include_diagonal=False`` and ``ties="half"`` (:data:`SCORE_OPTIONS`): with the diagonal
+(P2's normaliser), a random matrix scores ``1/2 + 1/K`` on the 1-based row ``K`` (row
+``k = K - 1`` of :func:`posgeo.adjacency_row_scores`, which counts from 0), because the
+diagonal entry 1 beats every other entry (:func:`adjacency_chance`), and with strict ties the repeated tokens of a prompt (identical embeddings, exactly
 equal cosines) pull the score of the embedding layer *below* 1/2. With both choices a matrix
 without positional structure scores 1/2 in expectation, the chance level P2 reports for the
 embedding layer.
@@ -59,6 +66,11 @@ __all__ = [
     'P2Task',
     'task_examples',
     'train_nope_model',
+    'seed_runs',
+    'seed_accuracy_table',
+    'seed_adjacency_table',
+    'learning_curves',
+    'adjacency_chance',
     'AnswerAccuracy',
     'answer_accuracy',
     'greedy_answers',
@@ -85,13 +97,16 @@ __all__ = [
     'averaging_table',
     'embedding_null_scores',
     'embedding_null_table',
+    'init_ablation_runs',
     'init_ablation',
+    'ablation_summary',
     'depth_width_sweep',
     'causal_contrast',
     'plot_similarity_grid',
     'plot_offset_decay',
     'plot_adjacency_by_layer',
     'plot_init_ablation',
+    'plot_learning_curves',
     'plot_probe_results',
 ]
 
@@ -117,12 +132,22 @@ class NopeSettings:
         The NoPE causal decoder trained on every task.
     steps, batch_size, lr : int, int, float
         Training: AdamW steps (one batch each), batch size and learning rate.
+    seeds : tuple of int
+        Training seeds of the results the chapter draws conclusions from (5 in both
+        profiles): :func:`seed_runs` trains every task of ``seed_tasks`` once per seed, and
+        :func:`init_ablation_runs` trains (and measures) every trained grid point once per
+        seed. Seed ``s`` seeds the training pool, the initialisation and the batches; seed 0
+        is the run that the seed-0 illustrations show.
+    seed_tasks : tuple of str
+        The tasks trained over all ``seeds`` (``small``: sorting, to fit the CPU budget
+        beside the ablation's five seeds of indexing; ``full``: all four). The other tasks are
+        trained with seed 0 only.
     n_train, n_test : int
         Training pool and test set per task (P2: 20,000 each).
     n_analysis : int
         Sequences whose cosine matrices are averaged.
     init_seeds : tuple of int
-        Seeds over which statistics at initialisation are averaged.
+        Seeds over which the untrained statistics of the depth and width sweep are averaged.
     sweep_layers, sweep_widths : tuple of int
         The depth and width sweep.
     sweep_steps : int
@@ -130,9 +155,9 @@ class NopeSettings:
     sweep_task : str
         The task the sweep trains on.
     init_means, init_stds : tuple of float
-        The initialisation grid (token embeddings).
+        The initialisation grid (token embeddings); measured over ``seeds``.
     ablation_steps : int
-        Training steps per point of the initialisation grid (0: at initialisation only).
+        Training steps per point and seed of the initialisation grid (0: at initialisation only).
     ablation_train_means : tuple of float
         The means whose grid points are also trained (all of ``init_means`` in ``full``).
     ablation_task : str
@@ -149,6 +174,8 @@ class NopeSettings:
     steps: int
     batch_size: int
     lr: float
+    seeds: tuple[int, ...]
+    seed_tasks: tuple[str, ...]
     n_train: int
     n_test: int
     n_analysis: int
@@ -254,14 +281,14 @@ def nope_settings(profile: str | None = None) -> NopeSettings:
     Examples
     --------
     >>> s = nope_settings("full")
-    >>> s.n_layers, s.d_model, s.sweep_layers
-    (6, 384, (6, 12, 24))
+    >>> s.n_layers, s.d_model, s.sweep_layers, s.seeds
+    (6, 384, (6, 12, 24), (0, 1, 2, 3, 4))
     """
     name = current_profile(profile)
     if name == "full":
         return NopeSettings(
             profile="full", d_model=384, n_layers=6, n_heads=6, d_ff=1536,
-            steps=5000, batch_size=128, lr=5e-4, n_train=20_000, n_test=20_000, n_analysis=512,
+            steps=5000, batch_size=128, lr=5e-4, seeds=(0, 1, 2, 3, 4), seed_tasks=tuple(TASKS), n_train=20_000, n_test=20_000, n_analysis=512,
             init_seeds=(0, 1, 2, 3, 4), sweep_layers=(6, 12, 24), sweep_widths=(192, 384, 768),
             sweep_steps=2000, sweep_task="reversal", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
             ablation_steps=2000, ablation_train_means=(0.0, 4.0, 8.0), ablation_task="reversal",
@@ -269,7 +296,7 @@ def nope_settings(profile: str | None = None) -> NopeSettings:
         )
     return NopeSettings(
         profile="small", d_model=128, n_layers=2, n_heads=4, d_ff=256,
-        steps=300, batch_size=64, lr=2e-3, n_train=5000, n_test=1000, n_analysis=128,
+        steps=300, batch_size=64, lr=2e-3, seeds=(0, 1, 2, 3, 4), seed_tasks=("sorting",), n_train=5000, n_test=1000, n_analysis=128,
         init_seeds=(0, 1, 2), sweep_layers=(1, 2, 4), sweep_widths=(32, 64, 128, 384),
         sweep_steps=0, sweep_task="reversal", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
         ablation_steps=150, ablation_train_means=(0.0,), ablation_task="indexing",
@@ -1432,7 +1459,9 @@ def accuracy_table(
         Index: task; columns ``exact match``, ``token accuracy`` (answer tokens and ``<eos>``,
         teacher-forced, see :func:`answer_accuracy`), ``final train loss``, ``steps``,
         ``test prompts seen in training`` (fraction of test prompts that also occur in the
-        training pool: short additions repeat).
+        training pool: short additions repeat) and ``best constant answer``: the exact match
+        of a model that ignores the prompt and always gives the training pool's most common
+        answer (the chance level a trained model must beat).
 
     Raises
     ------
@@ -1452,16 +1481,252 @@ def accuracy_table(
         _check_task_name(name)
         test = P2Task(name, n_samples=settings.n_test, seed=test_seed)
         acc = answer_accuracy(res.model(), test, batch_size=batch_size)
-        train_prompts = {s.prompt for s in P2Task(name, n_samples=settings.n_train, seed=res.train_config.seed).samples}
+        pool = P2Task(name, n_samples=settings.n_train, seed=res.train_config.seed).samples
+        train_prompts = {s.prompt for s in pool}
         seen = np.mean([s.prompt in train_prompts for s in test.samples])
+        answers = pd.Series([s.answer for s in pool]).value_counts()
+        constant = np.mean([s.answer == answers.index[0] for s in test.samples])
         rows[name] = {
             "exact match": acc.exact_match,
             "token accuracy": acc.token_accuracy,
             "final train loss": res.final("loss"),
             "steps": res.train_config.steps,
             "test prompts seen in training": float(seen),
+            "best constant answer": float(constant),
         }
     return pd.DataFrame(rows).T.astype({"steps": int})
+
+
+def seed_runs(
+    settings: NopeSettings,
+    *,
+    tasks: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
+    progress: bool = True,
+    cache: bool = True,
+) -> dict[tuple[str, int], TrainResult]:
+    """Train the profile's NoPE decoder on each task once per seed (:func:`train_nope_model`).
+
+    Seed 0 is the same run (same cache entry) as ``train_nope_model(task, settings)``.
+
+    Parameters
+    ----------
+    settings : NopeSettings
+    tasks : sequence of str, keyword-only, optional
+        Default ``settings.seed_tasks``.
+    seeds : sequence of int, keyword-only, optional
+        Default ``settings.seeds``.
+    progress, cache : bool, keyword-only
+        Passed to :func:`posgeo.train`.
+
+    Returns
+    -------
+    dict of (task, seed) to TrainResult
+        In the order task by task, seed by seed.
+
+    Raises
+    ------
+    ValueError
+        An unknown task, no task or no seed, or a repeated seed.
+
+    Examples
+    --------
+    >>> s = dataclasses.replace(nope_settings("small"), d_model=16, n_heads=2, d_ff=32, n_layers=1, n_train=64)
+    >>> runs = seed_runs(s, tasks=["sorting"], seeds=(0, 1), progress=False, cache=False)
+    >>> list(runs), [r.train_config.seed for r in runs.values()]
+    ([('sorting', 0), ('sorting', 1)], [0, 1])
+    """
+    names = [_check_task_name(t) for t in (settings.seed_tasks if tasks is None else tasks)]
+    seed_list = [int(x) for x in (settings.seeds if seeds is None else seeds)]
+    if not names or not seed_list:
+        raise ValueError("seed_runs needs at least one task and one seed")
+    if len(set(seed_list)) != len(seed_list):
+        raise ValueError(f"seeds must be distinct, got {seed_list}")
+    return {(t, s): train_nope_model(t, settings, seed=s, progress=progress, cache=cache) for t in names for s in seed_list}
+
+
+def _check_runs(runs: Any) -> Mapping[tuple[str, int], TrainResult]:
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError("runs must be a non-empty mapping {(task, seed): TrainResult}, as seed_runs returns")
+    for key in runs:
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise ValueError(f"runs keys must be (task, seed) pairs, as seed_runs returns; got {key!r}")
+        _check_task_name(key[0])
+    return runs
+
+
+def seed_accuracy_table(runs: Mapping[tuple[str, int], TrainResult], settings: NopeSettings, *,
+                        test_seed: int = 1000) -> pd.DataFrame:
+    """:func:`accuracy_table` of every run, one row per (task, seed): a tidy table for :func:`posgeo.seed_summary`.
+
+    Parameters
+    ----------
+    runs : mapping of (task, seed) to TrainResult
+        From :func:`seed_runs`.
+    settings : NopeSettings
+    test_seed : int, keyword-only, default 1000
+        The test pool (the same for every seed: the seeds vary the training, not the test).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``task``, ``seed`` and those of :func:`accuracy_table`.
+
+    Raises
+    ------
+    ValueError
+        ``runs`` is empty or its keys are not (task, seed) pairs.
+
+    Examples
+    --------
+    >>> s = dataclasses.replace(nope_settings("small"), d_model=16, n_heads=2, d_ff=32, n_layers=1, n_train=64, n_test=16)
+    >>> runs = seed_runs(s, tasks=["indexing"], seeds=(0, 1), progress=False, cache=False)
+    >>> seed_accuracy_table(runs, s)[["task", "seed"]].values.tolist()
+    [['indexing', 0], ['indexing', 1]]
+    """
+    rows = []
+    for (task, seed), res in _check_runs(runs).items():
+        row = accuracy_table({task: res}, settings, test_seed=test_seed).iloc[0].to_dict()
+        rows.append({"task": task, "seed": int(seed), **row})
+    return pd.DataFrame(rows)
+
+
+def seed_adjacency_table(
+    runs: Mapping[tuple[str, int], TrainResult],
+    tokens: Mapping[str, torch.Tensor],
+    *,
+    include_diagonal: Sequence[bool] = (False, True),
+) -> pd.DataFrame:
+    """Adjacency score of every layer of every run, untrained and trained, under both diagonal conventions.
+
+    The untrained model of a run is its own initialisation (``Transformer(config,
+    seed=seed)``), so ``init`` and ``trained`` rows of one seed are paired
+    (:func:`posgeo.seed_difference` with ``paired=True``). Ties count 1/2 in both conventions.
+
+    Parameters
+    ----------
+    runs : mapping of (task, seed) to TrainResult
+        From :func:`seed_runs`.
+    tokens : mapping of task to torch.LongTensor of shape (B, n)
+        The analysis sequences of each task (:func:`analysis_tokens`).
+    include_diagonal : sequence of bool, keyword-only, default (False, True)
+        The conventions to score: without the diagonal (the book's, :data:`SCORE_OPTIONS`) and
+        with it (P2's normaliser; its chance level is :func:`adjacency_chance`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (task, state, diagonal, seed): columns ``task``, ``state`` (``init`` or
+        ``trained``), ``diagonal`` (``"without"`` or ``"with (P2)"``), ``seed``,
+        ``layer 0 .. layer L`` and ``chance`` (:func:`adjacency_chance` for the tokens' length).
+
+    Raises
+    ------
+    ValueError
+        Bad ``runs``, or a task without analysis tokens.
+
+    Examples
+    --------
+    >>> s = dataclasses.replace(nope_settings("small"), d_model=16, n_heads=2, d_ff=32, n_layers=1, n_train=64)
+    >>> runs = seed_runs(s, tasks=["sorting"], seeds=(0, 1), progress=False, cache=False)
+    >>> t = seed_adjacency_table(runs, {"sorting": analysis_tokens("sorting", 4)})
+    >>> len(t), t.columns.tolist()
+    (8, ['task', 'state', 'diagonal', 'seed', 'layer 0', 'layer 1', 'chance'])
+    """
+    rows = []
+    for (task, seed), res in _check_runs(runs).items():
+        if task not in tokens:
+            raise ValueError(f"no analysis tokens for task {task!r}; pass tokens={{{task!r}: analysis_tokens({task!r}, n)}}")
+        toks = tokens[task]
+        for state, model in (("init", Transformer(res.model_config, seed=res.train_config.seed)), ("trained", res.model())):
+            H = layer_hidden_states(model, toks)
+            for diag in include_diagonal:
+                sc = adjacency_by_layer(H, include_diagonal=bool(diag))
+                rows.append({"task": task, "state": state, "diagonal": "with (P2)" if diag else "without", "seed": int(seed),
+                             **dict(zip(_layer_columns(len(sc)), sc.tolist())),
+                             "chance": adjacency_chance(int(toks.shape[1]), include_diagonal=bool(diag))})
+    return pd.DataFrame(rows)
+
+
+def adjacency_chance(n: int, *, include_diagonal: bool = False) -> float:
+    """Expected adjacency score of an ``n x n`` matrix without positional structure.
+
+    For a row whose off-diagonal causal entries are exchangeable (and ties count 1/2), every
+    pair of them is ascending with probability 1/2. Without the diagonal (pairs
+    ``i < j < k``) that is the score of every row, so the chance level is 1/2. With the
+    diagonal (P2's normaliser, pairs ``i < j <= k``), the diagonal entry 1 is the largest of
+    its row, so the ``K - 1`` pairs that end on it always count: the 1-based row ``K`` (with
+    ``K`` entries) scores
+
+    .. math:: \\frac{(K - 1) + \\binom{K - 1}{2} / 2}{\\binom{K}{2}} = \\frac12 + \\frac1K ,
+
+    and the score, the mean over the rows ``K = 2 .. n`` that have a pair, is
+    ``1/2 + (H_n - 1) / (n - 1)`` with ``H_n`` the harmonic number.
+
+    Parameters
+    ----------
+    n : int
+        Positions (``>= 2``; ``>= 3`` without the diagonal).
+    include_diagonal : bool, keyword-only, default False
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        ``n`` too small.
+
+    Examples
+    --------
+    >>> adjacency_chance(39), round(adjacency_chance(39, include_diagonal=True), 4)
+    (0.5, 0.5856)
+    >>> adjacency_chance(2, include_diagonal=True)  # one row, K = 2: 1/2 + 1/2
+    1.0
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < (2 if include_diagonal else 3):
+        raise ValueError(f"n must be an int >= {2 if include_diagonal else 3}, got {n!r}")
+    if not include_diagonal:
+        return 0.5
+    K = np.arange(2, int(n) + 1, dtype=np.float64)
+    return float(np.mean(0.5 + 1.0 / K))
+
+
+def learning_curves(runs: Mapping[tuple[str, int], TrainResult]) -> pd.DataFrame:
+    """The recorded training loss and batch token accuracy of every run (no extra training).
+
+    Parameters
+    ----------
+    runs : mapping of (task, seed) to TrainResult
+        From :func:`seed_runs` (or ``{(task, 0): train_nope_model(task, settings)}``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (task, seed, logged step): ``task``, ``seed``, ``step`` (the updates
+        taken before that step's batch), ``loss`` and ``token accuracy`` (of that batch,
+        answer tokens and ``<eos>``, teacher-forced).
+
+    Raises
+    ------
+    ValueError
+        Bad ``runs``.
+
+    Examples
+    --------
+    >>> s = dataclasses.replace(nope_settings("small"), d_model=16, n_heads=2, d_ff=32, n_layers=1, n_train=64)
+    >>> runs = seed_runs(s, tasks=["sorting"], seeds=(0,), progress=False, cache=False)
+    >>> learning_curves(runs).columns.tolist()
+    ['task', 'seed', 'step', 'loss', 'token accuracy']
+    """
+    rows = []
+    for (task, seed), res in _check_runs(runs).items():
+        for rec in res.history:
+            if "loss" in rec:
+                rows.append({"task": task, "seed": int(seed), "step": int(rec["step"]), "loss": float(rec["loss"]),
+                             "token accuracy": float(rec.get("accuracy", np.nan))})
+    return pd.DataFrame(rows, columns=["task", "seed", "step", "loss", "token accuracy"])
 
 
 def adjacency_table(profiles: Mapping[str, SimilarityProfile], *, reported: bool = True) -> pd.DataFrame:
@@ -1699,7 +1964,7 @@ def _norm_ratio(H: np.ndarray) -> float:
     return float((np.linalg.norm(H[1] - H[0], axis=-1) / np.linalg.norm(H[0], axis=-1)).mean())
 
 
-def init_ablation(
+def init_ablation_runs(
     settings: NopeSettings,
     tokens: torch.Tensor,
     *,
@@ -1710,13 +1975,15 @@ def init_ablation(
     progress: bool = True,
     cache: bool = True,
 ) -> pd.DataFrame:
-    """Adjacency scores for token-embedding initialisations ``N(mean, std^2)`` on a grid.
+    """Adjacency scores for token-embedding initialisations ``N(mean, std^2)``, one row per grid point and seed.
 
-    For every ``mean`` in ``settings.init_means`` and ``std`` in ``settings.init_stds``, the
-    profile's model is built (one per seed), its token embeddings redrawn
-    (:func:`with_token_embedding_init`), and the scores of its layers measured on ``tokens``.
-    With ``steps > 0`` the same initialisations are also trained on ``task``
-    (:func:`train_with_embedding_init`) and measured again.
+    For every ``mean`` in ``settings.init_means``, ``std`` in ``settings.init_stds`` and seed,
+    the profile's model ``Transformer(cfg, seed=seed)`` is built, its token embeddings redrawn
+    (:func:`with_token_embedding_init`, seeded by the same seed), and the scores of its layers
+    measured on ``tokens``. With ``steps > 0`` the grid points whose mean is in
+    ``train_means`` are also trained on ``task`` from that same initialisation
+    (:func:`train_with_embedding_init`, training pool and batches seeded by the seed) and
+    measured again, so the untrained and trained values of one seed are paired.
 
     Parameters
     ----------
@@ -1728,8 +1995,7 @@ def init_ablation(
     steps : int, keyword-only, optional
         Default ``settings.ablation_steps``.
     seeds : sequence of int, keyword-only, optional
-        Default ``settings.init_seeds``; scores are averaged over seeds. Training uses the
-        first seed only.
+        Default ``settings.seeds``.
     train_means : sequence of float, keyword-only, optional
         Means whose grid points are trained; default ``settings.ablation_train_means``.
     progress, cache : bool, keyword-only
@@ -1737,54 +2003,147 @@ def init_ablation(
     Returns
     -------
     pandas.DataFrame
-        Index ``(mean, std)``; columns ``layer 0``, ``layer 1``, ``layer 1 sd`` (over seeds),
-        ``last layer``, ``update/embedding`` (mean ``|h_1 - h_0| / |h_0|``) and, after
-        training, ``layer 1 (trained)``, ``last layer (trained)``, ``exact match (trained)``
-        (on the training pool), ``nan`` for the means not trained.
+        Columns ``mean``, ``std``, ``seed``, ``layer 0``, ``layer 1``, ``last layer``,
+        ``update/embedding`` (mean ``|h_1 - h_0| / |h_0|``) and, with ``steps > 0``,
+        ``layer 1 (trained)``, ``last layer (trained)``, ``exact match (trained)`` (on the
+        training pool) and ``best constant answer`` (the share of the pool's most common
+        answer: the exact match of a model that ignores the prompt), ``nan`` at the means not
+        trained.
 
     Raises
     ------
     ValueError
-        An unknown task.
+        An unknown task, no seed or a repeated seed.
 
     Examples
     --------
-    >>> s = dataclasses.replace(nope_settings("small"), init_seeds=(0,), init_means=(0.0,),
-    ...                         init_stds=(0.002, 0.2), ablation_steps=0)
-    >>> init_ablation(s, random_tokens(4, 8), progress=False).index.tolist()
-    [(0.0, 0.002), (0.0, 0.2)]
+    >>> s = dataclasses.replace(nope_settings("small"), init_means=(0.0,), init_stds=(0.2,), ablation_steps=0)
+    >>> init_ablation_runs(s, random_tokens(4, 8), seeds=(0, 1), progress=False)[["std", "seed"]].values.tolist()
+    [[0.2, 0.0], [0.2, 1.0]]
     """
     steps = settings.ablation_steps if steps is None else int(steps)
-    seeds = tuple(settings.init_seeds if seeds is None else seeds)
+    seeds = tuple(int(x) for x in (settings.seeds if seeds is None else seeds))
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be a non-empty sequence of distinct ints, got {seeds}")
     task = _check_task_name(settings.ablation_task if task is None else task)
     train_means = tuple(settings.ablation_train_means if train_means is None else train_means)
     cfg = settings.model_config(max_len=max(tokens.shape[1], P2Task(task, n_samples=1).seq_len))
     grid = [(m, s) for m in settings.init_means for s in settings.init_stds]
     rows = []
     for mean, std in progress_bar(grid, enabled=progress, desc="init ablation"):
-        rec: dict[str, list[float]] = {}
         for seed in seeds:
             model = with_token_embedding_init(Transformer(cfg, seed=seed), mean=mean, std=std, seed=seed)
             H = layer_hidden_states(model, tokens)
             sc = adjacency_by_layer(H)
-            for k, v in (("layer 0", sc[0]), ("layer 1", sc[1]), ("last layer", sc[-1]), ("update/embedding", _norm_ratio(H))):
-                rec.setdefault(k, []).append(float(v))
-            if steps > 0 and mean in train_means and seed == seeds[0]:
-                p2 = P2Task(task, n_samples=settings.n_train, seed=seed)
-                res = train_with_embedding_init(
-                    cfg, settings.train_config(steps=steps, seed=seed), p2,
-                    embedding_mean=mean, embedding_std=std, progress=False, cache=cache,
-                )
-                trained = res.model()
-                sct = adjacency_by_layer(layer_hidden_states(trained, tokens))
-                rec.setdefault("layer 1 (trained)", []).append(float(sct[1]))
-                rec.setdefault("last layer (trained)", []).append(float(sct[-1]))
-                rec.setdefault("exact match (trained)", []).append(answer_accuracy(trained, p2).exact_match)
+            row: dict[str, float] = {"mean": mean, "std": std, "seed": seed, "layer 0": float(sc[0]), "layer 1": float(sc[1]),
+                                     "last layer": float(sc[-1]), "update/embedding": _norm_ratio(H)}
+            if steps > 0:
+                row.update({"layer 1 (trained)": np.nan, "last layer (trained)": np.nan, "exact match (trained)": np.nan,
+                            "best constant answer": np.nan})
+                if mean in train_means:
+                    p2 = P2Task(task, n_samples=settings.n_train, seed=seed)
+                    res = train_with_embedding_init(
+                        cfg, settings.train_config(steps=steps, seed=seed), p2,
+                        embedding_mean=mean, embedding_std=std, progress=False, cache=cache,
+                    )
+                    trained = res.model()
+                    sct = adjacency_by_layer(layer_hidden_states(trained, tokens))
+                    answers = pd.Series([x.answer for x in p2.samples]).value_counts()
+                    row.update({"layer 1 (trained)": float(sct[1]), "last layer (trained)": float(sct[-1]),
+                                "exact match (trained)": answer_accuracy(trained, p2).exact_match,
+                                "best constant answer": float(answers.iloc[0] / len(p2.samples))})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def init_ablation(
+    settings: NopeSettings,
+    tokens: torch.Tensor,
+    *,
+    task: str | None = None,
+    steps: int | None = None,
+    seeds: Sequence[int] | None = None,
+    train_means: Sequence[float] | None = None,
+    level: float = 0.95,
+    progress: bool = True,
+    cache: bool = True,
+) -> pd.DataFrame:
+    """:func:`init_ablation_runs` averaged over seeds, with intervals: one row per grid point.
+
+    Parameters
+    ----------
+    settings, tokens, task, steps, seeds, train_means, progress, cache
+        As in :func:`init_ablation_runs`.
+    level : float, keyword-only, default 0.95
+        Level of the intervals (Student t over the seeds, :func:`posgeo.seed_interval`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``(mean, std)``; the means over seeds of the columns of
+        :func:`init_ablation_runs`, ``layer 1 sd`` (over seeds), and ``<column> low`` /
+        ``<column> high`` (the interval) for ``layer 1`` and ``layer 1 (trained)``; ``nan``
+        where a point is not trained or there is a single seed.
+
+    Raises
+    ------
+    ValueError
+        As :func:`init_ablation_runs`.
+
+    Examples
+    --------
+    >>> s = dataclasses.replace(nope_settings("small"), init_means=(0.0,),
+    ...                         init_stds=(0.002, 0.2), ablation_steps=0)
+    >>> init_ablation(s, random_tokens(4, 8), seeds=(0, 1), progress=False).index.tolist()
+    [(0.0, 0.002), (0.0, 0.2)]
+    """
+    runs = init_ablation_runs(settings, tokens, task=task, steps=steps, seeds=seeds, train_means=train_means,
+                              progress=progress, cache=cache)
+    return ablation_summary(runs, level=level)
+
+
+def ablation_summary(runs: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
+    """The per-seed rows of :func:`init_ablation_runs` averaged over seeds, with intervals.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        From :func:`init_ablation_runs`.
+    level : float, keyword-only, default 0.95
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`init_ablation`.
+
+    Raises
+    ------
+    ValueError
+        ``runs`` lacks the columns ``mean``, ``std``, ``seed`` or ``layer 1``.
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"mean": [0.0] * 3, "std": [0.2] * 3, "seed": [0, 1, 2], "layer 1": [0.5, 0.52, 0.48]})
+    >>> ablation_summary(runs)[["layer 1", "layer 1 low"]].round(3).values.tolist()
+    [[0.5, 0.45]]
+    """
+    from posgeo import seed_interval
+
+    if not isinstance(runs, pd.DataFrame) or not {"mean", "std", "seed", "layer 1"} <= set(runs.columns):
+        raise ValueError("ablation_summary: pass the table of init_ablation_runs (columns mean, std, seed, layer 1, ...)")
+    metrics = [c for c in runs.columns if c not in ("mean", "std", "seed")]
+    rows = []
+    for (mean, std), group in runs.groupby(["mean", "std"], sort=False):
         row: dict[str, float] = {"mean": mean, "std": std}
-        for k, v in rec.items():
-            row[k] = float(np.mean(v))
-            if k == "layer 1":
-                row["layer 1 sd"] = float(np.std(v))
+        for c in metrics:
+            v = group[c].to_numpy(dtype=float)
+            row[c] = float(np.mean(v)) if np.isfinite(v).all() else np.nan
+            if c == "layer 1":
+                row["layer 1 sd"] = float(np.std(v, ddof=1)) if v.size > 1 else np.nan
+            if c in ("layer 1", "layer 1 (trained)"):
+                iv = seed_interval(v, level=level) if v.size > 1 and np.isfinite(v).all() else None
+                row[f"{c} low"] = iv.low if iv else np.nan
+                row[f"{c} high"] = iv.high if iv else np.nan
         rows.append(row)
     return pd.DataFrame(rows).set_index(["mean", "std"])
 
@@ -2098,9 +2457,10 @@ def plot_adjacency_by_layer(table: pd.DataFrame) -> Any:
 def plot_init_ablation(table: pd.DataFrame, *, columns: Sequence[str] = ("layer 1",)) -> Any:
     """Adjacency scores over the initialisation grid: score against embedding std, one line per mean.
 
-    One series per (column, embedding mean); where the table has a ``"<column> sd"`` column
-    (the spread over seeds, :func:`init_ablation`), a band of one standard deviation either
-    side. Grid points a column does not have (NaN: not trained) are left out.
+    One series per (column, embedding mean); where the table has ``"<column> low"`` and
+    ``"<column> high"`` columns (the 95% interval over seeds, :func:`init_ablation`), a band
+    between them, else, where it has a ``"<column> sd"`` column, a band of one standard
+    deviation either side. Grid points a column does not have (NaN: not trained) are left out.
 
     Parameters
     ----------
@@ -2127,10 +2487,18 @@ def plot_init_ablation(table: pd.DataFrame, *, columns: Sequence[str] = ("layer 
     if not {"mean", "std"} <= set(flat.columns):
         raise ValueError("plot_init_ablation: the table must have levels or columns 'mean' and 'std' (from init_ablation)")
     parts = []
+    banded = []
     for col in columns:
-        sd = flat[f"{col} sd"].to_numpy(dtype=float) if f"{col} sd" in flat else np.full(len(flat), np.nan)
         v = flat[col].to_numpy(dtype=float)
-        part = pd.DataFrame({"std": flat["std"].to_numpy(dtype=float), "score": v, "low": v - sd, "high": v + sd,
+        if f"{col} low" in flat and f"{col} high" in flat:
+            low, high = flat[f"{col} low"].to_numpy(dtype=float), flat[f"{col} high"].to_numpy(dtype=float)
+            banded.append("95% interval")
+        else:
+            sd = flat[f"{col} sd"].to_numpy(dtype=float) if f"{col} sd" in flat else np.full(len(flat), np.nan)
+            low, high = v - sd, v + sd
+            if f"{col} sd" in flat:
+                banded.append("one standard deviation")
+        part = pd.DataFrame({"std": flat["std"].to_numpy(dtype=float), "score": v, "low": low, "high": high,
                              "series": [f"{col}, mean {m:g}" for m in flat["mean"]]})
         parts.append(part[np.isfinite(part["score"])])
     frame = pd.concat(parts, ignore_index=True)
@@ -2143,8 +2511,73 @@ def plot_init_ablation(table: pd.DataFrame, *, columns: Sequence[str] = ("layer 
     return pg.finish_chart(
         chart,
         description=("Adjacency score against the standard deviation of the token-embedding initialisation, one line per "
-                     f"embedding mean and score column ({', '.join(columns)}), with a band of one standard deviation "
-                     "over seeds where there are several seeds, and the chance level of one half dotted."),
+                     f"embedding mean and score column ({', '.join(columns)}), with a band "
+                     f"({' or '.join(dict.fromkeys(banded)) or 'none'}) over seeds where there are several seeds, "
+                     "and the chance level of one half dotted."),
+    )
+
+
+def plot_learning_curves(curves: pd.DataFrame, *, level: float = 0.95) -> Any:
+    """Training loss and batch token accuracy against step, one line per task.
+
+    A task with several seeds is drawn as the mean over its seeds with a band of the
+    ``level`` interval (:func:`posgeo.seed_interval` at every logged step) and labelled with
+    its number of seeds; a task with one seed as that seed's line, labelled ``seed s``.
+
+    Parameters
+    ----------
+    curves : pandas.DataFrame
+        From :func:`learning_curves`.
+    level : float, keyword-only, default 0.95
+
+    Returns
+    -------
+    altair.ConcatChart
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"task": ["a"] * 4 + ["b"] * 2, "seed": [0, 0, 1, 1, 0, 0], "step": [0, 10] * 3,
+    ...                   "loss": [2.0, 1.0, 2.1, 1.2, 2.0, 1.5], "token accuracy": [0.1, 0.5, 0.1, 0.4, 0.1, 0.3]})
+    >>> spec = plot_learning_curves(c).to_dict()
+    >>> sorted({row["series"] for rows in spec["datasets"].values() for row in rows if "series" in row})
+    ['a (mean of 2 seeds)', 'b (seed 0)']
+    """
+    from posgeo import seed_interval
+
+    need = {"task", "seed", "step", "loss", "token accuracy"}
+    if not isinstance(curves, pd.DataFrame) or not need <= set(curves.columns) or curves.empty:
+        raise ValueError(f"plot_learning_curves: pass the table of learning_curves (columns {sorted(need)})")
+    titles = {"loss": "training loss (answer tokens)", "token accuracy": "batch token accuracy"}
+    panels = []
+    order = []
+    for metric, title in titles.items():
+        parts = []
+        for task, group in curves.groupby("task", sort=False):
+            seeds = sorted(group["seed"].unique())
+            if len(seeds) > 1:
+                label = f"{task} (mean of {len(seeds)} seeds)"
+                rows = []
+                for step, at in group.groupby("step", sort=True):
+                    iv = seed_interval(at[metric].to_numpy(dtype=float), level=level)
+                    rows.append({"step": int(step), "value": iv.mean, "low": iv.low, "high": iv.high})
+                part = pd.DataFrame(rows)
+            else:
+                label = f"{task} (seed {seeds[0]})"
+                part = pd.DataFrame({"step": group["step"].astype(int), "value": group[metric].astype(float),
+                                     "low": np.nan, "high": np.nan})
+            part["series"] = label
+            parts.append(part)
+            if label not in order:
+                order.append(label)
+        frame = pd.concat(parts, ignore_index=True)
+        panels.append(pg.series_chart(frame, x="step", y="value", series="series", lower="low", upper="high",
+                                      x_title="training step", y_title=title, series_title="task",
+                                      title=title, width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT, series_order=order))
+    return pg.finish_chart(
+        alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared"),
+        description=("Training loss (left) and token accuracy of the training batch (right) against the training step, "
+                     "one line per task: the mean over seeds with its 95% interval as a band where the task was trained "
+                     "with several seeds, else the single seed's line."),
     )
 
 
