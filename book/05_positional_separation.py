@@ -379,9 +379,10 @@ contrast_view
 #   run: the shuffled SST-2 floor is several times the synthetic one, so against the
 #   *synthetic* floor the SST-2 MLM would look far better separated than it is. Against
 #   its own matched run the SST-2 contrast is modest at this scale. Over five seeds the late median
-#   distance is larger than in the shuffled run by about 60% (its interval excludes 0, as
-#   does that of the difference from 1.2 times the shuffled value); the late minimum is
-#   larger by about a quarter, with an interval that only just excludes 0, so at this scale
+#   distance is larger than in the shuffled run by about 60% (its interval excludes 0; that
+#   of the difference from 1.2 times the shuffled value only just does, and under ATEN's
+#   generic CPU kernels it did not); the late minimum is larger by about a quarter, with an
+#   interval that only just excludes 0 (0.001 at its low end), so at this scale
 #   the seeds support a larger typical distance more firmly than a larger closest pair.
 #   The seeds also differ more on SST-2 than on the synthetic corpus. SST-2's positional
 #   signal is weaker: beyond the first few positions, sentences have nearly the same
