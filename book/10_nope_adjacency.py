@@ -324,10 +324,10 @@ ex.plot_adjacency_by_layer(scores)
 # and, with it (P2's normaliser), $\tfrac12 + (H_n - 1)/(n - 1)$ for the $n$ positions of the
 # sequences:
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0}
-# Means over five seeds with their intervals: other CPU kernel paths moved a trained seed's
-# scores by up to 0.1 (its mean over five seeds by less), the untrained ones by 2e-4:
-# shown to 2 decimals, compared to 0.05.
+# %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0}
+# Means over five seeds with their intervals: other CPU kernel paths (ATEN_CPU_CAPABILITY=
+# default, retrained) moved a trained seed's scores by up to 0.1, and with them the sd over
+# seeds, so an interval's end moved by up to 0.10 (the means by less): compared to 0.2, twice that.
 seed_scores = ex.seed_adjacency_table(runs, tokens)
 layer_cols = [c for c in seed_scores.columns if c.startswith("layer ")]
 score_summary = pg.seed_summary(seed_scores, by=["diagonal", "state"], metrics=layer_cols)
@@ -337,9 +337,9 @@ pg.interval_table(score_summary).join(seed_scores.groupby(["diagonal", "state"])
 # The change that training makes, trained minus untrained, as a paired difference over the
 # seeds (`pg.seed_difference(..., paired=True)`):
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0}
+# %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0}
 # Paired differences over five seeds: other kernel paths moved a trained seed's scores by up
-# to 0.1; shown to 2 decimals, compared to 0.05.
+# to 0.1 and an interval's end by up to 0.09: compared to 0.2, twice that.
 def paired(diagonal, layer, a="trained", b="init"):
     pick = lambda state: seed_scores[(seed_scores["diagonal"] == diagonal) & (seed_scores["state"] == state)].sort_values("seed")[layer].to_numpy()
     return pg.seed_difference(pick(a), pick(b), paired=True)
@@ -365,9 +365,9 @@ training_effect.map(lambda iv: f"{iv.mean:+.2f} [{iv.low:+.2f}, {iv.high:+.2f}]"
 # (the figure above) the other tasks look alike, except that the trained indexing model's
 # last layer falls back towards chance: one run, not tested.
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0}
+# %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0}
 # Paired differences over five seeds: other kernel paths moved a trained seed's scores by up
-# to 0.1; shown to 2 decimals, compared to 0.05.
+# to 0.1 and an interval's end by up to 0.09: compared to 0.2, twice that.
 def per_seed(diagonal, state, layer):
     return seed_scores[(seed_scores["diagonal"] == diagonal) & (seed_scores["state"] == state)].sort_values("seed")[layer].to_numpy()
 
