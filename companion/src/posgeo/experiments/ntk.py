@@ -1085,23 +1085,3 @@ def plot_width_sweep(sweeps: Mapping[str, pd.DataFrame], *, level: float = 0.95)
                      "frozen-attention position tables (right), for each learning-rate scaling: geometric mean over "
                      f"seeds with its {level:.0%} interval as a band."),
     )
-    widths = sorted(int(d) for d in frame["d_model"].unique())
-    x_scale = {"type": "log", "base": 2, "domain": [widths[0] / 1.25, widths[-1] * 1.25], "nice": False}
-    panels = []
-    for column, y_title, title in (
-        ("attention change", "relative change of the attention weights", "attention weights under full training"),
-        ("stress*", "stress* (scale-optimal) of full vs frozen table", "departure from the frozen-attention table"),
-    ):
-        part = frame[frame[column] > 0]  # a log axis: a zero (no change at all) cannot be drawn
-        chart = pg.series_chart(part, x="d_model", y=column, series="learning rate", points=True, zoom=False,
-                                x_title="width d_model", y_title=y_title, series_title="learning rate", title=title,
-                                x_scale=x_scale, y_scale={"type": "log"}, width=pg.PANEL_WIDTH, height=_PANEL_HEIGHT)
-        for layer in chart.layer:
-            layer.encoding.x.axis = alt.Axis(values=widths, format="d")
-        panels.append(chart)
-    return pg.finish_chart(
-        pg.panel_grid(panels, columns=2).resolve_scale(color="shared", strokeDash="shared"),
-        description=("Against the model width (log scale): the relative change of the attention weights under full "
-                     "training (left) and the scale-optimal stress (stress*) between the full-training and the "
-                     "frozen-attention position tables (right), for each learning-rate scaling."),
-    )
