@@ -2138,10 +2138,10 @@ def ablation_summary(runs: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame
         for c in metrics:
             v = group[c].to_numpy(dtype=float)
             row[c] = float(np.mean(v)) if np.isfinite(v).all() else np.nan
-            if c == "layer 1":
-                row["layer 1 sd"] = float(np.std(v, ddof=1)) if v.size > 1 else np.nan
             if c in ("layer 1", "layer 1 (trained)"):
                 iv = seed_interval(v, level=level) if v.size > 1 and np.isfinite(v).all() else None
+                if c == "layer 1":
+                    row["layer 1 sd"] = iv.sd if iv else np.nan
                 row[f"{c} low"] = iv.low if iv else np.nan
                 row[f"{c} high"] = iv.high if iv else np.nan
         rows.append(row)
