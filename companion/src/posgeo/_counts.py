@@ -44,7 +44,7 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -243,11 +243,14 @@ def _empty_csr(n: int, V: int) -> Any:
     return sparse.csr_array((n, V), dtype=np.int64)
 
 
-def _csr(rows: np.ndarray, cols: np.ndarray, data: np.ndarray, n: int, V: int) -> Any:
-    """CSR (n, V) from entries sorted by (row, col), without duplicates."""
+def _csr(cells: np.ndarray, data: np.ndarray, n: int, V: int) -> Any:
+    """CSR (n, V) from the sorted, distinct cells ``position * V + token`` (unsigned) and their counts."""
     idx = np.int32 if (data.size < 2**31 and V < 2**31) else np.int64
-    indptr = np.searchsorted(rows, np.arange(n + 1, dtype=rows.dtype)).astype(idx)
-    out = sparse.csr_array((data.astype(np.int64, copy=False), cols.astype(idx, copy=False), indptr), shape=(n, V))
+    kd = cells.dtype.type
+    indptr = np.searchsorted(cells, np.arange(n + 1, dtype=kd) * kd(V)).astype(idx)
+    cols = cells % kd(V)  # < V < 2**31 for int32: the unsigned bits are the signed value
+    cols = cols.view(idx) if cols.dtype.itemsize == np.dtype(idx).itemsize else cols.astype(idx)
+    out = sparse.csr_array((data.astype(np.int64, copy=False), cols, indptr), shape=(n, V))
     out.has_sorted_indices = True
     return out
 
@@ -284,28 +287,21 @@ def _count_ids(tokens: np.ndarray, klen: np.ndarray, in_b: np.ndarray, n: int, V
     new = np.empty(T, dtype=bool)
     new[0] = True
     np.not_equal(key[1:], key[:-1], out=new[1:])
-    first = np.flatnonzero(new)
+    first = np.flatnonzero(new)  # where each distinct key starts in the sorted keys
     del new
-    counts = np.diff(first, append=T)
-    ukeys = key[first]
-    del key, first
+    ukeys = key.take(first)
+    del key
+    first = np.append(first, T)  # a key's count: the next key's start minus its own
+    cell = ukeys >> kd(1)  # position * V + token; a cell seen in both halves appears twice (A, then B)
     in_a = np.flatnonzero((ukeys & kd(1)) == 0)
-    ukeys >>= kd(1)  # the cell position * V + token; a cell seen in both halves appears twice (A, then B)
-    rows = ukeys // kd(V)
-    cols = ukeys - rows * kd(V)
-    second = np.flatnonzero(ukeys[1:] == ukeys[:-1]) + 1
     del ukeys
-    total = counts.copy()
-    total[second - 1] += counts[second]
-    once = np.ones(total.size, dtype=bool)
-    once[second] = False
-    once = np.flatnonzero(once)  # integer gathers: faster than boolean masks on random patterns
-    return (
-        _csr(rows.take(once), cols.take(once), total.take(once), n, V),
-        _csr(rows.take(in_a), cols.take(in_a), counts.take(in_a), n, V),
-        reach,
-        reach_a,
-    )
+    starts = np.empty(cell.size, dtype=bool)
+    starts[0] = True
+    np.not_equal(cell[1:], cell[:-1], out=starts[1:])
+    starts = np.flatnonzero(starts)  # integer gathers: faster than boolean masks on random patterns
+    total = np.diff(first.take(np.append(starts, cell.size)))  # a cell's tokens, both halves together
+    counts_a = first.take(in_a + 1) - first.take(in_a)
+    return _csr(cell.take(starts), total, n, V), _csr(cell.take(in_a), counts_a, n, V), reach, reach_a
 
 
 # =====================================================================================
