@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from ._sequences import Corpus, Sequences
-from ._train import train
 from typing import Any
 from .validation import check_int, check_fits_in_memory
 from ._cache import array_digest

@@ -66,7 +66,7 @@ import pandas as pd
 from posgeo import alibi_encoding, random_encoding, rope_encoding, sinusoidal_encoding
 from posgeo import classical_mds, hellinger_matrix, stress
 from posgeo import first_order_hellinger_matrix, hybrid_hellinger_matrix, matched_hellinger_matrix, positional_marginals
-from posgeo import Corpus, Sequences, bootstrap_geometry
+from posgeo import Sequences, bootstrap_geometry
 from posgeo.validation import check_float, check_int, suggest_name
 
 __all__ = [
