@@ -268,7 +268,7 @@ def nope_settings(profile: str | None = None) -> NopeSettings:
     Returns
     -------
     NopeSettings
-        ``small``: a 2-layer, 128-wide decoder trained for a few hundred steps on CPU; sweep
+        ``small``: a 2-layer, 64-wide decoder trained for a few hundred steps on CPU; sweep
         and ablation at initialisation plus short training. ``full``: P2's 6-layer, 384-wide
         NanoGPT-size decoder (about 10.6M parameters), 20,000 training samples per task, the
         6/12/24 x 192/384/768 sweep; meant for a GPU.
@@ -295,7 +295,7 @@ def nope_settings(profile: str | None = None) -> NopeSettings:
             probe_steps=2000, probe_hidden=128,
         )
     return NopeSettings(
-        profile="small", d_model=128, n_layers=2, n_heads=4, d_ff=256,
+        profile="small", d_model=64, n_layers=2, n_heads=4, d_ff=128,
         steps=300, batch_size=64, lr=2e-3, seeds=(0, 1, 2, 3, 4), seed_tasks=("sorting",), n_train=5000, n_test=1000, n_analysis=128,
         init_seeds=(0, 1, 2), sweep_layers=(1, 2, 4), sweep_widths=(32, 64, 128, 384),
         sweep_steps=0, sweep_task="reversal", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
