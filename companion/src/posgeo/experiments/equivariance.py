@@ -37,7 +37,7 @@ import altair as alt
 from numpy.typing import ArrayLike, NDArray
 import posgeo as pg
 from posgeo import torch_threads as _torch_threads
-from posgeo import POSITION_KINDS, TransformerConfig
+from posgeo import POSITION_KINDS, Transformer, TransformerConfig  # noqa: F401 (Transformer: the doctests)
 from posgeo import current_profile
 from posgeo import progress_bar
 from posgeo import FirstMarkerTask, SortedTask, TrainConfig, TrainResult, evaluate, train

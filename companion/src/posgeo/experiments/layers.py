@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 import posgeo as pg
-from posgeo import check_distance_matrix, stress
+from posgeo import check_distance_matrix, pairwise_distances, stress  # noqa: F401 (pairwise_distances: the doctests)
 from posgeo import current_profile
 from posgeo import encoder_parts, num_attention_heads, positional_input, projected_stress, query_key_maps
 
