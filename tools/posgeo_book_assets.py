@@ -108,12 +108,13 @@ def _copy_vega(app: Sphinx, exception: Exception | None) -> None:
 
 
 def _chart_scripts(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    """Load the chart scripts on the pages that have a chart (deferred, in order)."""
+    """Load the chart script on the pages that have a chart (deferred). It loads vega, vega-lite
+    and vega-embed itself (named in ``data-posgeo-libs``, next to it) when the first chart is
+    drawn, so that the page is ready without waiting for them."""
     if 'class="posgeo-chart"' not in (context.get("body") or ""):
         return
-    for _, name in VEGA_FILES:
-        app.add_js_file(f"{VEGA_DIR}/{Path(name).name}", defer="defer")
-    app.add_js_file(f"{VEGA_DIR}/{CHART_SCRIPT.name}", defer="defer")
+    libs = " ".join(Path(name).name for _, name in VEGA_FILES)
+    app.add_js_file(f"{VEGA_DIR}/{CHART_SCRIPT.name}", defer="defer", **{"data-posgeo-libs": libs})
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
