@@ -101,23 +101,37 @@
     if (node.spec) reflow(node.spec, boxWidth);
   }
 
+  // Call fn on a spec and each of its sub-specs (layers, concatenations, a facet's spec).
+  function eachSpec(node, fn) {
+    if (!node || typeof node !== "object") return;
+    fn(node);
+    ["layer", "vconcat", "hconcat", "concat"].forEach(function (key) {
+      (node[key] || []).forEach(function (child) { eachSpec(child, fn); });
+    });
+    if (node.spec) eachSpec(node.spec, fn);
+  }
+
+  // Call fn(legend, axis) for every encoding channel of a spec and its sub-specs.
+  function eachChannel(spec, fn) {
+    eachSpec(spec, function (node) {
+      Object.keys(node.encoding || {}).forEach(function (channel) {
+        var enc = node.encoding[channel] || {};
+        fn(enc.legend && typeof enc.legend === "object" ? enc.legend : null,
+           enc.axis && typeof enc.axis === "object" ? enc.axis : null);
+      });
+    });
+  }
+
   // A phone: legends stacked (not side by side), one entry per line, labels cut to the box;
   // axis labels cut to 100 px.
-  function stackLegends(node, boxWidth) {
-    if (!node || typeof node !== "object") return;
-    Object.keys(node.encoding || {}).forEach(function (channel) {
-      var legend = node.encoding[channel] && node.encoding[channel].legend;
-      if (legend && typeof legend === "object") {
+  function stackLegends(spec) {
+    eachChannel(spec, function (legend, axis) {
+      if (legend) {
         legend.columns = 1;
         legend.direction = legend.type === "gradient" ? "horizontal" : "vertical";
       }
-      var axis = node.encoding[channel] && node.encoding[channel].axis;
-      if (axis && typeof axis === "object" && !(axis.labelLimit <= 100)) axis.labelLimit = 100;
+      if (axis && !(axis.labelLimit <= 100)) axis.labelLimit = 100;
     });
-    ["layer", "vconcat", "hconcat", "concat"].forEach(function (key) {
-      (node[key] || []).forEach(function (child) { stackLegends(child, boxWidth); });
-    });
-    if (node.spec) stackLegends(node.spec, boxWidth);
   }
 
   function fit(spec, boxWidth, extra, attempt) {
@@ -130,7 +144,7 @@
       legend.layout = { bottom: { direction: "vertical", anchor: "start" } };
       var axis = spec.config.axis = spec.config.axis || {};
       axis.labelLimit = 100;  // long category names (a y axis of map names) are cut, with an ellipsis
-      stackLegends(spec, boxWidth);
+      stackLegends(spec);
     }
     reflow(spec, boxWidth);
     if (widthOf(spec) > boxWidth - keep || boxWidth < 520 || extra) narrow(spec, boxWidth - keep);
@@ -145,25 +159,15 @@
     spec.config = spec.config || {};
     var legend = spec.config.legend = spec.config.legend || {};
     legend.columns = Math.max(1, (legend.columns || 3) - by);
-    (function walk(node) {
-      if (!node || typeof node !== "object") return;
-      Object.keys(node.encoding || {}).forEach(function (channel) {
-        var own = node.encoding[channel] && node.encoding[channel].legend;
-        if (own && typeof own === "object" && typeof own.columns === "number") own.columns = Math.max(1, own.columns - by);
-      });
-      ["layer", "vconcat", "hconcat", "concat"].forEach(function (key) { (node[key] || []).forEach(walk); });
-      if (node.spec) walk(node.spec);
-    })(spec);
+    eachChannel(spec, function (own) {
+      if (own && typeof own.columns === "number") own.columns = Math.max(1, own.columns - by);
+    });
   }
 
-  function widestPanel(node) {
-    if (!node || typeof node !== "object") return 0;
-    var own = typeof node.width === "number" ? node.width : 0;
-    ["layer", "vconcat", "hconcat", "concat"].forEach(function (key) {
-      (node[key] || []).forEach(function (child) { own = Math.max(own, widestPanel(child)); });
-    });
-    if (node.spec) own = Math.max(own, widestPanel(node.spec));
-    return own;
+  function widestPanel(spec) {
+    var widest = 0;
+    eachSpec(spec, function (node) { if (typeof node.width === "number") widest = Math.max(widest, node.width); });
+    return widest;
   }
 
   function perRow(spec) {
