@@ -391,9 +391,36 @@ def pytest_testnodedown(node, error):
     node.config.stash.setdefault(REMOTE, []).extend(records)
 
 
+_TIMES: dict = {}  # notebook -> [seconds, cell names, (slowest call in seconds, its cell)]
+
+
+def pytest_runtest_logreport(report):
+    """Time per notebook: set-up, call and tear-down of its cells (the kernel's start is in its
+    first cell's set-up). Under pytest-xdist the controller receives every worker's reports."""
+    path, _, cell = report.nodeid.partition("::")
+    if not path.endswith(".ipynb") or not cell:
+        return
+    entry = _TIMES.setdefault(path, [0.0, set(), (0.0, "")])
+    entry[0] += report.duration
+    entry[1].add(cell)
+    if report.when == "call" and report.duration > entry[2][0]:
+        entry[2] = (report.duration, cell)
+
+
+def _time_summary(terminalreporter) -> None:
+    times = _TIMES
+    if not times:
+        return
+    terminalreporter.section("nbval: time per notebook")
+    for path, (seconds, cells, (worst, cell)) in sorted(times.items(), key=lambda kv: -kv[1][0]):
+        terminalreporter.write_line(f"{seconds:7.1f} s  {path} ({len(cells)} cells; slowest {cell}: {worst:.1f} s)")
+    terminalreporter.write_line(f"{sum(v[0] for v in times.values()):7.1f} s  in all (summed over the workers)")
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the summary
         return
+    _time_summary(terminalreporter)
     cells = sorted(_records(config), key=lambda r: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", r["nodeid"])])
     unmet = config.stash.get(UNMET, False)
     if not cells and not unmet:

@@ -424,6 +424,43 @@ def test_fitted_stress_intervals_refit_every_half():
         pg.fitted_stress_intervals(bg, classical_ranks=(), smacof_ranks=(), full_rank=False)
 
 
+def test_fitted_stress_intervals_smacof_on_the_first_replicates():
+    import posgeo as pg
+    from scipy.stats import t as student_t
+
+    bg = pg.bootstrap_geometry(pg.synthetic_corpus(n_sequences=2000), 12, estimator="hybrid", n_boot=6, progress=False)
+    every = pg.fitted_stress_intervals(bg, classical_ranks=(1,), smacof_ranks=(1, 2))
+    head = pg.fitted_stress_intervals(bg, classical_ranks=(1,), smacof_ranks=(1, 2), smacof_replicates=3)
+    assert list(head.index) == list(every.index) == ["PMDS k=1", "PMDS full", "SMACOF k=1", "SMACOF k=2"]
+    assert every["replicates"].tolist() == [6, 6, 6, 6] and head["replicates"].tolist() == [6, 6, 3, 3]
+    # the classical rows and every estimate are unchanged; the SMACOF intervals use halvings 0-2 only
+    assert head.loc[["PMDS k=1", "PMDS full"]].equals(every.loc[["PMDS k=1", "PMDS full"]])
+    assert np.allclose(head["stress"], every["stress"])
+
+    def smacof2(D):
+        return pg.stress(pg.stress_optimal_mds(D, 2, init=pg.classical_mds(D).coords[:, :2]).coords, D, scale="optimal")
+
+    iu = np.triu_indices(12, 1)
+    a, c = [], []
+    for b in range(3):  # both halves of each of the first three halvings
+        a.append(smacof2(bg.replicate(b)))
+        D = np.zeros((12, 12))
+        D[iu] = bg.complements[b]
+        c.append(smacof2(D + D.T))
+    se = np.sqrt(np.mean(((np.array(a) - np.array(c)) / 2) ** 2))
+    half = student_t.ppf(0.975, df=2) * se
+    row = head.loc["SMACOF k=2"]
+    assert row["low"] == pytest.approx(max(0.0, row["stress"] - half), rel=1e-6)
+    assert row["high"] == pytest.approx(row["stress"] + half, rel=1e-6)
+    assert row["high"] - row["low"] != pytest.approx(every.loc["SMACOF k=2", "high"] - every.loc["SMACOF k=2", "low"])
+    assert bg.n_boot == 6 and bg.replicates.shape[0] == 6  # the geometry itself is untouched
+    for bad in (1, 7):
+        with pytest.raises(ValueError, match="smacof_replicates"):
+            pg.fitted_stress_intervals(bg, smacof_replicates=bad)
+    with pytest.raises(TypeError, match="smacof_replicates"):
+        pg.fitted_stress_intervals(bg, smacof_replicates=2.5)
+
+
 @pytest.mark.slow
 def test_hybrid_half_sample_coverage_where_the_positions_are_well_sampled_and_biased():
     """The half-sample intervals of the hybrid estimator on the V = 64 corpus where the

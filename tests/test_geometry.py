@@ -209,6 +209,59 @@ def test_stress_optimal_restarts_and_init():
         stress_optimal_mds(D, 2, init=np.zeros((10, 3)))
 
 
+def _guttman_reference(X, D, max_iter, tol):
+    """SMACOF as the textbook writes it (de Leeuw 1977; Borg & Groenen, ch. 8), stress computed
+    directly from the distances at every step."""
+    n = X.shape[0]
+
+    def dist(Y):
+        return np.sqrt(((Y[:, None, :] - Y[None, :, :]) ** 2).sum(-1))
+
+    def sigma(Y):
+        return ((dist(Y) - D) ** 2).sum() / (D**2).sum()
+
+    s_prev, it = sigma(X), 0
+    for it in range(1, max_iter + 1):
+        E = dist(X)
+        B = np.zeros_like(D)
+        off = E > 1e-12
+        B[off] = -D[off] / E[off]
+        np.fill_diagonal(B, 0.0)
+        np.fill_diagonal(B, -B.sum(axis=1))
+        X_new = B @ X / n
+        s_new = sigma(X_new)
+        if s_new > s_prev:
+            break
+        X, done, s_prev = X_new, s_prev - s_new <= tol, s_new
+        if done:
+            break
+    return X, it
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=3, max_value=12), st.integers(min_value=1, max_value=3), st.integers(0, 10**6),
+       st.booleans())
+def test_stress_optimal_mds_follows_the_textbook_guttman_iterations(n, k, seed, coincident):
+    """The buffered iteration (stress from de Leeuw's identity, unmasked division) takes the
+    same steps as the plain algorithm, and reaches the same stress from a start with
+    coincident points."""
+    rng = np.random.default_rng(seed)
+    D = hellinger_matrix(random_distributions(rng, n, 10))
+    X0 = rng.normal(size=(n, k))
+    if coincident:
+        X0[1] = X0[0]  # a zero distance: its B entry is 0 in both
+    X0 -= X0.mean(axis=0)
+    first, _ = _guttman_reference(X0, D, 1, 0.0)  # one step: the zero distance's B entry is 0
+    np.testing.assert_allclose(stress_optimal_mds(D, k, init=X0, max_iter=1).coords, first, atol=1e-9)
+    ref, it = _guttman_reference(X0, D, 40, 1e-9)
+    got = stress_optimal_mds(D, k, init=X0, max_iter=40, tol=1e-9)
+    assert got.stress == pytest.approx(stress(ref, D), rel=1e-6)
+    if not coincident:  # (points that part from a coincident start are near, where the Gram
+        # form of the distance loses digits that the reference's differences keep)
+        np.testing.assert_allclose(got.coords, ref, atol=1e-9)
+        assert got.n_iter == it
+
+
 # ----------------------------------------------------------------------------- stress
 @settings(max_examples=40, deadline=None)
 @given(st.integers(min_value=3, max_value=12), st.integers(min_value=1, max_value=5), st.integers(0, 10**6))

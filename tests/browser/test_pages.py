@@ -231,6 +231,36 @@ def test_built_html_names_no_remote_asset(built_html: Path, docname: str) -> Non
     assert not found, f"{docname}: remote assets in the built HTML: {found[:5]}"
 
 
+SEARCH_SCRIPTS = re.compile(r"<script[^>]*\ssrc=[\"'][^\"']*(?:searchindex|searchtools|language_data)\.js", re.I)
+
+
+@pytest.mark.parametrize("docname", toc_docnames())
+def test_pages_do_not_load_the_search_index(built_html: Path, docname: str) -> None:
+    """Only search.html loads the search index (_templates/layout.html): about 220 KB that
+    the theme put in every page's head for a search-as-you-type box the book leaves off."""
+    html = (built_html / f"{docname}.html").read_text(encoding="utf-8")
+    assert not SEARCH_SCRIPTS.findall(html), f"{docname} loads the search scripts"
+    assert SEARCH_SCRIPTS.findall((built_html / "search.html").read_text(encoding="utf-8"))
+
+
+def test_search_finds_a_chapter(browser, server: str) -> None:
+    """The search page, reached from a chapter's search box as a reader would, lists the
+    chapters that mention a word."""
+    context, page, log = open_page(browser, server, f"{_docname_ending('03_mds_and_stress')}.html")
+    try:
+        page.click("button.search-button__button >> visible=true")
+        page.fill("input[name=q] >> visible=true", "Hellinger")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"/search\.html\?q=Hellinger"), timeout=10_000)
+        page.wait_for_selector("#search-results ul.search li", timeout=20_000)
+        hits = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.getAttribute('href'))")
+    finally:
+        context.close()
+    assert any("02_statistical_geometry" in h for h in hits), hits
+    assert not log.blocked, log.blocked
+    assert not log.js_errors, log.js_errors
+
+
 # ------------------------------------------------------------------ appendices
 def _docname_ending(suffix: str) -> str:
     matches = [d for d in toc_docnames() if d.endswith(suffix)]

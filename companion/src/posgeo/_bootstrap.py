@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -899,6 +899,7 @@ def fitted_stress_intervals(
     classical_ranks: Iterable[int] = (1, 2, 3),
     smacof_ranks: Iterable[int] = (1,),
     full_rank: bool = True,
+    smacof_replicates: int | None = None,
 ) -> pd.DataFrame:
     """Scale-optimal stress of the tables fitted to a bootstrapped geometry, refitted on
     every replicate, with its sampling interval.
@@ -922,12 +923,19 @@ def fitted_stress_intervals(
     full_rank : bool, keyword-only, default True
         Add "PMDS full" (every positive eigenvalue); its stress is 0 for a Euclidean matrix
         and measures the estimator's departure from Euclidean otherwise.
+    smacof_replicates : int, keyword-only, optional
+        Refit the SMACOF tables on the first this many replicates (half-sample method:
+        halvings) only, to bound their cost; default all ``boot.n_boot``. Their interval
+        then rests on fewer replicates (a half-sample interval uses Student's t with
+        ``smacof_replicates - 1`` degrees of freedom, so it widens accordingly); the
+        ``replicates`` column says how many each row used.
 
     Returns
     -------
     pandas.DataFrame
         Index: the tables; columns ``stress`` (fitted to and scored against
-        ``boot.estimate``), ``low``, ``high`` (at ``boot.level``, clipped at 0).
+        ``boot.estimate``), ``low``, ``high`` (at ``boot.level``, clipped at 0) and
+        ``replicates`` (how many replicates the row's interval rests on).
 
     Raises
     ------
@@ -944,6 +952,9 @@ def fitted_stress_intervals(
     >>> t = fitted_stress_intervals(bg, classical_ranks=(1, 3), smacof_ranks=(1,))
     >>> list(t.index), bool((t["low"] <= t["stress"]).all() and (t["stress"] <= t["high"]).all())
     (['PMDS k=1', 'PMDS k=3', 'PMDS full', 'SMACOF k=1'], True)
+    >>> fitted_stress_intervals(bg, classical_ranks=(), full_rank=False, smacof_ranks=(2,),
+    ...                         smacof_replicates=3)["replicates"].tolist()
+    [3]
     """
     from ._geometry import classical_mds, stress, stress_optimal_mds
 
@@ -954,18 +965,39 @@ def fitted_stress_intervals(
     smacof = [check_int(k, "SMACOF rank", maximum=n - 1) for k in smacof_ranks]
     if not ranks and not smacof and not full_rank:
         raise ValueError("no table to fit: give classical_ranks, smacof_ranks or full_rank=True")
-    names = [f"PMDS k={k}" for k in ranks] + (["PMDS full"] if full_rank else []) + [f"SMACOF k={k}" for k in smacof]
+    m = boot.n_boot if smacof_replicates is None else check_int(
+        smacof_replicates, "smacof_replicates", minimum=2, maximum=boot.n_boot,
+        hint=f"the SMACOF refits use the first replicates of the {boot.n_boot}")
+    classical_names = [f"PMDS k={k}" for k in ranks] + (["PMDS full"] if full_rank else [])
+    smacof_names = [f"SMACOF k={k}" for k in smacof]
 
-    def fitted(D: np.ndarray) -> np.ndarray:
+    def fitted(D: np.ndarray, with_classical: bool, with_smacof: bool) -> np.ndarray:
+        width = len(classical_names) * with_classical + len(smacof_names) * with_smacof
         if not np.isfinite(D).all():  # a replicate that left a position empty
-            return np.full(len(names), np.nan)
+            return np.full(width, np.nan)
         full = classical_mds(D)
-        out = [stress(full.coords[:, :k], D, scale="optimal") for k in ranks]
-        if full_rank:
-            out.append(stress(full.coords, D, scale="optimal"))
-        for k in smacof:
-            out.append(stress(stress_optimal_mds(D, k, init=full.coords[:, :k]).coords, D, scale="optimal"))
+        out = []
+        if with_classical:
+            out += [stress(full.coords[:, :k], D, scale="optimal") for k in ranks]
+            if full_rank:
+                out.append(stress(full.coords, D, scale="optimal"))
+        if with_smacof:
+            out += [stress(stress_optimal_mds(D, k, init=full.coords[:, :k]).coords, D, scale="optimal") for k in smacof]
         return np.array(out)
 
-    est, low, high = boot.interval(fitted)
-    return pd.DataFrame({"stress": est, "low": np.clip(low, 0.0, None), "high": high}, index=names)
+    parts = []
+    if m == boot.n_boot:  # one pass: one classical MDS per matrix for every table
+        parts.append((classical_names + smacof_names, boot, lambda D: fitted(D, True, True)))
+    else:
+        if classical_names:
+            parts.append((classical_names, boot, lambda D: fitted(D, True, False)))
+        if smacof_names:  # the first m replicates (and complements) only; low/high are not used
+            head = replace(boot, n_boot=m, replicates=boot.replicates[:m],
+                           complements=None if boot.complements is None else boot.complements[:m])
+            parts.append((smacof_names, head, lambda D: fitted(D, False, True)))
+    frames = []
+    for names, geometry, statistic in parts:
+        est, low, high = geometry.interval(statistic)
+        frames.append(pd.DataFrame({"stress": est, "low": np.clip(low, 0.0, None), "high": high,
+                                    "replicates": geometry.n_boot}, index=names))
+    return pd.concat(frames)
