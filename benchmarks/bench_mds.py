@@ -20,7 +20,7 @@ Every embedding is scored the same way: posgeo's normalised raw stress
 ``posgeo.stress(coords, D)`` = sum_{i<j} (|p_i - p_j| - D_ij)^2 / sum_{i<j} D_ij^2.
 Both SMACOF implementations get the same iteration cap (``--max-iter``) and the same number as
 tolerance (``--tol``), but their stopping rules differ and are printed: posgeo stops when the
-*relative* decrease of normalised stress is <= tol; scikit-learn when the decrease of raw
+decrease of normalised stress is <= tol (absolute: normalised stress is already a ratio); scikit-learn when the decrease of raw
 stress divided by the sum of squared embedding distances is < eps (an *absolute* decrease of
 roughly normalised stress). Iteration counts are reported, and seconds per iteration (total
 minus the method's own classical start, divided by the iterations).

@@ -18,6 +18,7 @@ from hypothesis import given, settings, strategies as st
 import posgeo
 from posgeo import (
     chart_bundle,
+    chart_spec,
     colour_scale,
     corpus_geometry,
     distance_by_offset,
@@ -167,6 +168,25 @@ def test_chart_bundle_is_machine_independent():
     assert [r["x"] for r in rows] == [0.1235, 12345.7, 3.0]  # 4 significant digits, integers kept
     assert first["text/plain"] == "Chart: Points."
     assert first["image/svg+xml"].lstrip().startswith("<svg")
+
+
+def test_chart_data_is_named_by_its_rounded_rows():
+    """A change below the shown precision leaves the stored spec unchanged (Altair's own name
+    hashes the unrounded values), a shown change renames the data set, and re-canonicalising a
+    stored spec is the identity."""
+    def spec(values):
+        base = alt.Chart(pd.DataFrame({"x": values, "y": [1.0, 2.0]}))
+        layered = alt.layer(base.mark_point().encode(x="x:Q", y="y:Q"), base.mark_line().encode(x="x:Q", y="y:Q"))
+        return chart_bundle(finish_chart(layered, description="Two points.").to_dict())[VEGALITE]
+
+    a, b, c = spec([0.1234567, 2.5]), spec([0.1234568, 2.5]), spec([0.1244, 2.5])
+    assert alt.Chart(pd.DataFrame({"x": [0.1234567]})).mark_point().to_dict()["datasets"] != \
+        alt.Chart(pd.DataFrame({"x": [0.1234568]})).mark_point().to_dict()["datasets"]  # what Altair alone does
+    assert a == b
+    assert a != c and set(a["datasets"]) != set(c["datasets"])
+    (name,) = a["datasets"]
+    assert json.dumps(a).count(name) >= 2  # the data set and the reference to it, renamed together
+    assert chart_spec(a) == a
 
 
 def test_chart_bundle_falls_back_to_png_for_many_marks():

@@ -231,13 +231,18 @@ def check_distance_matrix(D: object, *, name: str = "D", atol: float = 1e-8) -> 
         raise ValueError(f"{name} must be square (n, n), got shape {arr.shape}; pass a full pairwise distance matrix")
     if arr.shape[0] < 2:
         raise ValueError(f"{name} must describe at least 2 points, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    # two reductions instead of elementwise masks (this runs on every stress call): a NaN
+    # makes min and max NaN, an inf makes one of them infinite
+    low, high = float(arr.min()), float(arr.max())
+    if not (np.isfinite(low) and np.isfinite(high)):
         raise ValueError(f"{name} contains NaN or inf; distances must be finite")
-    if np.any(arr < 0):
-        raise ValueError(f"{name} has negative entries (min {arr.min():.3g}); distances must be >= 0")
-    scale = max(1.0, float(np.abs(arr).max()))
-    if not np.allclose(arr, arr.T, atol=atol * scale, rtol=0):
-        i, j = np.unravel_index(np.argmax(np.abs(arr - arr.T)), arr.shape)
+    if low < 0:
+        raise ValueError(f"{name} has negative entries (min {low:.3g}); distances must be >= 0")
+    scale = max(1.0, high)  # every entry is >= 0: the largest magnitude is the maximum
+    asym = arr - arr.T
+    np.abs(asym, out=asym)
+    if float(asym.max()) > atol * scale:
+        i, j = np.unravel_index(np.argmax(asym), arr.shape)
         raise ValueError(
             f"{name} is not symmetric: {name}[{i},{j}]={arr[i, j]:.6g} but {name}[{j},{i}]={arr[j, i]:.6g}; "
             "pass (D + D.T) / 2 if the asymmetry is rounding"

@@ -482,9 +482,26 @@ def _round(value: Any) -> Any:
     return value
 
 
+def _dataset_name(rows: Any) -> str:
+    """Altair's name for inline data (``data-`` and a hash of the rows), of the rounded rows."""
+    return "data-" + hashlib.sha256(json.dumps(rows, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+
+
 def _canonical(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Round the numbers to 4 significant digits and renumber Altair's counter names."""
-    text = json.dumps(_round(dict(spec)), sort_keys=False)
+    """Round the numbers to 4 significant digits, renumber Altair's counter names and rename
+    the data sets by their rounded rows.
+
+    Altair names a data set by a hash of its unrounded values, so a difference far below the
+    shown precision (a last-digit change of a float between machines or library versions)
+    renamed it and changed the stored output; the name now follows what is stored."""
+    rounded = _round(dict(spec))
+    text = json.dumps(rounded, sort_keys=False)
+    datasets = rounded.get("datasets")
+    if isinstance(datasets, dict):
+        for old in datasets:
+            new = _dataset_name(datasets[old])
+            if new != old:
+                text = re.sub(r'(?<=")' + re.escape(old) + r'(?=")', new, text)
     order: dict[str, str] = {}
 
     def rename(match: re.Match[str]) -> str:
@@ -536,8 +553,10 @@ def chart_spec(chart: Any) -> dict[str, Any]:
     """A chart's Vega-Lite spec as posgeo stores it: the same on every machine.
 
     Numbers are rounded to 4 significant digits (1 decimal from 1,000 up; integers kept),
-    and Altair's counter-based names (``view_7``, ``param_3``, which depend on how many
-    charts the process made before) are renumbered from 1 in order of appearance.
+    Altair's counter-based names (``view_7``, ``param_3``, which depend on how many
+    charts the process made before) are renumbered from 1 in order of appearance, and each
+    inline data set is named by a hash of its rounded rows (Altair hashes the unrounded
+    ones, so a change below the shown precision would rename it).
 
     Parameters
     ----------
