@@ -416,7 +416,10 @@ hybrid_table.map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
 # Do these intervals hold the truth? The same known-truth corpora as above answer it
 # (two corpora per case, 25 halvings each): the share of pairs whose 95% interval holds
 # the true distance, the share of the (encoding, corpus) cases whose interval of the
-# scale-optimal stress holds the true stress, and the median width of a pair's interval.
+# scale-optimal stress holds the true stress, and the median width of a pair's interval
+# (`pairs_min`: the lower of the two corpora's shares). The `widened` columns do the same for the intervals widened on both sides by the gap
+# between the hybrid and the matched estimates (`boot.widened(pg.matched_hellinger_matrix(...))`):
+# two estimators whose biases differ disagree about as much as they err.
 
 # %%
 coverage = pd.concat(
@@ -425,8 +428,10 @@ coverage = pd.concat(
         for size, options in (("sst2", {}), ("imdb", {"max_positions": 48}))
         for regime in ex_cal.CALIBRATION_REGIMES
     ]
-).set_index(["size", "regime"])[["pairs", "pairs_min", "stress", "median_width"]]
-coverage.map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+).set_index(["size", "regime"])[["pairs", "pairs_min", "stress", "median_width",
+                                 "pairs_widened", "pairs_widened_min", "median_width_widened"]]
+coverage.rename(columns={"median_width": "width", "pairs_widened": "pairs, widened", "pairs_widened_min": "min, widened",
+                         "median_width_widened": "width, widened"}).map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
 
 # %% [markdown]
 # Per pair, the intervals reach their nominal 95% only in IMDB's stationary case. Elsewhere
@@ -434,7 +439,17 @@ coverage.map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
 # bias column of the calibration) is not part of a sampling interval, and it is largest in
 # the `rare` regime, whose differences sit in the tail that the hybrid estimator sees only
 # through its reference approximation. That is below this book's target of 90% in every
-# case but one; it is a gap of the estimator, reported, not hidden. The stress intervals cover the true stress far less
+# case but one: a sampling interval alone is not enough.
+#
+# Widened by the disagreement with the matched estimator, the intervals hold the true
+# distance for at least 94% of the pairs in every case, at 1.5 to 2.1 times the width.
+# (This widening was chosen among three tried on these same cases, so this table is not
+# an independent test of it; the other two, a half-sample bias correction and the gap to
+# the hybrid estimator on cross halves, left the `rare` cases near 60 to 70%.) Use
+# `boot.widened(...)` where a single distance is to be read against the unknown truth;
+# the later chapters' tables show the narrower sampling intervals.
+#
+# The stress intervals (not widened) cover the true stress far less
 # often: noise in the distances raises the stress of every encoding, so the stress
 # against an estimate sits above the stress against the truth by more than its spread.
 # What the intervals do support is a comparison: two encodings scored against the same
@@ -448,7 +463,10 @@ others = coverage.drop(index=[("imdb", "stationary")])
 assert (others["pairs"] > 0.55).all() and (others["pairs"] < 0.9).all()  # "60 to 86%"
 assert coverage.loc[("imdb", "stationary"), "pairs"] > 0.9
 assert (coverage["stress"].dropna() < 0.5).all()
-coverage["pairs"]
+assert (coverage["pairs_widened"] >= 0.94).all()  # "at least 94% of the pairs in every case"
+widening = coverage["median_width_widened"] / coverage["median_width"]
+assert ((widening > 1.45) & (widening < 2.15)).all()  # "1.5 to 2.1 times the width"
+coverage[["pairs", "pairs_widened"]].assign(width_ratio=widening)
 
 # %% [markdown]
 # ## Chord or geodesic?

@@ -424,6 +424,36 @@ def test_fitted_stress_intervals_refit_every_half():
         pg.fitted_stress_intervals(bg, classical_ranks=(), smacof_ranks=(), full_rank=False)
 
 
+def test_widened_moves_every_interval_out_by_the_disagreement():
+    import posgeo as pg
+
+    corpus = pg.synthetic_corpus(n_sequences=600)
+    bg = pg.bootstrap_geometry(corpus, 8, estimator="hybrid", n_boot=6, progress=False)
+    R = pg.matched_hellinger_matrix(corpus, 8, corpus.vocab_size)
+    wide = bg.widened(R)
+    gap = np.abs(bg.estimate - R)
+    assert gap[np.triu_indices(8, 1)].max() > 0  # the two estimators do disagree here
+    np.testing.assert_allclose(wide.high, bg.high + gap)
+    np.testing.assert_allclose(wide.low, np.clip(bg.low - gap, 0.0, None))
+    assert wide.estimate is bg.estimate and bg.reference is None  # the original is untouched
+
+    def mean(D):
+        return float(D[np.triu_indices(8, 1)].mean())
+
+    est, lo, hi = bg.interval(mean)
+    w_est, w_lo, w_hi = wide.interval(mean)
+    g = abs(mean(bg.estimate) - mean(R))
+    assert w_est == est and w_lo == pytest.approx(lo - g) and w_hi == pytest.approx(hi + g)
+    # triangle statistics see the same reference
+    assert wide.interval(lambda d: float(d.mean()), triangle=True)[2] == pytest.approx(w_hi)
+    with pytest.raises(ValueError, match="shape"):
+        bg.widened(R[:4, :4])
+    with pytest.raises(ValueError, match="symmetric"):
+        bg.widened(R + np.triu(np.ones((8, 8)), 1))
+    with pytest.raises(ValueError, match="widened already"):
+        wide.widened(R)
+
+
 def test_fitted_stress_intervals_smacof_on_the_first_replicates():
     import posgeo as pg
     from scipy.stats import t as student_t

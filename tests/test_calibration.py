@@ -296,6 +296,9 @@ def test_interval_coverage_reports_shares():
     res = interval_coverage("smooth", "sst2", n_corpora=1, n_boot=4, max_positions=5, vocab_size=2000)
     row = res.summary.iloc[0]
     assert 0.0 <= row["pairs"] <= 1.0 and 0.0 <= row["stress"] <= 1.0 and row["median_width"] > 0
+    # widening can only hold the truth more often, with wider intervals
+    assert row["pairs"] <= row["pairs_widened"] <= 1.0 and row["pairs_min"] <= row["pairs_widened_min"]
+    assert row["median_width_widened"] >= row["median_width"]
     stationary = interval_coverage("stationary", "sst2", n_corpora=1, n_boot=4, max_positions=5, vocab_size=2000)
     assert np.isnan(stationary.summary["stress"].iloc[0])  # stress is undefined against a zero truth
     with pytest.raises(ValueError):

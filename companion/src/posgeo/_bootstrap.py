@@ -85,6 +85,9 @@ class BootstrapGeometry:
     complements : numpy.ndarray or None, shape (n_boot, n * (n - 1) // 2), float32
         ``"half-sample"`` only: the estimator on the other half of each halving (the
         ``replicates`` hold the first half's).
+    reference : numpy.ndarray or None, shape (n, n)
+        Set by :meth:`widened`: a second estimator's matrix; every interval is then
+        widened on both sides by the two estimators' disagreement.
     """
 
     estimate: np.ndarray
@@ -98,6 +101,7 @@ class BootstrapGeometry:
     n_empty: int
     method: str = "percentile"
     complements: np.ndarray | None = None
+    reference: np.ndarray | None = None
 
     @property
     def n_positions(self) -> int:
@@ -120,6 +124,57 @@ class BootstrapGeometry:
         """
         b = check_int(b, "b", minimum=0, maximum=self.n_boot - 1, hint=f"there are {self.n_boot} replicates")
         return _square(self.replicates[b], self.n_positions)
+
+    def widened(self, reference: Any) -> "BootstrapGeometry":
+        r"""The same intervals widened by the disagreement with a second estimator.
+
+        A sampling interval cannot contain the estimator's own bias. Where two estimators
+        with different biases disagree, the gap between them is a measure of it: every
+        interval becomes :math:`[\mathrm{low} - |s(D) - s(R)|,\ \mathrm{high} + |s(D) - s(R)|]`
+        (``low`` clipped at 0 for the distances), with D the :attr:`estimate`, R the
+        reference and s the statistic (the distance itself for :attr:`low` and
+        :attr:`high`). Chapter 2 measures its coverage of a known truth: with the matched
+        half-sample estimator (:func:`matched_hellinger_matrix`) as the reference of the
+        hybrid one, at least 0.94 of the pairs' 95% intervals hold the true distance in every
+        calibration case, against 0.60 to 0.97 without it, for intervals about twice as wide.
+
+        Parameters
+        ----------
+        reference : array_like, shape (n, n)
+            A distance matrix of the same positions (checked like any distance matrix).
+
+        Returns
+        -------
+        BootstrapGeometry
+            With :attr:`reference` set, :attr:`low` and :attr:`high` widened, and
+            :meth:`interval` widening every statistic's interval the same way.
+
+        Raises
+        ------
+        ValueError
+            ``reference`` is not an (n, n) distance matrix, or this geometry is widened already.
+
+        Examples
+        --------
+        >>> from posgeo import matched_hellinger_matrix, synthetic_corpus
+        >>> corpus = synthetic_corpus(n_sequences=400)
+        >>> bg = bootstrap_geometry(corpus, 8, estimator="hybrid", n_boot=5, progress=False)
+        >>> wide = bg.widened(matched_hellinger_matrix(corpus, 8, corpus.vocab_size))
+        >>> bool(np.all(wide.low <= bg.low) and np.all(wide.high >= bg.high))
+        True
+        """
+        from ._geometry import check_distance_matrix
+
+        if self.reference is not None:
+            raise ValueError("this geometry is widened already; widen the original BootstrapGeometry instead")
+        R = check_distance_matrix(reference, name="reference")
+        if R.shape != self.estimate.shape:
+            raise ValueError(
+                f"reference has shape {R.shape} but the geometry has {self.estimate.shape}; "
+                "pass the second estimator's matrix for the same positions"
+            )
+        gap = np.abs(self.estimate - R)
+        return replace(self, low=np.clip(self.low - gap, 0.0, None), high=self.high + gap, reference=R)
 
     def interval(self, statistic: Callable[[np.ndarray], Any], *, triangle: bool = False) -> tuple[Any, Any, Any]:
         r"""Estimate and interval of any function of the distance matrix.
@@ -145,7 +200,8 @@ class BootstrapGeometry:
             :math:`se^2 = \frac1B \sum_b \bigl(s(D_{A_b}) - s(D_{B_b})\bigr)^2 / 4` over
             the B halvings and t the ``(1 + level) / 2`` quantile of Student's t with B - 1
             degrees of freedom (not clipped: clip it yourself where the statistic is
-            bounded).
+            bounded). After :meth:`widened`, both ends move out by
+            ``|s(estimate) - s(reference)|``.
 
         Raises
         ------
@@ -199,6 +255,9 @@ class BootstrapGeometry:
             low, high = est - t * half, est + t * half
         else:
             low, high = _percentiles(values(self.replicates), self.level)
+        if self.reference is not None:  # widened by the estimators' disagreement
+            gap = np.abs(est - value(self.reference[iu].copy() if triangle else self.reference.copy()))
+            low, high = low - gap, high + gap
         if est.ndim == 0:
             return float(est), float(low), float(high)
         return est, low, high
@@ -248,7 +307,9 @@ def bootstrap_geometry(
     like 1/N^2): the intervals ``s(estimate) -/+ t se`` (t: Student's quantile with B - 1
     degrees of freedom) err on the wide side. They assume the estimator is nearly unbiased,
     which is what the calibration measures (``experiments.calibration``, where their
-    coverage of the known truth is reported too). Each halving costs two estimates on half
+    coverage of the known truth is reported too: 60 to 97% of the pairs at SST-2's and
+    IMDB's sizes); :meth:`BootstrapGeometry.widened` adds the disagreement with a second
+    estimator to every interval (at least 94% there). Each halving costs two estimates on half
     the corpus (IMDB train at n = 510: about 3 s).
 
     The estimate is the library's function on the corpus. In a replicate the corrections

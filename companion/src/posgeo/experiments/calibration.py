@@ -712,7 +712,9 @@ class CoverageResult:
         scale-optimal stress holds the true stress; NaN when the truth is 0),
         ``mean_distance`` (share of corpora whose interval of the mean distance holds the
         truth), ``median_width`` (median width of the distance intervals),
-        ``n_corpora``, ``n_boot``.
+        ``pairs_widened``, ``pairs_widened_min`` and ``median_width_widened`` (the same for
+        the intervals widened by the disagreement with the matched estimator,
+        :meth:`~posgeo.BootstrapGeometry.widened`), ``n_corpora``, ``n_boot``.
     """
 
     regime: str
@@ -775,6 +777,7 @@ def interval_coverage(
     k = positions.size
     iu = np.triu_indices(k, 1)
     inside, hits_stress, hits_mean, widths, per_corpus = [], [], [], [], []
+    inside_w, widths_w, per_corpus_w = [], [], []
     for child in np.random.SeedSequence(seed).spawn(n_corpora):
         s_corpus, s_boot = (int(x) >> 1 for x in child.generate_state(2, dtype=np.uint32))
         seqs = sample_calibration_corpus(truth, reach=reach, seed=s_corpus)
@@ -784,6 +787,11 @@ def interval_coverage(
         inside.append(ok)
         per_corpus.append(float(ok.mean()))
         widths.append(bg.high[iu] - bg.low[iu])
+        wide = bg.widened(matched_hellinger_matrix(seqs, k, V, seed=s_boot))
+        ok_w = (wide.low[iu] <= D_true[iu]) & (D_true[iu] <= wide.high[iu])
+        inside_w.append(ok_w)
+        per_corpus_w.append(float(ok_w.mean()))
+        widths_w.append(wide.high[iu] - wide.low[iu])
         _, lo, hi = bg.interval(lambda D: float(D[iu].mean()))
         hits_mean.append(lo <= D_true[iu].mean() <= hi)
         if np.isfinite(s_true).all():
@@ -797,6 +805,9 @@ def interval_coverage(
         "stress": float(np.mean(hits_stress)) if hits_stress else float("nan"),
         "mean_distance": float(np.mean(hits_mean)),
         "median_width": float(np.median(np.concatenate(widths))),
+        "pairs_widened": float(np.concatenate(inside_w).mean()),
+        "pairs_widened_min": min(per_corpus_w),
+        "median_width_widened": float(np.median(np.concatenate(widths_w))),
         "n_corpora": n_corpora,
         "n_boot": n_boot,
     }])
