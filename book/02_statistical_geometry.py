@@ -444,8 +444,8 @@ coverage.rename(columns={"median_width": "width", "pairs_widened": "pairs, widen
 # Widened by the disagreement with the matched estimator, the intervals hold the true
 # distance for at least 94% of the pairs in every case, at 1.5 to 2.1 times the width.
 # (This widening was chosen among three tried on these same cases, so this table is not
-# an independent test of it; the other two, a half-sample bias correction and the gap to
-# the hybrid estimator on cross halves, left the `rare` cases near 60 to 70%.) Use
+# an independent test of it; the other two were a half-sample bias correction and the gap
+# to the hybrid estimator on cross halves.) Use
 # `boot.widened(...)` where a single distance is to be read against the unknown truth;
 # the later chapters' tables show the narrower sampling intervals.
 #

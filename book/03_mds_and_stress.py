@@ -545,7 +545,7 @@ stress_ci[["stress", "low", "high", "permuted mean", "gain"]]
 # distances and scored against them (`pg.fitted_stress_intervals`), so their intervals
 # include the variability of the fit. One full classical MDS per half gives every rank.
 # SMACOF is refitted at $k = 1, 2, 3$: on all 25 halvings of SST-2, and on the first 10
-# of IMDB's, where a refit at $k = 3$ takes about half a second at $n = 510$ (the
+# of IMDB's, whose $n = 510$ positions make the refits the costly part of this cell (the
 # `replicates` column; an interval from 10 halvings uses Student's $t$ with 9 degrees of
 # freedom, so it is a little wider than it would be from 25).
 

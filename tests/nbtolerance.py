@@ -408,13 +408,12 @@ def pytest_runtest_logreport(report):
 
 
 def _time_summary(terminalreporter) -> None:
-    times = _TIMES
-    if not times:
+    if not _TIMES:
         return
     terminalreporter.section("nbval: time per notebook")
-    for path, (seconds, cells, (worst, cell)) in sorted(times.items(), key=lambda kv: -kv[1][0]):
+    for path, (seconds, cells, (worst, cell)) in sorted(_TIMES.items(), key=lambda kv: -kv[1][0]):
         terminalreporter.write_line(f"{seconds:7.1f} s  {path} ({len(cells)} cells; slowest {cell}: {worst:.1f} s)")
-    terminalreporter.write_line(f"{sum(v[0] for v in times.values()):7.1f} s  in all (summed over the workers)")
+    terminalreporter.write_line(f"{sum(v[0] for v in _TIMES.values()):7.1f} s  in all (summed over the workers)")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

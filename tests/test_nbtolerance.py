@@ -224,6 +224,8 @@ def test_nbval_with_tolerance(nbval_dir):
     assert "accuracy 0.5104" in out and "accuracy 0.5103" in out
     assert "cells.ipynb::Cell 0: 1/1 numbers differ, largest 78% of the tolerance (0.4946 -> 0.5103); atol=0.02: ok" in out
     assert "cells.ipynb::Cell 6: 0/1 numbers differ; atol=0.02: ok" in out
+    # The time per notebook: every cell counted once, the slowest one named.
+    assert re.search(rf"\n +[0-9.]+ s  cells\.ipynb \({len(CELLS)} cells; slowest Cell \d+: [0-9.]+ s\)", out), out
 
 
 def test_require_difference(nbval_dir):

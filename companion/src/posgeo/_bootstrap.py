@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ._geometry import hellinger_matrix, order_free_baselines, pairwise_distances
+from ._geometry import check_distance_matrix, hellinger_matrix, order_free_baselines, pairwise_distances
 from ._linalg import small_blas
 from ._marginals import (
     first_order_hellinger_matrix,
@@ -163,8 +163,6 @@ class BootstrapGeometry:
         >>> bool(np.all(wide.low <= bg.low) and np.all(wide.high >= bg.high))
         True
         """
-        from ._geometry import check_distance_matrix
-
         if self.reference is not None:
             raise ValueError("this geometry is widened already; widen the original BootstrapGeometry instead")
         R = check_distance_matrix(reference, name="reference")
