@@ -194,10 +194,12 @@ pg.plot_spectra({f"{name} plug-in": pg.classical_mds(g.distances).eigenvalues fo
 
 # %% [markdown]
 # How sure are the corrected ranks? Chapter 2's half-sample intervals (25 halvings of the
-# corpus, SST-2's phrases kept with their sentences) give each its 95% interval:
+# corpus, SST-2's phrases kept with their sentences), widened by the disagreement with the
+# matched estimator (chapter 2: the widened intervals are the ones that hold a known
+# truth), give each its 95% interval:
 
 # %%
-boots = {name: ex_stats.corpus_bootstrap(name, N_POSITIONS[name], progress=False) for name in ("sst2", "imdb")}
+boots = {name: ex_stats.corpus_bootstrap(name, N_POSITIONS[name], widened=True, progress=False) for name in ("sst2", "imdb")}
 
 
 def rank_statistics(D):
@@ -213,15 +215,58 @@ rank_ci = pd.concat({
 rank_ci.round(1)
 
 # %% [markdown]
-# The corrected effective ranks are uncertain by about two dimensions either way, on both
-# corpora, and their lower ends stay far above the synthetic corpus's five: the gap between
-# real and synthetic corpora holds. (On IMDB the rank is that of a matrix that is mostly
-# the estimator's noise, chapter 2, and noise is reproducibly full-rank.)
+# On IMDB the corrected effective rank is pinned down to a few dimensions, far above the
+# synthetic corpus's five. (It is the rank of a matrix that is mostly the estimator's
+# noise, chapter 2, and noise is reproducibly full-rank.) On SST-2 it is not pinned down
+# at all: the interval runs from a few dimensions to more than fifty, so that SST-2 needs
+# more dimensions than the synthetic corpus is not established. The width comes not from
+# sampling but from the two noise corrections disagreeing, and the next table shows why.
 
 # %%
-assert (rank_ci.xs("rank 90%", level=1)["low"] > 2 * ranks.loc["synthetic", ("corrected", "rank 90%")]).all()
-assert ((rank_ci["high"] - rank_ci["low"]).xs("rank 90%", level=1) < 5).all()  # "about two either way"
-rank_ci.xs("rank 90%", level=1)["low"].rename("rank 90%, lower end")
+rank_width = (rank_ci["high"] - rank_ci["low"]).xs("rank 90%", level=1)
+assert rank_ci.loc[("imdb", "rank 90%"), "low"] > 2 * ranks.loc["synthetic", ("corrected", "rank 90%")]
+assert rank_width["imdb"] < 10 and rank_width["sst2"] > 30  # "a few dimensions" / "from a few to more than fifty"
+assert rank_ci.loc[("sst2", "rank 90%"), "low"] < ranks.loc["synthetic", ("corrected", "rank 90%")]
+rank_width.rename("width of the rank-90% interval")
+
+# %% [markdown]
+# The mean corrected distance by three estimators: the hybrid estimate (the book's
+# corrected geometry), the matched estimate with random halves of the sequences
+# (chapter 2's `geometry.matched`), and the matched estimate whose halves keep SST-2's
+# phrases with their sentences (the widening's reference):
+
+# %%
+def mean_distance(D):
+    return float(D[np.triu_indices(D.shape[0], 1)].mean())
+
+
+estimators = pd.DataFrame({
+    name: {"hybrid": mean_distance(boots[name].estimate),
+           "matched, halves of sequences": mean_distance(geometries[name].matched),
+           "matched, halves of sentence groups": mean_distance(boots[name].reference)}
+    for name in boots
+}).T
+estimators.round(4)
+
+# %% [markdown]
+# On IMDB, whose reviews are independent, the two matched estimates are the same and sit
+# above the hybrid one. On SST-2 the grouped halves cut the mean distance by
+# more than two fifths. SST-2's training sequences are parse-tree phrases nested in their
+# sentences (chapter 2): a sentence and its phrases share tokens, so halves of sequences
+# are not independent, and their same-position noise looks smaller than it is. The hybrid
+# estimator makes the same independence assumption (its collision terms count a token of
+# a phrase and of its sentence as two draws), and it agrees with the ungrouped matched
+# estimate. A corrected SST-2 geometry that allowed for the nesting would be much closer
+# to stationary than the one this book uses. Chapter 2's calibration drew independent
+# sequences only, so it cannot say which is right. The widened intervals carry this
+# disagreement, and on SST-2 it is larger than the sampling noise.
+
+# %%
+assert abs(estimators.loc["imdb", "matched, halves of sentence groups"] - estimators.loc["imdb", "matched, halves of sequences"]) < 1e-9
+grouped_ratio = estimators["matched, halves of sentence groups"] / estimators["hybrid"]
+assert grouped_ratio["sst2"] < 0.6  # "more than two fifths" less
+assert abs(estimators.loc["sst2", "matched, halves of sequences"] / estimators.loc["sst2", "hybrid"] - 1) < 0.05
+grouped_ratio.rename("grouped matched / hybrid")
 
 # %%
 assert ranks.loc["synthetic", ("plug-in", "rank 99%")] <= 16
@@ -530,9 +575,9 @@ gain.loc[structured + ["random d=384"]]
 # %% [markdown]
 # ## Which differences hold?
 #
-# The corrected stresses above are point estimates. Chapter 2's half-sample intervals
-# (25 halvings of the corpus, SST-2's phrases kept with their sentences) give each its 95%
-# sampling interval; the table adds the order-free baselines against the same estimate.
+# The corrected stresses above are point estimates. The widened intervals of the
+# section above give each its 95% interval; the table adds the order-free baselines
+# against the same estimate.
 
 # %%
 stress_ci = pd.concat({name: pg.stress_intervals(boots[name], encodings[name], n_permutations=100, seed=0) for name in boots},
@@ -543,35 +588,47 @@ stress_ci[["stress", "low", "high", "permuted mean", "gain"]]
 # The tables fitted to the distances themselves, classical MDS ($P_{\mathrm{MDS}}$) and
 # SMACOF, are not fixed encodings: on every halving they are refitted to that half's
 # distances and scored against them (`pg.fitted_stress_intervals`), so their intervals
-# include the variability of the fit. One full classical MDS per half gives every rank.
+# include the variability of the fit (and the widening, the gap to the same fit on the
+# matched estimate). One full classical MDS per half gives every rank.
 # SMACOF is refitted at $k = 1, 2, 3$: on all 25 halvings of SST-2, and on the first 10
 # of IMDB's, whose $n = 510$ positions make the refits the costly part of this cell (the
 # `replicates` column; an interval from 10 halvings uses Student's $t$ with 9 degrees of
-# freedom, so it is a little wider than it would be from 25).
+# freedom, so it is a little wider than it would be from 25). The rows "SMACOF k=K -
+# PMDS k=K" are the paired intervals of the difference, both tables refitted on the
+# same halves.
 
 # %%
 SMACOF_HALVINGS = {"sst2": None, "imdb": 10}  # None: every halving
-fitted_ci = pd.concat({name: pg.fitted_stress_intervals(boot, smacof_ranks=(1, 2, 3), smacof_replicates=SMACOF_HALVINGS[name])
+fitted_ci = pd.concat({name: pg.fitted_stress_intervals(boot, smacof_ranks=(1, 2, 3), paired=True,
+                                                         smacof_replicates=SMACOF_HALVINGS[name])
                        for name, boot in boots.items()}, names=["corpus", "table"])
-for (name, table), row in fitted_ci.iterrows():  # the estimates are the corrected stresses of the section above
+for (name, table), row in fitted_ci.drop(index=[t for t in fitted_ci.index if " - " in t[1]]).iterrows():
+    # the estimates are the corrected stresses of the section above
     assert np.isclose(row["stress"], noise_effect.loc[table, (name, "corrected")], rtol=1e-6, atol=1e-9), (name, table)
 assert fitted_ci.loc[("imdb", "SMACOF k=1"), "high"] < 0.1  # "a one-dimensional SMACOF embedding fits it"
-assert fitted_ci.loc[("imdb", "PMDS full"), "low"] > fitted_ci.loc[("imdb", "PMDS k=3"), "high"]
-for name in boots:  # "at every rank, SMACOF's interval lies below classical MDS's"
-    for k in (1, 2, 3):
-        assert fitted_ci.loc[(name, f"SMACOF k={k}"), "high"] < fitted_ci.loc[(name, f"PMDS k={k}"), "low"], (name, k)
+for k in (1, 2, 3):  # "on IMDB below 0 at every rank; on SST-2 negative estimates, intervals reaching just past 0"
+    assert fitted_ci.loc[("imdb", f"SMACOF k={k} - PMDS k={k}"), "high"] < 0, k
+    sst2_row = fitted_ci.loc[("sst2", f"SMACOF k={k} - PMDS k={k}")]
+    assert sst2_row["stress"] < 0 < sst2_row["high"] < 0.02, k
+assert fitted_ci.loc[("imdb", "SMACOF k=1"), "high"] < fitted_ci.loc[("imdb", "PMDS k=1"), "low"]
+assert fitted_ci.loc[("sst2", "SMACOF k=3"), "low"] < fitted_ci.loc[("sst2", "PMDS k=3"), "high"]  # the own intervals overlap
 k3 = {name: fitted_ci.loc[(name, "SMACOF k=3"), "stress"] / fitted_ci.loc[(name, "PMDS k=3"), "stress"] for name in boots}
 assert 0.4 < k3["sst2"] < 0.6 and k3["imdb"] < 0.5  # "roughly halves ... more than halves"
 pg.display_table(fitted_ci, digits=4)
 
 # %% [markdown]
-# At every rank from 1 to 3 and on both corpora, the whole interval of the SMACOF table
-# lies below that of the classical table of the same rank: the stress-optimal embedding's
-# advantage over P1's $P_{\mathrm{MDS}}$ holds against the sampling noise, refit
-# included (at $k = 3$ it roughly halves the stress on SST-2 and more than halves it on
-# IMDB). On IMDB the one-dimensional SMACOF fit stays below 0.1 across the halvings, and
-# full-rank classical MDS of the corrected matrix fits worse than its first three
-# dimensions alone: its further dimensions follow the estimator's non-Euclidean noise.
+# On IMDB, at every rank from 1 to 3, the paired interval of SMACOF's stress minus
+# classical MDS's lies below 0: the stress-optimal embedding's advantage over P1's
+# $P_{\mathrm{MDS}}$ holds against the sampling noise and the estimators' disagreement,
+# refit included (at $k = 3$ it more than halves the stress on the estimate). On SST-2
+# the estimate roughly halves the stress at $k = 3$ too, but the widened intervals reach
+# just past 0 at every rank: against the grouped matched estimate SMACOF's gain is much
+# smaller, so the size of SST-2's advantage is not established. The two tables' own
+# intervals overlap (on SST-2 they reach from near 0 to twice the estimate), because both
+# move with the geometry; only the paired difference can settle it. On IMDB the
+# one-dimensional SMACOF fit stays below 0.1 throughout its interval. Full-rank classical MDS of the corrected IMDB matrix fits worse than its
+# first three dimensions on the estimate: its further dimensions follow the estimator's
+# non-Euclidean noise.
 #
 # Two intervals that overlap may still hide a clear difference, because both stresses
 # move with the same sample. The paired intervals of the differences settle which
@@ -585,14 +642,17 @@ unresolved[["better", "worse", "difference", "low", "high"]]
 
 # %% [markdown]
 # Only the pairs listed above are unresolved at 95%; every other ordering of two encodings
-# in the corrected-stress table holds against the sampling noise of the hybrid estimate.
-# (They still rest on the estimator being right about the ranking, which chapter 2's
-# calibration supports in every regime it tried, and the stress values themselves sit
-# above the stress against the true geometry, which no interval here can correct.)
+# in the corrected-stress table holds against the sampling noise and the estimators'
+# disagreement (chapter 2's calibration found no separated pair of the wrong sign). On
+# IMDB most orderings hold; those left open involve ALiBi, whose stress moves most between
+# the two estimates, and MiniLM against random vectors and the simplex. On SST-2 almost
+# none hold: the two estimates of its geometry disagree (section above), and a ranking of
+# encodings on corrected SST-2 is not established by this book. The share of pairs
+# separated:
 
 # %%
 share_separated = differences.groupby(level="corpus")["separated"].mean()
-assert (share_separated > 0.5).all()
+assert share_separated["imdb"] > 0.5 and share_separated["sst2"] < 0.25
 share_separated.rename("share of pairs separated")
 
 # %% [markdown]
@@ -617,9 +677,11 @@ share_separated.rename("share of pairs separated")
 # - On real corpora the plug-in distances are mostly noise, and stress against them rewards
 #   encodings that mimic noise. Score against corrected distances (here the hybrid
 #   estimate, chapter 2), and say which you used.
-# - With half-sample intervals (section "Which differences hold?") almost every ordering of
-#   two encodings by corrected stress holds at 95%; the exceptions are listed, and no
-#   claim of this chapter rests on them.
+# - With intervals widened by the disagreement between two noise corrections (section
+#   "Which differences hold?"), most orderings of two encodings by corrected stress hold
+#   at 95% on IMDB and almost none on SST-2, whose nested phrases make the two corrections
+#   disagree. SMACOF's advantage over $P_{\mathrm{MDS}}$ at ranks 1 to 3 holds on IMDB;
+#   on SST-2 its paired intervals reach just past 0.
 #
 # ## Exercises
 #

@@ -206,7 +206,7 @@ rates.loc[["ALiBi 12 heads", "sinusoidal d=384", "PMDS full", "MiniLM learned"],
 # %%
 from posgeo.experiments import statistics as ex_stats
 
-boots = {name: ex_stats.corpus_bootstrap(name, N_POSITIONS[name], progress=False) for name in ("sst2", "imdb")}
+boots = {name: ex_stats.corpus_bootstrap(name, N_POSITIONS[name], widened=True, progress=False) for name in ("sst2", "imdb")}
 compared = {
     "sst2": ["PMDS k=3", "sinusoidal d=384", "RoPE d=384 (head 32)", "ALiBi 12 heads", "random d=384", "MiniLM learned"],
     "imdb": ["PMDS k=3", "ALiBi 12 heads", "MiniLM learned"],
@@ -224,14 +224,16 @@ rate_ci.round(3)
 
 # %% [markdown]
 # The estimates are the corrected-order column of the table above (the bootstrap's estimate
-# is the same hybrid matrix). Every rate but random's is far from its 0.5, with intervals of
-# about $\pm 0.03$ on SST-2 and $\pm 0.008$ on IMDB. The paired differences are much narrower
-# than the rates' own intervals, because the same noisy distances order the pairs for both
-# encodings. On SST-2, ALiBi violates 0.002 fewer pairs than the sinusoids: a difference
-# that holds at 95% and is far too small to matter. The rank-3 PMDS table violates fewer
-# pairs than ALiBi on both corpora (by 0.04 on SST-2, 0.02 on IMDB), and MiniLM more than
-# PMDS on both (by 0.17 and 0.21): these orderings hold against the sampling noise of the
-# corrected geometry.
+# is the same hybrid matrix). The intervals are widened by the disagreement with the
+# matched estimator (chapter 3): up to about $\pm 0.2$ on SST-2 and $\pm 0.13$ on IMDB,
+# far wider than sampling alone, because the two estimates order the pairs differently.
+# Every rate but random's still stays below its 0.5. The paired differences are mostly
+# narrower than the rates' own intervals, because the same distances order the pairs for
+# both encodings. On SST-2, ALiBi violates 0.002 fewer pairs than the sinusoids: a
+# difference that holds at 95% and is far too small to matter. MiniLM violates more
+# pairs than the rank-3 PMDS table on both corpora (by 0.17 and 0.21), and on IMDB the
+# PMDS table fewer than ALiBi (by 0.02): these orderings hold. On SST-2 the PMDS table's
+# lead over ALiBi (0.04 on the estimate) does not survive the widening.
 
 # %%
 for name in boots:
@@ -242,8 +244,11 @@ assert rate_ci.loc[[(n, e) for n in compared for e in compared[n] if not e.start
 assert rate_ci.loc[[("sst2", "MiniLM learned - PMDS k=3"), ("imdb", "MiniLM learned - PMDS k=3")], "rate"].gt(0).all()
 assert rate_ci.loc[[("sst2", "MiniLM learned - PMDS k=3"), ("imdb", "MiniLM learned - PMDS k=3")], "separated"].all()
 assert abs(rate_ci.loc[("sst2", "ALiBi 12 heads - sinusoidal d=384"), "rate"]) < 0.01
-assert (rate_ci.loc[("sst2", "PMDS k=3 - ALiBi 12 heads"), "high"] < 0) and (rate_ci.loc[("imdb", "ALiBi 12 heads - PMDS k=3"), "low"] > 0)
-(rate_ci["high"] - rate_ci["low"]).groupby(level="corpus").max().rename("widest interval")
+assert rate_ci.loc[("sst2", "PMDS k=3 - ALiBi 12 heads"), "rate"] < 0 < rate_ci.loc[("sst2", "PMDS k=3 - ALiBi 12 heads"), "high"]
+assert rate_ci.loc[("imdb", "ALiBi 12 heads - PMDS k=3"), "low"] > 0
+widest = (rate_ci["high"] - rate_ci["low"]).groupby(level="corpus").max()
+assert 0.3 < widest["sst2"] < 0.45 and 0.2 < widest["imdb"] < 0.3  # "about +-0.2 ... +-0.13"
+widest.rename("widest interval")
 
 # %% [markdown]
 # ## Tables trained from scratch on SST-2 and IMDB
@@ -683,9 +688,10 @@ pd.DataFrame({p: vars(ex.ntk_settings(p)) for p in ("small", "full")}).drop(inde
 # - ALiBi is exactly monotone in offset, sinusoids are monotone only at short range, and
 #   full-rank PMDS is exactly as monotone as the corpus geometry it reproduces: a ring
 #   (synthetic) or mostly noise (IMDB) is not monotone in offset.
-# - Rates in corrected order carry the sampling noise of the corrected geometry: with
-#   half-sample intervals (about $\pm 0.03$ on SST-2), the rank-3 PMDS table violates fewer
-#   pairs than ALiBi and MiniLM's table more than PMDS, on both real corpora.
+# - Rates in corrected order carry the uncertainty of the corrected geometry: with
+#   intervals widened by the disagreement of two noise corrections (up to about
+#   $\pm 0.2$), MiniLM's table violates more pairs than the rank-3 PMDS table on both real
+#   corpora, and PMDS fewer than ALiBi on IMDB (not established on SST-2).
 # - Tables trained from scratch are well below random on every corpus: on the synthetic
 #   ring and, at $n = 16$ with chapter 5's recipe, on SST-2 and IMDB, where they are about
 #   as monotone in offset as the corpus geometry and more monotone than MiniLM's table.

@@ -98,11 +98,11 @@ pd.DataFrame({
 #
 # First the premise. The scale-optimal stress of every table against the corpus geometry
 # of its 16 positions: against the plug-in distances the tables were built from, and
-# against the noise-corrected (hybrid) geometry of chapter 2 with its 95% half-sample
-# interval.
+# against the noise-corrected (hybrid) geometry of chapter 2 with its 95% interval
+# (half-sample, widened by the disagreement with the matched estimator, as in chapter 3).
 
 # %%
-boots = {name: ex_stats.corpus_bootstrap(name, ct.n_positions, progress=False) for name, ct in corpora.items()}
+boots = {name: ex_stats.corpus_bootstrap(name, ct.n_positions, widened=True, progress=False) for name, ct in corpora.items()}
 stresses = ex.table_stresses(corpora, settings, corrected=boots)
 stresses.round(4)
 
@@ -111,9 +111,11 @@ for name in corpora:
     t = stresses.loc[name]
     corpus_tables = [e for e in t.index if e.startswith(("PMDS", "SMACOF"))]
     assert t.loc["PMDS full", "plug-in"] < 1e-9
+    if name == "sst2":  # "on SST-2 every corrected interval reaches 0"
+        assert (t["corrected low"] < 1e-6).all()
+        continue
     assert (t.loc[corpus_tables, "corrected high"] < t.loc["rope", "corrected low"]).all()
-    beats_sinusoids = t.loc[corpus_tables, "corrected high"] < t.loc["sinusoidal (fixed)", "corrected low"]
-    assert beats_sinusoids.drop(index="PMDS k=3" if name == "sst2" else []).all()
+    assert (t.loc[corpus_tables, "corrected high"] < t.loc["sinusoidal (fixed)", "corrected low"]).all()
 stresses.xs("PMDS k=3", level="encoding")["corrected"].rename("PMDS k=3, corrected stress")
 
 # %% [markdown]
@@ -122,10 +124,12 @@ stresses.xs("PMDS k=3", level="encoding")["corrected"].rename("PMDS k=3, correct
 # IMDB the rank-3 SMACOF table fits far better than rank-3 $P_{\mathrm{MDS}}$ (chapter 3).
 # Against the corrected geometry the ranking of the real corpora changes (on IMDB the
 # rank-3 $P_{\mathrm{MDS}}$ table fits best, because the plug-in noise that the higher
-# ranks reproduce is gone), but every table built from the corpus still fits better than
-# RoPE's vector form, and all but SST-2's rank-3 $P_{\mathrm{MDS}}$ (a tie) better than the
-# fixed sinusoids, outside the sampling intervals. If a better fit meant better training,
-# the corpus tables should win below.
+# ranks reproduce is gone). On the synthetic corpus and IMDB every table built from the
+# corpus still fits better than RoPE's vector form and the fixed sinusoids, outside the
+# intervals. On SST-2 every corrected interval reaches 0: its two noise corrections
+# disagree (chapter 3), and against the corrected geometry no table's fit is
+# established there. If a better fit meant better training, the corpus tables should win
+# below, at least on the synthetic corpus and IMDB.
 
 # %% [markdown]
 # ## Training
@@ -247,7 +251,8 @@ pd.DataFrame({p: dataclasses.asdict(ex.constructive_settings(p)) for p in ("smal
 #
 # - Fixed position tables built from the corpus by MDS (P1's $P_{\mathrm{MDS}}$, ranks 3,
 #   8 and full) and by SMACOF fit the corpus geometry far better than sinusoids or RoPE,
-#   against plug-in and corrected distances alike.
+#   against plug-in distances, and against corrected ones on the synthetic corpus and IMDB
+#   (on SST-2 the corrected intervals all reach 0).
 # - Trained with five seeds in the small profile, they do no better than a learned table,
 #   fixed sinusoids or RoPE: the only differences whose 95% intervals exclude 0 are those
 #   between having positions and having none, on the synthetic tasks. On SST-2 and IMDB

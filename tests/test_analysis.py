@@ -26,7 +26,7 @@ from posgeo import (
     stress,
     stress_table,
 )
-from posgeo.experiments.statistics import corpus_summary, geometry_summary
+from posgeo.experiments.statistics import corpus_bootstrap, corpus_summary, geometry_summary
 from posgeo.experiments.stress import model_encodings, standard_encodings, stress_comparison
 
 @pytest.fixture(autouse=True)
@@ -111,6 +111,42 @@ def test_matched_hellinger_closer_to_truth_than_plug_in(nonstationarity, n_seque
     err_m, err_p = np.linalg.norm(M - truth), np.linalg.norm(plug_in - truth)
     # Measured margin is about 1.5-2x at these sizes; demand a clear 20%.
     assert err_m < 0.8 * err_p
+
+
+def test_matched_hellinger_groups_keep_copies_in_one_half():
+    # Every sequence twice, each pair one group: every split puts both copies in the same
+    # half, so each half's frequencies (hence the result) are exactly those of the corpus
+    # without copies under the same draws. Split by sequence instead, copies straddle the
+    # halves and the same-position noise is under-estimated: the distances come out larger.
+    # Stationary truth (every distance 0), so what remains is the estimator's noise.
+    p = np.random.default_rng(0).dirichlet(np.ones(64))
+    seqs = sample_synthetic_sequences(np.tile(p, (16, 1)), 300, seed=4)
+    lists = [seqs.tokens[seqs.offsets[i]:seqs.offsets[i + 1]].tolist() for i in range(len(seqs))]
+    twice = Sequences.from_list([s for s in lists for _ in range(2)], vocab_size=64)
+    pairs = np.repeat(np.arange(len(lists)) * 7 + 3, 2)  # any integer ids
+    alone = matched_hellinger_matrix(seqs, 16, 64, seed=2)
+    np.testing.assert_array_equal(matched_hellinger_matrix(twice, 16, 64, seed=2, groups=pairs), alone)
+    ungrouped = matched_hellinger_matrix(twice, 16, 64, seed=2)
+    iu = np.triu_indices(16, 1)
+    assert ungrouped[iu].mean() > 1.5 * alone[iu].mean()
+    # one group per sequence draws the same splits as no groups
+    np.testing.assert_array_equal(matched_hellinger_matrix(seqs, 16, 64, seed=2, groups=np.arange(len(lists))), alone)
+    with pytest.raises(ValueError, match="group"):
+        matched_hellinger_matrix(seqs, 16, 64, groups=np.zeros(5, dtype=int))
+
+
+def test_corpus_bootstrap_widened_by_the_cached_matched_estimate():
+    plain = corpus_bootstrap("synthetic", 8, n_boot=4, progress=False)
+    wide = corpus_bootstrap("synthetic", 8, n_boot=4, widened=True, progress=False)
+    corpus = load_corpus("synthetic", "train")
+    reference = matched_hellinger_matrix(corpus, 8, corpus.vocab_size, seed=0)
+    np.testing.assert_array_equal(wide.reference, reference)
+    gap = np.abs(plain.estimate - reference)
+    np.testing.assert_allclose(wide.high, plain.high + gap)
+    assert plain.reference is None  # the cached geometry is not widened in place
+    np.testing.assert_array_equal(corpus_bootstrap("synthetic", 8, n_boot=4, widened=True, progress=False).reference, reference)
+    with pytest.raises(TypeError, match="widened"):
+        corpus_bootstrap("synthetic", 8, n_boot=4, widened="yes", progress=False)
 
 
 def test_matched_hellinger_converges_to_truth_with_more_data():

@@ -928,6 +928,31 @@ def test_intervals_are_the_library_s_and_drive_the_verdict(text_report: AuditRep
         assert paired["random vectors"] == expect
 
 
+def test_intervals_are_widened_by_the_grouped_matched_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    import posgeo as pg
+    from posgeo.audit import compute
+
+    corpus = pg.load_corpus("synthetic", n_sequences=400, n_positions=8, vocab_size=16)
+    enc = {"sinusoidal": pg.sinusoidal_encoding(6, 8), "random": pg.random_encoding(6, 8, seed=0)}
+    step = compute.intervals_step(corpus, enc, n_positions=6, n_boot=4, seed=0)
+    groups = pg.overlap_groups(corpus)
+    boot = pg.bootstrap_geometry(corpus, 6, estimator="hybrid", n_boot=4, groups=groups, seed=0, progress=False)
+    wide = boot.widened(pg.matched_hellinger_matrix(corpus, 6, corpus.vocab_size, seed=0, groups=groups))
+    expected = pg.stress_intervals(wide, enc, n_permutations=100, seed=0)
+    pd.testing.assert_frame_equal(step.stress, expected)
+    plain = pg.stress_intervals(boot, enc, n_permutations=100, seed=0)
+    assert ((step.stress["high"] - step.stress["low"]) >= (plain["high"] - plain["low"]) - 1e-12).all()
+    assert step.notes == {}
+
+    def fails(*args, **kwargs):  # fault injection: the matched estimate cannot be computed
+        raise ValueError("position 5 is reached by fewer than 2 sequences")
+
+    monkeypatch.setattr(compute, "matched_hellinger_matrix", fails)
+    kept = compute.intervals_step(corpus, enc, n_positions=6, n_boot=4, seed=0)
+    pd.testing.assert_frame_equal(kept.stress, plain)  # the sampling intervals are kept
+    assert "not widened" in kept.notes["intervals"] and "fewer than 2" in kept.notes["intervals"]
+
+
 def test_intervals_option_is_checked_and_can_be_switched_off(tmp_path) -> None:
     from posgeo.audit import audit
 

@@ -491,6 +491,30 @@ def test_fitted_stress_intervals_smacof_on_the_first_replicates():
         pg.fitted_stress_intervals(bg, smacof_replicates=2.5)
 
 
+def test_fitted_stress_intervals_paired_difference_of_the_same_refits():
+    import posgeo as pg
+
+    bg = pg.bootstrap_geometry(pg.synthetic_corpus(n_sequences=2000), 12, estimator="hybrid", n_boot=5, progress=False)
+    t = pg.fitted_stress_intervals(bg, classical_ranks=(1, 2), smacof_ranks=(2, 3), full_rank=False, paired=True,
+                                   smacof_replicates=4)
+    assert list(t.index) == ["PMDS k=1", "PMDS k=2", "SMACOF k=2", "SMACOF k=3", "SMACOF k=2 - PMDS k=2"]
+    row = t.loc["SMACOF k=2 - PMDS k=2"]
+    assert row["stress"] == pytest.approx(t.loc["SMACOF k=2", "stress"] - t.loc["PMDS k=2", "stress"])
+    assert row["replicates"] == 4 and row["low"] <= row["stress"] <= row["high"]
+
+    def difference(D):  # the same statistic by hand, on the first four halvings
+        full = pg.classical_mds(D).coords[:, :2]
+        smacof = pg.stress_optimal_mds(D, 2, init=full).coords
+        return pg.stress(smacof, D, scale="optimal") - pg.stress(full, D, scale="optimal")
+
+    head = dataclasses.replace(bg, n_boot=4, replicates=bg.replicates[:4], complements=bg.complements[:4])
+    _, lo, hi = head.interval(difference)
+    assert (row["low"], row["high"]) == pytest.approx((lo, hi), rel=1e-6)  # not clipped at 0
+    assert row["low"] < 0
+    with pytest.raises(TypeError, match="paired"):
+        pg.fitted_stress_intervals(bg, paired="yes")
+
+
 @pytest.mark.slow
 def test_hybrid_half_sample_coverage_where_the_positions_are_well_sampled_and_biased():
     """The half-sample intervals of the hybrid estimator on the V = 64 corpus where the

@@ -299,6 +299,11 @@ def test_interval_coverage_reports_shares():
     # widening can only hold the truth more often, with wider intervals
     assert row["pairs"] <= row["pairs_widened"] <= 1.0 and row["pairs_min"] <= row["pairs_widened_min"]
     assert row["median_width_widened"] >= row["median_width"]
+    # the paired differences of the five test encodings: ten pairs per corpus
+    assert row["n_pairs"] == 10 and 0.0 <= row["differences"] <= row["differences_widened"] <= 1.0
+    assert 0 <= row["wrong_claims"] <= row["claims"] <= row["n_pairs"]
+    assert 0 <= row["wrong_claims_widened"] <= row["claims_widened"] <= row["claims"]  # widening only drops claims
+    assert row["claims"] > 0  # the test encodings differ clearly in the smooth regime
     stationary = interval_coverage("stationary", "sst2", n_corpora=1, n_boot=4, max_positions=5, vocab_size=2000)
     assert np.isnan(stationary.summary["stress"].iloc[0])  # stress is undefined against a zero truth
     with pytest.raises(ValueError):

@@ -959,6 +959,7 @@ def fitted_stress_intervals(
     smacof_ranks: Iterable[int] = (1,),
     full_rank: bool = True,
     smacof_replicates: int | None = None,
+    paired: bool = False,
 ) -> pd.DataFrame:
     """Scale-optimal stress of the tables fitted to a bootstrapped geometry, refitted on
     every replicate, with its sampling interval.
@@ -988,13 +989,19 @@ def fitted_stress_intervals(
         then rests on fewer replicates (a half-sample interval uses Student's t with
         ``smacof_replicates - 1`` degrees of freedom, so it widens accordingly); the
         ``replicates`` column says how many each row used.
+    paired : bool, keyword-only, default False
+        Add a row "SMACOF k=K - PMDS k=K" for every rank K in both lists: the paired
+        interval of the difference of the two tables' stresses, both refitted on the same
+        replicates (on the SMACOF replicates). Two tables' own intervals can overlap while
+        their difference is clear, because both move with the same sample.
 
     Returns
     -------
     pandas.DataFrame
         Index: the tables; columns ``stress`` (fitted to and scored against
-        ``boot.estimate``), ``low``, ``high`` (at ``boot.level``, clipped at 0) and
-        ``replicates`` (how many replicates the row's interval rests on).
+        ``boot.estimate``), ``low``, ``high`` (at ``boot.level``, clipped at 0 except
+        for the differences) and ``replicates`` (how many replicates the row's interval
+        rests on).
 
     Raises
     ------
@@ -1014,6 +1021,9 @@ def fitted_stress_intervals(
     >>> fitted_stress_intervals(bg, classical_ranks=(), full_rank=False, smacof_ranks=(2,),
     ...                         smacof_replicates=3)["replicates"].tolist()
     [3]
+    >>> t = fitted_stress_intervals(bg, classical_ranks=(2,), full_rank=False, smacof_ranks=(2,), paired=True)
+    >>> list(t.index), bool(t.loc["SMACOF k=2 - PMDS k=2", "stress"] <= 0)
+    (['PMDS k=2', 'SMACOF k=2', 'SMACOF k=2 - PMDS k=2'], True)
     """
     from ._geometry import classical_mds, stress, stress_optimal_mds
 
@@ -1027,8 +1037,11 @@ def fitted_stress_intervals(
     m = boot.n_boot if smacof_replicates is None else check_int(
         smacof_replicates, "smacof_replicates", minimum=2, maximum=boot.n_boot,
         hint=f"the SMACOF refits use the first replicates of the {boot.n_boot}")
+    if not isinstance(paired, (bool, np.bool_)):
+        raise TypeError(f"paired must be True or False, got {type(paired).__name__}")
+    common = [k for k in smacof if k in ranks] if paired else []
     classical_names = [f"PMDS k={k}" for k in ranks] + (["PMDS full"] if full_rank else [])
-    smacof_names = [f"SMACOF k={k}" for k in smacof]
+    smacof_names = [f"SMACOF k={k}" for k in smacof] + [f"SMACOF k={k} - PMDS k={k}" for k in common]
 
     def fitted(D: np.ndarray, with_classical: bool, with_smacof: bool) -> np.ndarray:
         width = len(classical_names) * with_classical + len(smacof_names) * with_smacof
@@ -1041,7 +1054,9 @@ def fitted_stress_intervals(
             if full_rank:
                 out.append(stress(full.coords, D, scale="optimal"))
         if with_smacof:
-            out += [stress(stress_optimal_mds(D, k, init=full.coords[:, :k]).coords, D, scale="optimal") for k in smacof]
+            fits = {k: stress(stress_optimal_mds(D, k, init=full.coords[:, :k]).coords, D, scale="optimal") for k in smacof}
+            out += [fits[k] for k in smacof]
+            out += [fits[k] - stress(full.coords[:, :k], D, scale="optimal") for k in common]
         return np.array(out)
 
     parts = []
@@ -1057,6 +1072,7 @@ def fitted_stress_intervals(
     frames = []
     for names, geometry, statistic in parts:
         est, low, high = geometry.interval(statistic)
-        frames.append(pd.DataFrame({"stress": est, "low": np.clip(low, 0.0, None), "high": high,
-                                    "replicates": geometry.n_boot}, index=names))
+        is_difference = np.array([" - " in name for name in names])
+        frames.append(pd.DataFrame({"stress": est, "low": np.where(is_difference, low, np.clip(low, 0.0, None)),
+                                    "high": high, "replicates": geometry.n_boot}, index=names))
     return pd.concat(frames)

@@ -223,7 +223,7 @@ def noise_share(geometry: CorpusGeometry) -> float:
 
 
 def matched_hellinger_matrix(
-    sequences: Any, n_positions: int, vocab_size: int, *, n_splits: int = 5, seed: int = 0
+    sequences: Any, n_positions: int, vocab_size: int, *, n_splits: int = 5, seed: int = 0, groups: Any = None
 ) -> np.ndarray:
     r"""Chord Hellinger distances corrected for sampling noise by matched half-samples.
 
@@ -259,6 +259,11 @@ def matched_hellinger_matrix(
     n_splits : int, keyword-only
         Random half-splits averaged.
     seed : int, keyword-only
+    groups : array of int, shape (m,), keyword-only, optional
+        One group id per sequence (e.g. :func:`overlap_groups`): whole groups go to the
+        same half, so that the halves stay independent where sequences are not (SST-2's
+        phrases share their tokens with their sentence). Default: every sequence its own
+        group (the same splits as without the argument).
 
     Returns
     -------
@@ -297,10 +302,15 @@ def matched_hellinger_matrix(
     keep = pos < n
     flat = pos[keep] * V + tokens[keep]
     sid = seq_id[keep]
+    if groups is None:
+        unit, n_units = sid, m
+    else:
+        inverse, n_units = check_groups(groups, m)
+        unit = inverse[sid]
     rng = np.random.default_rng(seed)
     acc = np.zeros((n, n))
     for _ in range(int(n_splits)):
-        in_a = (rng.random(m) < 0.5)[sid]
+        in_a = (rng.random(n_units) < 0.5)[unit]
         roots = []
         for mask in (in_a, ~in_a):
             c = np.bincount(flat[mask], minlength=n * V).reshape(n, V).astype(np.float64)

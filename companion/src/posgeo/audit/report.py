@@ -127,14 +127,15 @@ class AuditReport:
     version : str
         posgeo version that computed the report.
     intervals : pandas.DataFrame or None
-        95% half-sample intervals of the scale-optimal stress against the corrected
-        distances (:func:`posgeo.stress_intervals`): rows ``regular simplex``, ``model``,
+        95% intervals of the scale-optimal stress against the corrected distances
+        (:func:`posgeo.stress_intervals`; half-sample, widened by the disagreement with the
+        matched estimator, :func:`posgeo.audit.compute.intervals_step`): rows ``regular simplex``, ``model``,
         ``sinusoidal``, ``random``; ``None`` without them (``--intervals 0``, or no
         corrected geometry).
     differences : pandas.DataFrame or None
         Paired intervals of their differences (:func:`posgeo.stress_differences`).
     monotonicity_intervals : pandas.DataFrame or None
-        95% half-sample intervals of the violation rates that depend on the corpus geometry
+        95% intervals (widened as ``intervals``) of the violation rates that depend on the corpus geometry
         (index: ``corrected corpus distances, offset order``, ``model, pairs ordered by the
         corrected distances``, ``random vectors, ...``; columns ``estimate``, ``low``, ``high``).
     computed_on : str or None
@@ -215,8 +216,9 @@ class AuditReport:
         half of the squared plug-in distances (and a correction exists), else the plug-in
         ones. The model's scale-optimal stress is compared with random vectors and
         sinusoids of its width and with the regular simplex (every position equidistant: no
-        order); a difference under 5% of the baseline's stress reads "no better than" (the
-        report has no sampling intervals yet). Whether the table's *order* matters is
+        order). With intervals (:attr:`differences`), "better" or "worse" needs the 95%
+        paired interval of the difference to exclude 0; without them a difference under 5%
+        of the baseline's stress reads "no better than". Whether the table's *order* matters is
         tested against 100 random row permutations of the table itself
         (:func:`posgeo.order_free_baselines`).
 
@@ -729,7 +731,7 @@ def plot_audit_stress(report: AuditReport) -> Any:
     """Scale-optimal stress of every fitted and compared encoding, against both targets.
 
     Bars are grouped by encoding and coloured by the target distances (plug-in,
-    noise-corrected); where the report has 95% half-sample intervals (the corrected
+    noise-corrected); where the report has 95% intervals (the corrected
     target), they are drawn as error bars.
 
     Parameters
@@ -773,11 +775,11 @@ def plot_audit_stress(report: AuditReport) -> Any:
     )
     layers = [bars]
     if "low" in long and long["low"].notna().any():
-        bounded = long[long["low"].notna()].assign(interval="95% half-sample interval")
+        bounded = long[long["low"].notna()].assign(interval="95% widened interval")
         layers.append(alt.Chart(bounded).mark_rule(strokeWidth=1.5, color="#000000").encode(
             x=x, xOffset=offset, y=alt.Y("low:Q"), y2="high:Q",
             strokeDash=alt.StrokeDash("interval:N", title=None,
-                                      scale=alt.Scale(domain=["95% half-sample interval"], range=[[1, 0]])),
+                                      scale=alt.Scale(domain=["95% widened interval"], range=[[1, 0]])),
             tooltip=tips))
     chart = alt.layer(*layers).properties(width=pg.COLUMN_WIDTH, height=260,
                                            title=f"scale-optimal stress ({_title(report)}; lower is better)")
@@ -785,7 +787,7 @@ def plot_audit_stress(report: AuditReport) -> Any:
         chart,
         description=("Grouped bars of the scale-optimal stress of each encoding (classical MDS and SMACOF at low "
                      "dimension, the model, sinusoidal and random baselines) against the plug-in and the "
-                     "noise-corrected distances; black lines are 95% half-sample intervals where the report has "
+                     "noise-corrected distances; black lines are 95% widened intervals where the report has "
                      "them. Lower fits better."),
     )
 
@@ -1224,11 +1226,13 @@ def _render_html(r: AuditReport, *, static: bool = False) -> str:
         add(f"<h3>Stress against the {_esc(target)} distances</h3>")
         add(_frame_table(df, "encoding"))
     if r.intervals is not None:
-        add("<h3>Which differences hold (95% half-sample intervals, corrected distances)</h3>")
+        add("<h3>Which differences hold (95% widened intervals, corrected distances)</h3>")
         add('<p class="read"><strong>How to read this.</strong> The corpus is split into random halves '
             f"{_esc(p.get('intervals', 20))} times, and each stress is recomputed on each half: the interval is the "
-            "sampling uncertainty of the stress against the corrected geometry (it does not include the bias of "
-            "the noise correction). Two stresses differ only where the paired interval of their difference "
+            "sampling uncertainty of the stress against the corrected geometry. Each interval is then widened on both "
+            "sides by the gap between the stress against the corrected (hybrid) distances and against a second "
+            "noise correction (the matched half-sample estimate): a sampling interval cannot hold an estimator's "
+            "own bias, and where two corrections with different biases disagree, that gap measures it. Two stresses differ only where the paired interval of their difference "
             "excludes 0. The regular simplex puts every position at the same distance (no order at all); "
             "\"permuted\" is the mean stress of the same vectors with their rows shuffled, and gain what the "
             "order of the rows buys.</p>")
@@ -1239,7 +1243,7 @@ def _render_html(r: AuditReport, *, static: bool = False) -> str:
     add(_fig(plot_audit_stress(r), "stress", "Scale-optimal stress of each encoding (PMDS and SMACOF at k = "
                 + ", ".join(map(str, p["mds_dims"])) + "; the model; sinusoidal and random baselines of the model's width) "
                 "against the plug-in and the noise-corrected distances"
-                + ("; black lines: 95% half-sample intervals (corrected distances)." if r.intervals is not None else ".")))
+                + ("; black lines: 95% widened intervals (corrected distances)." if r.intervals is not None else ".")))
 
     # model
     add("<h2>The model's positions</h2>")
@@ -1266,7 +1270,7 @@ def _render_html(r: AuditReport, *, static: bool = False) -> str:
         add(_table(["separation of the position vectors", "value"], _labelled(sep.items())))
     add(_frame_table(r.monotonicity, "monotonicity violation rate"))
     if r.monotonicity_intervals is not None:
-        add(_frame_table(r.monotonicity_intervals, "violation rate, 95% half-sample interval"))
+        add(_frame_table(r.monotonicity_intervals, "violation rate, 95% widened interval"))
 
     # layers
     add("<h2>The layers</h2>")

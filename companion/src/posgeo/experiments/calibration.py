@@ -714,7 +714,13 @@ class CoverageResult:
         truth), ``median_width`` (median width of the distance intervals),
         ``pairs_widened``, ``pairs_widened_min`` and ``median_width_widened`` (the same for
         the intervals widened by the disagreement with the matched estimator,
-        :meth:`~posgeo.BootstrapGeometry.widened`), ``n_corpora``, ``n_boot``.
+        :meth:`~posgeo.BootstrapGeometry.widened`); ``differences`` (share of the
+        (pair of encodings, corpus) cases whose paired interval of the difference of
+        scale-optimal stresses, :func:`~posgeo.stress_differences`, holds the true
+        difference), ``claims`` (how many of those intervals exclude 0, i.e. claim an
+        order) and ``wrong_claims`` (how many of the claims have the wrong sign), and the
+        same three for the widened intervals (``differences_widened``, ``claims_widened``,
+        ``wrong_claims_widened``); ``n_pairs`` (the cases), ``n_corpora``, ``n_boot``.
     """
 
     regime: str
@@ -778,6 +784,8 @@ def interval_coverage(
     iu = np.triu_indices(k, 1)
     inside, hits_stress, hits_mean, widths, per_corpus = [], [], [], [], []
     inside_w, widths_w, per_corpus_w = [], [], []
+    hits_diff, wrong_diff, claims_diff, hits_diff_w, wrong_diff_w, claims_diff_w = [], [], [], [], [], []
+    ea, eb = np.triu_indices(len(encodings), 1)  # every pair of test encodings
     for child in np.random.SeedSequence(seed).spawn(n_corpora):
         s_corpus, s_boot = (int(x) >> 1 for x in child.generate_state(2, dtype=np.uint32))
         seqs = sample_calibration_corpus(truth, reach=reach, seed=s_corpus)
@@ -797,6 +805,15 @@ def interval_coverage(
         if np.isfinite(s_true).all():
             _, lo_s, hi_s = bg.interval(lambda D: _stresses(encodings, D))
             hits_stress.extend((lo_s <= s_true) & (s_true <= hi_s))
+            d_true = s_true[ea] - s_true[eb]
+            for geometry, hits, wrong, claims in ((bg, hits_diff, wrong_diff, claims_diff),
+                                                  (wide, hits_diff_w, wrong_diff_w, claims_diff_w)):
+                _, lo_d, hi_d = geometry.interval(lambda D: (lambda v: v[ea] - v[eb])(_stresses(encodings, D)))
+                hits.extend((lo_d <= d_true) & (d_true <= hi_d))
+                separated = (hi_d < 0) | (lo_d > 0)
+                claims.append(int(separated.sum()))
+                # a claim is wrong when its sign is not the truth's (a true tie is no claim's truth)
+                wrong.append(int((separated & (np.sign(lo_d + hi_d) != np.sign(d_true))).sum()))
     summary = pd.DataFrame([{
         "regime": regime,
         "size": size,
@@ -808,6 +825,13 @@ def interval_coverage(
         "pairs_widened": float(np.concatenate(inside_w).mean()),
         "pairs_widened_min": min(per_corpus_w),
         "median_width_widened": float(np.median(np.concatenate(widths_w))),
+        "differences": float(np.mean(hits_diff)) if hits_diff else float("nan"),
+        "claims": int(sum(claims_diff)),
+        "wrong_claims": int(sum(wrong_diff)),
+        "differences_widened": float(np.mean(hits_diff_w)) if hits_diff_w else float("nan"),
+        "claims_widened": int(sum(claims_diff_w)),
+        "wrong_claims_widened": int(sum(wrong_diff_w)),
+        "n_pairs": int(len(hits_diff)),
         "n_corpora": n_corpora,
         "n_boot": n_boot,
     }])

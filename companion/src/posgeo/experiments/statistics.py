@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 import numpy as np
 import pandas as pd
-from posgeo import BootstrapGeometry, CorpusGeometry, array_digest, bootstrap_geometry, cached, load_corpus, noise_share, overlap_groups
+from posgeo import (BootstrapGeometry, CorpusGeometry, array_digest, bootstrap_geometry, cached, load_corpus,
+                    matched_hellinger_matrix, noise_share, overlap_groups)
 
 __all__ = ['corpus_summary', 'geometry_summary', 'GROUPED_CORPORA', 'corpus_bootstrap']
 
@@ -95,13 +96,17 @@ def corpus_bootstrap(
     n_boot: int = 25,
     seed: int = 0,
     split: str = "train",
+    widened: bool = False,
     progress: bool = True,
 ) -> BootstrapGeometry:
-    """The book's sampling intervals of a corpus' corrected geometry (cached).
+    """The book's intervals of a corpus' corrected geometry (cached).
 
     The hybrid estimator with half-sample intervals (:func:`~posgeo.bootstrap_geometry`,
     ``estimator="hybrid"``); for the corpora in :data:`GROUPED_CORPORA` the halvings keep
-    each :func:`~posgeo.overlap_groups` group (a sentence and its phrases) together.
+    each :func:`~posgeo.overlap_groups` group (a sentence and its phrases) together. With
+    ``widened=True`` every interval is widened by the disagreement with the matched
+    estimator (:meth:`~posgeo.BootstrapGeometry.widened`; its half-splits keep the same
+    groups together), the intervals whose coverage of a known truth chapter 2 measures.
 
     Parameters
     ----------
@@ -112,6 +117,8 @@ def corpus_bootstrap(
         Halvings.
     seed : int, keyword-only, default 0
     split : str, keyword-only, default "train"
+    widened : bool, keyword-only, default False
+        Widen by the gap to the matched estimate (computed once and cached).
     progress : bool, keyword-only, default True
 
     Returns
@@ -123,12 +130,19 @@ def corpus_bootstrap(
     >>> bg = corpus_bootstrap("synthetic", 8, n_boot=4, progress=False)
     >>> bg.method, bg.estimate.shape
     ('half-sample', (8, 8))
+    >>> wide = corpus_bootstrap("synthetic", 8, n_boot=4, widened=True, progress=False)
+    >>> bool((wide.high >= bg.high).all() and (wide.low <= bg.low).all())
+    True
     """
+    if not isinstance(widened, (bool, np.bool_)):
+        raise TypeError(f"widened must be True or False, got {type(widened).__name__}")
     corpus = load_corpus(name, split)
 
+    def groups() -> Any:
+        return overlap_groups(corpus) if name in GROUPED_CORPORA else None
+
     def compute() -> BootstrapGeometry:
-        groups = overlap_groups(corpus) if name in GROUPED_CORPORA else None
-        return bootstrap_geometry(corpus, n_positions, estimator="hybrid", n_boot=n_boot, groups=groups, seed=seed,
+        return bootstrap_geometry(corpus, n_positions, estimator="hybrid", n_boot=n_boot, groups=groups(), seed=seed,
                                   progress=progress)
 
     key = {
@@ -142,4 +156,13 @@ def corpus_bootstrap(
         "grouped": name in GROUPED_CORPORA,
         "method": "hybrid half-sample, squared-scale pair intervals",
     }
-    return cached("corpus_bootstrap", key, compute, expect=BootstrapGeometry)
+    boot = cached("corpus_bootstrap", key, compute, expect=BootstrapGeometry)
+    if not widened:
+        return boot
+
+    def matched() -> np.ndarray:
+        return matched_hellinger_matrix(corpus, n_positions, corpus.vocab_size, seed=seed, groups=groups())
+
+    reference = cached("corpus_matched", {**key, "method": "matched, 5 half-splits, grouped"}, matched,
+                       expect=np.ndarray)
+    return boot.widened(reference)
