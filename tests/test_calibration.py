@@ -310,3 +310,45 @@ def test_interval_coverage_reports_shares():
         interval_coverage("bumpy", "sst2")
     with pytest.raises((TypeError, ValueError)):
         interval_coverage("smooth", "sst2", n_boot=1)
+
+
+def test_nested_corpus_phrases_share_their_sentence_s_tokens_and_the_truth_is_the_mixture():
+    from posgeo import hellinger_matrix
+    from posgeo.experiments.calibration import calibration_truth, nested_corpus
+
+    c = nested_corpus("smooth", n_sentences=60, phrases_per_sentence=3, n_positions=5, vocab_size=50, seed=2)
+    seqs, groups, starts = c.sequences, c.groups, c.offsets_in_sentence
+    assert len(seqs) == 60 * 4 == groups.size == starts.size  # every sentence (length >= 4) has >= 3 constituents
+    tok, off = np.asarray(seqs.tokens), np.asarray(seqs.offsets)
+    first = {g: i for i, g in reversed(list(enumerate(groups)))}  # the sentence comes first in its group
+    for i in range(len(seqs)):
+        s = first[groups[i]]
+        assert starts[s] == 0
+        sentence, piece = tok[off[s]:off[s + 1]], tok[off[i]:off[i + 1]]
+        np.testing.assert_array_equal(piece, sentence[starts[i]:starts[i] + piece.size])
+    # the truth by hand: position i mixes the sentence distributions at start + i
+    mu = calibration_truth("smooth", n_positions=80, vocab_size=50, seed=2)
+    lens = np.diff(off)
+    for i in range(5):
+        expected = np.mean([mu[a + i] for a, L in zip(starts, lens) if L > i], axis=0)
+        np.testing.assert_allclose(c.truth[i], expected, rtol=1e-12)
+    np.testing.assert_allclose(c.true_distances, hellinger_matrix(c.truth), atol=1e-9)
+    flat = nested_corpus("stationary", n_sentences=30, phrases_per_sentence=2, n_positions=4, vocab_size=30)
+    assert not flat.true_distances.any()  # identical mixtures: exactly 0
+    with pytest.raises(ValueError, match="fewer than 2"):
+        nested_corpus("smooth", n_sentences=3, n_positions=79, vocab_size=30)
+
+
+def test_nested_calibration_grouped_matched_beats_the_ungrouped_where_phrases_repeat_tokens():
+    from posgeo.experiments.calibration import nested_calibration
+
+    t = nested_calibration("smooth", n_boot=4, n_sentences=1500, phrases_per_sentence=7, n_positions=12,
+                           vocab_size=2000, seed=1)
+    assert list(t.index) == ["plug-in", "hybrid", "matched, halves of sequences", "matched, halves of sentences"]
+    assert np.isnan(t.loc["plug-in", "pairs"]) and t["true_mean_distance"].nunique() == 1
+    # copies straddling the halves hide noise from the ungrouped split: it corrects less
+    assert t.loc["matched, halves of sentences", "mean_distance"] < t.loc["matched, halves of sequences", "mean_distance"]
+    assert t.loc["plug-in", "rel_bias_mean"] > t.loc["hybrid", "rel_bias_mean"] > 0
+    assert ((t["pairs"].dropna() >= 0) & (t["pairs"].dropna() <= 1)).all()
+    with pytest.raises(ValueError):
+        nested_calibration("bumpy")
