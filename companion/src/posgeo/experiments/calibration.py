@@ -845,6 +845,9 @@ def interval_coverage(
 
 # --------------------------------------------------------------------------- nested phrases
 
+_NESTED_MAX_LENGTH = 80
+"""Longest sentence of :func:`nested_corpus` (and the positions of its truth)."""
+
 
 @dataclass(frozen=True, eq=False)
 class NestedCorpus:
@@ -959,9 +962,6 @@ def nested_corpus(
     D_true[D_true < 1e-9] = 0.0  # rounding of identical mixtures (stationary): exactly 0
     return NestedCorpus(sequences=seqs, groups=np.array(groups, dtype=np.int64), offsets_in_sentence=starts_arr,
                         truth=truth, true_distances=D_true)
-
-
-_NESTED_MAX_LENGTH = 80
 
 
 def nested_calibration(
