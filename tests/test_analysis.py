@@ -133,6 +133,8 @@ def test_matched_hellinger_groups_keep_copies_in_one_half():
     np.testing.assert_array_equal(matched_hellinger_matrix(seqs, 16, 64, seed=2, groups=np.arange(len(lists))), alone)
     with pytest.raises(ValueError, match="group"):
         matched_hellinger_matrix(seqs, 16, 64, groups=np.zeros(5, dtype=int))
+    with pytest.raises(ValueError, match="more than this machine"):  # refused before allocating anything
+        matched_hellinger_matrix(seqs, 16, 2**40)
 
 
 def test_corpus_bootstrap_widened_by_the_cached_matched_estimate():

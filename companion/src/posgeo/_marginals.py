@@ -285,6 +285,7 @@ def matched_hellinger_matrix(
         raise TypeError("sequences must be a posgeo Sequences or Corpus; build one with load_corpus or Sequences.from_list")
     n = int(n_positions)
     V = int(vocab_size)
+    check_fits_in_memory((5, n, V), "the matched estimator's dense count tables (about five n x V)")
     counts = position_counts(seqs, n)
     if counts.min() < 2:
         raise ValueError(
