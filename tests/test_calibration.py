@@ -344,10 +344,13 @@ def test_nested_calibration_grouped_matched_beats_the_ungrouped_where_phrases_re
 
     t = nested_calibration("smooth", n_boot=4, n_sentences=1500, phrases_per_sentence=7, n_positions=12,
                            vocab_size=2000, seed=1)
-    assert list(t.index) == ["plug-in", "hybrid", "matched, halves of sequences", "matched, halves of sentences"]
+    assert list(t.index) == ["plug-in", "hybrid", "matched, halves of sequences", "matched, halves of sentences",
+                             "jackknife, blocks of sequences", "jackknife, blocks of sentences"]
     assert np.isnan(t.loc["plug-in", "pairs"]) and t["true_mean_distance"].nunique() == 1
     # copies straddling the halves hide noise from the ungrouped split: it corrects less
     assert t.loc["matched, halves of sentences", "mean_distance"] < t.loc["matched, halves of sequences", "mean_distance"]
+    # and the jackknife over whole sentences corrects more than the one over sequences
+    assert t.loc["jackknife, blocks of sentences", "mean_distance"] < t.loc["jackknife, blocks of sequences", "mean_distance"]
     assert t.loc["plug-in", "rel_bias_mean"] > t.loc["hybrid", "rel_bias_mean"] > 0
     assert ((t["pairs"].dropna() >= 0) & (t["pairs"].dropna() <= 1)).all()
     with pytest.raises(ValueError):

@@ -57,3 +57,39 @@ def test_seed_and_generator():
 def test_bad_input_is_named(kwargs, error, match):
     with pytest.raises(error, match=match):
         pg.stratified_halves(**kwargs)
+
+
+# ----------------------------------------------------------------------------- blocks
+@given(st.lists(st.tuples(st.integers(1, 30), st.integers(0, 40)), min_size=3, max_size=150),
+       st.integers(2, 7), st.integers(0, 1000), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_blocks_are_balanced_at_every_position_and_keep_groups_whole(items, k, seed, grouped):
+    L = np.array([a for a, _ in items])
+    g = np.array([b for _, b in items]) if grouped else np.arange(L.size)
+    ids = np.unique(g)
+    if k > ids.size:
+        with pytest.raises(ValueError, match="exceeds"):
+            pg.stratified_blocks(L, k, seed=seed, groups=g if grouped else None)
+        return
+    block = pg.stratified_blocks(L, k, seed=seed, groups=g if grouped else None)
+    assert block.dtype == np.int64 and block.min() >= 0 and block.max() < k
+    assert all(len(set(block[g == u])) == 1 for u in ids)  # a group is never split
+    longest = np.array([L[g == u].max() for u in ids])
+    unit_block = np.array([block[g == u][0] for u in ids])
+    for i in range(L.max()):
+        per_block = np.bincount(unit_block[longest > i], minlength=k)
+        assert per_block.max() - per_block.min() <= 1
+
+
+def test_blocks_seed_and_bad_input():
+    L = np.arange(1, 61) % 5 + 1
+    a = pg.stratified_blocks(L, 4, seed=2)
+    assert (a == pg.stratified_blocks(L, 4, seed=2)).all() and not (a == pg.stratified_blocks(L, 4, seed=3)).all()
+    with pytest.raises(ValueError, match="n_blocks"):
+        pg.stratified_blocks(L, 1, seed=0)
+    with pytest.raises(ValueError, match="exceeds the 3 units"):
+        pg.stratified_blocks([2, 2, 2], 4, seed=0)
+    with pytest.raises(TypeError, match="1-d integer array"):
+        pg.stratified_blocks([1.5, 2.0], 2, seed=0)
+    with pytest.raises(ValueError, match="one group id per sequence"):
+        pg.stratified_blocks([1, 2], 2, seed=0, groups=[0])

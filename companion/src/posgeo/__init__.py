@@ -45,6 +45,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'Corpus',
         'overlap_groups',
         'stratified_halves',
+        'stratified_blocks',
     ),
     '_corpus': (
         'DATA_ENV_VAR',

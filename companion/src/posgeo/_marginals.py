@@ -15,7 +15,7 @@ from ._geometry import hellinger_matrix
 from typing import Any
 from .validation import check_fits_in_memory, check_float, check_groups, check_int, check_real_array
 from collections.abc import Callable, Iterable
-from ._sequences import Corpus, Sequences, stratified_halves
+from ._sequences import Corpus, Sequences, stratified_blocks, stratified_halves
 
 __all__ = [
     'CorpusGeometry',
@@ -800,6 +800,8 @@ def hybrid_hellinger_matrix(
     split: str = "none",
     n_splits: int = 5,
     seed: int = 0,
+    groups: Any = None,
+    n_blocks: int = 20,
 ) -> np.ndarray:
     r"""Chord Hellinger distances from a hybrid of corrected roots and flattened collisions.
 
@@ -880,7 +882,7 @@ def hybrid_hellinger_matrix(
         gives the unbiased but heavy-tailed statistic).
     n_bins : int, keyword-only, default 48
         Log-frequency bins of the resolved/unresolved boundary.
-    split : {"none", "halves"}, keyword-only, default "none"
+    split : {"none", "halves", "jackknife"}, keyword-only, default "none"
         ``"none"`` uses all the sequences for both positions and assumes their tokens
         are independent, as in :func:`sample_calibration_corpus`. In a real corpus the same
         sequence fills both positions (a word repeated in a review raises
@@ -889,10 +891,28 @@ def hybrid_hellinger_matrix(
         two disjoint halves of the sequences, which are independent whatever the
         dependence inside a sequence, averaged over ``n_splits`` random halvings
         (stratified: every position's sequences are halved). It is noisier.
+
+        ``"jackknife"`` is for corpora whose sequences are themselves dependent, such as
+        phrases nested in their sentence (SST-2's training split): the same token groups
+        and weights, but the statistic is the *plug-in* of the two parts,
+        :math:`T = \sum_{\text{res}} [\tfrac12(\hat p_t + \hat q_t) - \sqrt{\hat p_t
+        \hat q_t}] + \tfrac18 \sum_{\text{unres}} (w_{it}\hat p_t - w_{jt}\hat q_t)^2`,
+        and its bias, whatever the dependence inside a sequence or a group, is removed by
+        a delete-a-block jackknife (Quenouille 1956; Kunsch 1989 for dependent data):
+        the units (``groups``, or sequences) are dealt to ``n_blocks`` blocks
+        (:func:`stratified_blocks`), :math:`T_{(k)}` is the statistic without block k,
+        and :math:`H^2 = K\,T - (K - 1)\,\overline{T_{(k)}}`. A bias of order
+        :math:`1/N_{\text{eff}}` (N counted in independent units) cancels; terms of
+        order :math:`1/N^2` remain. Costs ``n_blocks + 1`` evaluations of the statistic.
     n_splits : int, keyword-only, default 5
         Halvings averaged with ``split="halves"``.
     seed : int, keyword-only, default 0
-        Seed of the halvings.
+        Seed of the halvings or of the blocks.
+    groups : array of int, shape (m,), keyword-only, optional
+        With ``split="jackknife"`` only: one group id per sequence (e.g.
+        :func:`overlap_groups`), kept in one block. Default: every sequence its own unit.
+    n_blocks : int, keyword-only, default 20
+        Jackknife blocks (2 to the number of units).
 
     Returns
     -------
@@ -942,10 +962,16 @@ def hybrid_hellinger_matrix(
     c_res = check_float(resolved_count, "resolved_count", minimum=0.0, strict_minimum=True)
     floor = check_float(reference_floor, "reference_floor", minimum=0.0)
     n_bins = check_int(n_bins, "n_bins", maximum=10_000)
-    if split not in ("none", "halves"):
-        raise ValueError(f"unknown split {split!r}; use 'none' or 'halves'")
+    if split not in ("none", "halves", "jackknife"):
+        raise ValueError(f"unknown split {split!r}; use 'none', 'halves' or 'jackknife'")
     n_splits = check_int(n_splits, "n_splits", maximum=1000)
     seed = check_int(seed, "seed", minimum=0)
+    n_blocks = check_int(n_blocks, "n_blocks", minimum=2, maximum=100_000)
+    if groups is not None and split != "jackknife":
+        raise ValueError(
+            f"groups= is used only with split='jackknife' (got split={split!r}); pass split='jackknife', or "
+            "use matched_hellinger_matrix(..., groups=) for grouped half-splits"
+        )
     tokens = np.asarray(sequences.tokens)
     if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) >= V):
         raise ValueError(f"token ids must lie in [0, vocab_size={V}); pass the tokenizer's vocabulary size")
@@ -956,6 +982,8 @@ def hybrid_hellinger_matrix(
             f"position {int(np.argmax(N < 2))} is reached by fewer than 2 sequences; pass a smaller n_positions"
         )
 
+    if split == "jackknife":
+        return _jackknife_hybrid(sequences, n, V, N, groups, n_blocks, seed, c_res, floor, n_bins)
     C = _count_tables(sequences, n, V)
     # effective sample size of the cross products, and the pair's smaller one
     N_eff = np.floor(N / 2.0) if split == "halves" else N
@@ -977,6 +1005,64 @@ def hybrid_hellinger_matrix(
             H2 += _combine(resolved, r_part, u_part) / n_splits
         del A, B
     return _hybrid_finish(H2)
+
+
+def _jackknife_hybrid(
+    seqs: Sequences, n: int, V: int, N: np.ndarray, groups: Any, n_blocks: int, seed: int,
+    c_res: float, floor: float, n_bins: int,
+) -> np.ndarray:
+    """``hybrid_hellinger_matrix(..., split="jackknife")``: the delete-a-block jackknife of
+    the plug-in hybrid statistic, with the token groups and weights of the full corpus."""
+    offsets = np.asarray(seqs.offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    block = stratified_blocks(lengths, n_blocks, seed=seed, groups=groups)
+    reach = lengths[:, None] > np.arange(n)[None, :]
+    N_out = np.stack([N - reach[block == k].sum(axis=0) for k in range(n_blocks)])
+    if N_out.min() < 1:
+        k, i = np.unravel_index(int(np.argmin(N_out)), N_out.shape)
+        raise ValueError(
+            f"position {int(i)} is reached only by sequences of jackknife block {int(k)} (fewer reaching units "
+            f"than the {n_blocks} blocks would spread); pass a smaller n_positions"
+        )
+    C = _count_tables(seqs, n, V)
+    token_groups, weights = _hybrid_groups(C, N, N, c_res, floor, n_bins)
+    pos = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    keep = pos < n
+    flat = pos[keep] * V + np.asarray(seqs.tokens, dtype=np.int64)[keep]
+    token_block = np.repeat(block, lengths)[keep]
+    T_full = _plugin_hybrid_terms(C, N, token_groups, weights)
+    T_out = np.zeros((n, n))
+    for k in range(n_blocks):
+        Ck = np.bincount(flat[token_block == k], minlength=n * V).astype(np.float64).reshape(n, V)
+        T_out += _plugin_hybrid_terms(C - Ck, N_out[k], token_groups, weights) / n_blocks
+        del Ck
+    return _hybrid_finish(n_blocks * T_full - (n_blocks - 1) * T_out)
+
+
+def _plugin_hybrid_terms(
+    C: np.ndarray,
+    N: np.ndarray,
+    groups: list[tuple[np.ndarray, np.ndarray | bool]],
+    weights: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """The plug-in of the hybrid statistic (empirical roots, squared weighted differences):
+    the smooth function of the frequencies that the jackknife corrects."""
+    n = C.shape[0]
+    H2 = np.zeros((n, n))
+    for idx, resolved in groups:
+        P = C[:, idx] / N[:, None]
+        r_part: Any = 0.0
+        u_part: Any = 0.0
+        if resolved is not False:
+            mass = P.sum(axis=1)
+            r_part = 0.5 * (mass[:, None] + mass[None, :]) - _cross(np.sqrt(P))
+        if resolved is not True:
+            Q = P * weights(idx)
+            sq = (Q * Q).sum(axis=1)
+            u_part = (sq[:, None] + sq[None, :]) / 8.0 - _cross(Q) / 4.0
+        H2 += _combine(resolved, r_part, u_part)
+        del P
+    return H2
 
 
 def _cross(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 import numpy as np
 
-__all__ = ['Sequences', 'Corpus', 'overlap_groups', 'stratified_halves']
+__all__ = ['Sequences', 'Corpus', 'overlap_groups', 'stratified_halves', 'stratified_blocks']
 
 
 # --------------------------------------------------------------------------------------
@@ -335,6 +335,71 @@ def stratified_halves(
     >>> stratified_halves([4, 4, 2, 2], seed=1, groups=[0, 0, 1, 1]).tolist() in ([True, True, False, False], [False, False, True, True])
     True
     """
+    rng, order, inverse = _longest_first(lengths, seed, groups)
+    half = np.empty(order.size, dtype=bool)
+    half[order] = (np.arange(order.size) % 2) == int(rng.integers(2))
+    return half if inverse is None else half[inverse]
+
+
+def stratified_blocks(
+    lengths: Any, n_blocks: int, *, seed: int | np.random.Generator, groups: Any = None
+) -> np.ndarray:
+    """A random partition of sequences into ``n_blocks`` blocks, balanced at every position.
+
+    The blocks of a delete-a-block jackknife (``hybrid_hellinger_matrix(...,
+    split="jackknife")``), dealt like :func:`stratified_halves`: units (sequences, or
+    groups of them) sorted by length, longest first, in random order among equal lengths,
+    and dealt to the blocks in turn from a random first block, so that every block holds
+    ``floor`` or ``ceil`` of ``1 / n_blocks`` of the units that reach any position.
+
+    Parameters
+    ----------
+    lengths : array-like of int, shape (m,)
+        Length of each sequence.
+    n_blocks : int
+        Number of blocks (>= 2).
+    seed : int or numpy.random.Generator, keyword-only
+    groups : array-like of int, shape (m,), keyword-only, optional
+        Group id per sequence: a group goes to one block as a whole, and counts as long as
+        its longest sequence.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (m,)
+        The block of every sequence, in ``0..n_blocks-1``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad lengths, groups or seed; ``n_blocks`` below 2 or above the number of units.
+
+    Examples
+    --------
+    >>> b = stratified_blocks([9, 9, 9, 5, 5, 5, 2], 3, seed=0)
+    >>> sorted(b[:3].tolist()), sorted(b[3:6].tolist())
+    ([0, 1, 2], [0, 1, 2])
+    >>> b = stratified_blocks([4, 4, 2, 2], 2, seed=1, groups=[0, 0, 1, 1])
+    >>> bool(b[0] == b[1] and b[2] == b[3] and b[0] != b[2])
+    True
+    """
+    from posgeo.validation import check_int
+
+    rng, order, inverse = _longest_first(lengths, seed, groups)
+    k = check_int(n_blocks, "n_blocks", minimum=2)
+    if k > order.size:
+        raise ValueError(
+            f"n_blocks={k} exceeds the {order.size} units (sequences or groups) to deal; pass at most {order.size}"
+        )
+    block = np.empty(order.size, dtype=np.int64)
+    block[order] = (np.arange(order.size) + int(rng.integers(k))) % k
+    return block if inverse is None else block[inverse]
+
+
+def _longest_first(
+    lengths: Any, seed: int | np.random.Generator, groups: Any
+) -> tuple[np.random.Generator, np.ndarray, np.ndarray | None]:
+    """Checked inputs of the stratified splits: the generator, the units in dealing order
+    (longest first, random among equal lengths) and each sequence's unit (None: itself)."""
     from posgeo.validation import check_groups
 
     lens = np.asarray(lengths)
@@ -349,7 +414,4 @@ def stratified_halves(
         inverse, n_units = check_groups(groups, lens.size)
         unit_len = np.zeros(n_units, dtype=lens.dtype)
         np.maximum.at(unit_len, inverse, lens)
-    order = np.lexsort((rng.random(n_units), -unit_len))
-    half = np.empty(n_units, dtype=bool)
-    half[order] = (np.arange(n_units) % 2) == int(rng.integers(2))
-    return half if inverse is None else half[inverse]
+    return rng, np.lexsort((rng.random(n_units), -unit_len)), inverse

@@ -977,10 +977,11 @@ def nested_calibration(
 
     Draws ``n_corpora`` corpora from :func:`nested_corpus` and scores, against the known
     truth: the plug-in, the hybrid estimator (which treats every sequence as an independent
-    draw), and the matched estimator with random halves of the sequences and with halves
-    of whole sentences (``groups=``); and the coverage of the hybrid estimator's
-    half-sample intervals (halvings of whole sentences), sampling and widened by the gap
-    to either matched estimate.
+    draw), the matched estimator with random halves of the sequences and with halves
+    of whole sentences (``groups=``), and the jackknifed hybrid
+    (``hybrid_hellinger_matrix(..., split="jackknife")``) with blocks of sequences and
+    of whole sentences; and the coverage of the hybrid estimator's half-sample intervals
+    (halvings of whole sentences), sampling and widened by the gap to each other estimate.
 
     Parameters
     ----------
@@ -998,21 +999,23 @@ def nested_calibration(
     -------
     pandas.DataFrame
         One row per estimator (``plug-in``, ``hybrid``, ``matched, halves of sequences``,
-        ``matched, halves of sentences``): ``mean_distance`` and ``true_mean_distance``
+        ``matched, halves of sentences``, ``jackknife, blocks of sequences``,
+        ``jackknife, blocks of sentences``): ``mean_distance`` and ``true_mean_distance``
         (over pairs), ``rel_bias_mean`` (relative error of the mean distance; NaN when the
         truth is 0), ``rmse`` (over pairs), ``spearman`` (rank correlation with
         the true distances), ``ranking_tau`` (Kendall tau of the five test encodings'
         scale-optimal stresses against the truth's) and ``pairs`` (share of pairs whose
         95% interval holds the true distance: the sampling interval on the ``hybrid``
-        row, the hybrid interval widened by that row's gap on the matched rows; NaN for
+        row, the hybrid interval widened by that row's gap on the other rows; NaN for
         the plug-in). Means over corpora.
 
     Examples
     --------
     >>> t = nested_calibration("smooth", n_boot=3, n_sentences=300, phrases_per_sentence=3,
     ...                        n_positions=6, vocab_size=200)
-    >>> list(t.index)
-    ['plug-in', 'hybrid', 'matched, halves of sequences', 'matched, halves of sentences']
+    >>> list(t.index)  # doctest: +NORMALIZE_WHITESPACE
+    ['plug-in', 'hybrid', 'matched, halves of sequences', 'matched, halves of sentences',
+     'jackknife, blocks of sequences', 'jackknife, blocks of sentences']
     """
     regime = _check_regime(regime)
     n_corpora = check_int(n_corpora, "n_corpora", maximum=10_000)
@@ -1034,6 +1037,9 @@ def nested_calibration(
             "hybrid": boot.estimate,
             "matched, halves of sequences": matched_hellinger_matrix(seqs, n, V, seed=seed + c),
             "matched, halves of sentences": matched_hellinger_matrix(seqs, n, V, seed=seed + c, groups=corpus.groups),
+            "jackknife, blocks of sequences": hybrid_hellinger_matrix(seqs, n, V, split="jackknife", seed=seed + c),
+            "jackknife, blocks of sentences": hybrid_hellinger_matrix(seqs, n, V, split="jackknife", seed=seed + c,
+                                                                      groups=corpus.groups),
         }
         for name, D in estimates.items():
             err = D[iu] - D_true[iu]
