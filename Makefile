@@ -5,7 +5,7 @@
 #   make test       set up, then unit tests + doctests + jupytext pair check, nbval on every
 #                   chapter (strict, training cells within their tolerance), the cross-kernel
 #                   check, HTML build (no execution) and the browser test
-#   make test-kernels  the cross-kernel check alone: chapter 4 under two other CPU kernel paths
+#   make test-kernels  the cross-kernel check alone: chapters 1, 4 and 6 under two other CPU kernel paths
 #   make test-browser  the browser test alone, on the book already built (make html)
 #   make test-fast  set up, then the unit tests and doctests that are not marked slow
 #   make benchmarks run the four benchmark scripts (minutes; POSGEO_DATA_DIR needed), store
@@ -56,7 +56,7 @@ help:
 	@echo "make book       set up, execute every chapter, build the HTML (_build/html/index.html)"
 	@echo "make test       set up, then every test: unit + doctests, pair check, nbval, kernels, HTML build, browser"
 	@echo "make test-fast  set up, then the unit tests and doctests not marked slow"
-	@echo "make test-kernels  nbval on chapter 4 under two other CPU kernel paths (within the tolerances)"
+	@echo "make test-kernels  nbval on chapters 1, 4 and 6 under two other CPU kernel paths (within the tolerances)"
 	@echo "make html       build the HTML from the stored outputs (no execution)"
 	@echo "make benchmarks run the benchmark scripts and regenerate book/benchmarks.md (needs POSGEO_DATA_DIR)"
 	@echo "make benchmarks-page  regenerate book/benchmarks.md from benchmarks/results/*.json"
@@ -93,8 +93,15 @@ sync: setup
 # result cache, whose writes are atomic; a chapter that needs another's cached result before it
 # exists computes it itself (the same numbers).
 BOOK_JOBS ?= 2
+# The stored outputs are the AVX2 kernel path's: an AVX-512 machine told to use AVX2 code
+# (ATen, MKL, oneDNN, OpenBLAS's Haswell kernels, numpy's loops without AVX-512) reproduces
+# them exactly, and on an AVX2 machine these settings are its own. So `make execute` gives
+# the same outputs on either, and nbval (which runs on the machine's own path) compares the
+# reader's machine with that reference. EXECUTE_ENV= executes on the machine's own path.
+EXECUTE_ENV ?= OPENBLAS_CORETYPE=Haswell NPY_DISABLE_CPU_FEATURES=X86_V4,AVX512_ICL,AVX512_SPR \
+               ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
 execute: sync
-	@printf '%s\n' $(CHAPTERS) | xargs -P $(BOOK_JOBS) -I{} sh -c '\
+	@printf '%s\n' $(CHAPTERS) | xargs -P $(BOOK_JOBS) -I{} env $(EXECUTE_ENV) sh -c '\
 	  echo "[$$(date +%H:%M:%S)] executing {}"; \
 	  jupyter nbconvert --to notebook --execute --inplace --log-level=WARN \
 	    --ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=1800 "{}" \
@@ -136,22 +143,26 @@ test-nb: setup
 	@if [ -n "$(NBVAL_CACHE_DIR)" ]; then rm -rf "$(NBVAL_CACHE_DIR)"; fi
 	POSGEO_CACHE_DIR="$(or $(NBVAL_CACHE_DIR),$(POSGEO_CACHE_DIR))" $(NBVAL) -n $(BOOK_JOBS) --dist loadfile $(CHAPTERS)
 
-# The cross-kernel check: one chapter that trains (chapter 4, the quickest) re-run by nbval
-# under CPU kernel paths other than the one that computed its stored outputs, each from an
-# empty cache, in parallel: ATen's generic kernels (ATEN_CPU_CAPABILITY=default), and ATen's
-# AVX2 kernels with MKL and oneDNN held to SSE4.2/SSE4.1 code paths. Each run must pass with
+# The cross-kernel check: chapters re-run by nbval under CPU kernel paths other than the one
+# that computed their stored outputs, each from an empty cache, in parallel: chapter 4 (the
+# quickest that trains), and chapters 1 and 6 (linear algebra whose float64 rounding reaches
+# their tables and charts). Two paths, neither of them any real machine's own, so the check
+# means the same on an AVX2 or an AVX-512 host: ATen's generic kernels with OpenBLAS's
+# Sandybridge (AVX) kernels; and ATen's AVX2 kernels with MKL, oneDNN and OpenBLAS held to
+# SSE code paths and numpy's SIMD loops to its x86-64-v2 baseline. Each run must pass with
 # the tolerances (cells tagged "stochastic") and must actually differ from the stored outputs
 # in some tagged cell (--nbtolerance-require-difference), or it would show nothing.
-KERNEL_CHAPTERS ?= book/04_permutation_equivariance.ipynb
-KERNEL_PATHS := default:ATEN_CPU_CAPABILITY=default \
-                sse:ATEN_CPU_CAPABILITY=avx2,MKL_ENABLE_INSTRUCTIONS=SSE4_2,ONEDNN_MAX_CPU_ISA=SSE41
+# A path's variables are joined by "+" (a value may hold commas).
+KERNEL_CHAPTERS ?= book/01_introduction.ipynb book/04_permutation_equivariance.ipynb book/06_sinusoids_circulant.ipynb
+KERNEL_PATHS := default:ATEN_CPU_CAPABILITY=default+OPENBLAS_CORETYPE=Sandybridge \
+                sse:ATEN_CPU_CAPABILITY=avx2+MKL_ENABLE_INSTRUCTIONS=SSE4_2+ONEDNN_MAX_CPU_ISA=SSE41+OPENBLAS_CORETYPE=Nehalem+NPY_DISABLE_CPU_FEATURES=X86_V3,X86_V4,AVX512_ICL,AVX512_SPR
 KERNEL_DIR := $(CURDIR)/_build/kernel-check
 test-kernels: setup
 	@echo "[$$($(NOW))] cross-kernel check: nbval with tolerances on $(KERNEL_CHAPTERS) under other CPU kernel paths"
 	@rm -rf "$(KERNEL_DIR)"; mkdir -p "$(KERNEL_DIR)"; \
 	pids=""; \
 	for spec in $(KERNEL_PATHS); do \
-	  name=$${spec%%:*}; vars=$${spec#*:}; vars=$${vars//,/ }; \
+	  name=$${spec%%:*}; vars=$${spec#*:}; vars=$${vars//+/ }; \
 	  echo "[$$($(NOW))]   $$name: $$vars (log: $(KERNEL_DIR)/$$name.log)"; \
 	  ( env $$vars POSGEO_CACHE_DIR="$(KERNEL_DIR)/cache-$$name" \
 	      $(NBVAL) --nbtolerance-require-difference -p no:cacheprovider $(KERNEL_CHAPTERS) \
@@ -162,7 +173,7 @@ test-kernels: setup
 	failed=""; \
 	for spec in $(KERNEL_PATHS); do \
 	  name=$${spec%%:*}; vars=$${spec#*:}; \
-	  echo "---------------- $$name: $${vars//,/ }"; \
+	  echo "---------------- $$name: $${vars//+/ }"; \
 	  sed -n '/nbtolerance: cells tagged/,$$p' "$(KERNEL_DIR)/$$name.log"; \
 	  if [ "$$(cat "$(KERNEL_DIR)/$$name.rc")" != 0 ]; then failed="$$failed $$name"; cat "$(KERNEL_DIR)/$$name.log"; fi; \
 	done; \

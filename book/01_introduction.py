@@ -285,7 +285,9 @@ quoted = pd.DataFrame(
     ],
     columns=["exercise", "quantity", "quoted", "computed"],
 ).set_index(["exercise", "quantity"])
-quoted.assign(computed=quoted["computed"].map("{:.6g}".format))  # six significant digits
+# six significant digits; a value within 1e-12 of 0 is float64 rounding of an exact 0, whose
+# digits differ between machines, and shows as 0
+quoted.assign(computed=quoted["computed"].map(lambda x: f"{round(float(x), 12) + 0.0:.6g}"))
 
 # %%
 decimals = quoted["quoted"].str.partition(".")[2].str.len()

@@ -263,8 +263,9 @@ pd.DataFrame({name: t["min_dist"].agg(["min", "max"]) for name, t in plain_traje
 # We first train all nine runs once (seed 0), then the four runs of the two matched
 # contrasts with five seeds.
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
-# Seed 0. The tolerance of the plain runs' table, for the same reasons (shown to 2 decimals).
+# %% tags=["stochastic"] tolerance={"atol": 0.07, "rtol": 0.5}
+# Seed 0. The plain runs' tolerance was too narrow here: AVX-512 kernels and OpenBLAS held to
+# older kernels moved an accuracy by up to 0.13 at 0.78: compared to 0.07 + 50% (2 decimals).
 probe = ex.run_separation_experiments(
     experiments, settings, position_weight_decay=settings.position_weight_decay, progress=False
 )
@@ -275,8 +276,9 @@ probe_table.round(2)
 # {numref}`fig-ch5-probe` shows the minimum and the median pairwise distance of every probe
 # over training.
 
-# %% mystnb={"figure": {"caption": "Training with strong weight decay on the position table (seed 0): the minimum separation and the median pairwise distance (both log scale) of every run at every checkpoint. Dashed: the runs that break a condition of the theorem. Click a run in the legend to show it alone (shift-click for several); hover a point for its value.", "name": "fig-ch5-probe"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
-# The trained tables of the probe table above, compared to its tolerance (0.05 + 50%).
+# %% mystnb={"figure": {"caption": "Training with strong weight decay on the position table (seed 0): the minimum separation and the median pairwise distance (both log scale) of every run at every checkpoint. Dashed: the runs that break a condition of the theorem. Click a run in the legend to show it alone (shift-click for several); hover a point for its value.", "name": "fig-ch5-probe"}} tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0.5}
+# The trained tables of the probe table above: other paths moved a distance by up to 0.05
+# (0.11 -> 0.15), compared to 0.08 + 50%.
 probe_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in probe.items()}
 ex.plot_separation_trajectories(
     probe_trajectories,
@@ -290,8 +292,9 @@ ex.plot_separation_trajectories(
 # four of the runs ({numref}`fig-ch5-boxes`). The lower whisker of each box is the minimum
 # separation.
 
-# %% mystnb={"figure": {"caption": "All pairwise distances between the rows of the position table at four checkpoints, for four of the weight-decay runs (seed 0, log scale). Box: quartiles; black line: median; whiskers: minimum (the minimum separation) to maximum. Click a run in the legend to show it alone; hover a box for its numbers.", "name": "fig-ch5-boxes"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
-# The trained tables of the probe table above, compared to its tolerance (0.05 + 50%).
+# %% mystnb={"figure": {"caption": "All pairwise distances between the rows of the position table at four checkpoints, for four of the weight-decay runs (seed 0, log scale). Box: quartiles; black line: median; whiskers: minimum (the minimum separation) to maximum. Click a run in the legend to show it alone; hover a box for its numbers.", "name": "fig-ch5-boxes"}} tags=["stochastic"] tolerance={"atol": 0.14, "rtol": 0.5}
+# The trained tables of the probe table above: a collapsing minimum moved from 0.09 to 0.001
+# under other kernel paths (log scale), so compared to 0.14 + 50%.
 ex.plot_distance_distributions(
     {name: probe[name].snapshots for name in ["synthetic MLM", "(a) bag of tokens", "(b) i.i.d. MLM", "(c) first marker, uniform attn"]},
 )
@@ -328,9 +331,10 @@ pg.interval_table(pg.seed_summary(probe_over_seeds, by="run", metrics=seed_metri
 # "A − k × B" tests the claim "A exceeds k times B" (the interval above 0) or "A is below
 # k times B" (the interval below 0); a row whose interval contains 0 supports neither.
 
-# %% tags=["stochastic"] tolerance={"atol": 0.01, "rtol": 0.4}
-# The means of the table above and their differences, compared to its tolerance (0.01 + 40%;
-# the differences near 0 fall under the 0.01).
+# %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.4}
+# The means of the table above and their differences, compared to 0.03 + 40% (OpenBLAS held
+# to older kernels moved a difference near 0 by 0.014, 0.017 -> 0.003: the differences near
+# 0 fall under the 0.03).
 contrasts = ex.separation_contrasts(probe_over_seeds, [
     ("synthetic MLM", "(b) i.i.d. MLM", "late min", 1.0, "synthetic MLM − i.i.d. MLM, late min"),
     ("synthetic MLM", "(b) i.i.d. MLM", "late min", 2.0, "synthetic MLM − 2 × i.i.d. MLM, late min"),
@@ -380,10 +384,11 @@ contrast_view
 #   *synthetic* floor the SST-2 MLM would look far better separated than it is. Against
 #   its own matched run the SST-2 contrast is modest at this scale. Over five seeds the late median
 #   distance is larger than in the shuffled run by about 60% (its interval excludes 0; that
-#   of the difference from 1.2 times the shuffled value only just does, and under ATEN's
-#   generic CPU kernels it did not); the late minimum is larger by about a quarter, with an
-#   interval that only just excludes 0 (0.001 at its low end), so at this scale
-#   the seeds support a larger typical distance more firmly than a larger closest pair.
+#   of the difference from 1.2 times the shuffled value only just does here, and on three
+#   other CPU kernel paths, an AVX-512 machine's and two with older kernels, it did not);
+#   the late minimum is larger by about a quarter, with an interval that only just
+#   excludes 0 here (0.001 at its low end) and reached below 0 on those three paths, so
+#   at this scale the seeds support a larger typical distance, not a larger closest pair.
 #   The seeds also differ more on SST-2 than on the synthetic corpus. SST-2's positional
 #   signal is weaker: beyond the first few positions, sentences have nearly the same
 #   statistics everywhere (chapter 2). In seed 0 the unshuffled table is still growing at
@@ -566,7 +571,7 @@ pd.concat([ex.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
 #   matched exchangeable run: clearly on the synthetic corpus (a median distance about five
 #   times the floor's), where the closest pairs are neighbouring positions, and modestly on
 #   SST-2 at this scale (a median distance about 60% above its shuffled twin's; the closest
-#   pair only just significantly further apart). Where tokens are exchangeable, tables
+#   pair not established: only just significant here, not on other CPU kernel paths). Where tokens are exchangeable, tables
 #   shrink to Adam's noise floor. For an order-insensitive task that the model solves
 #   exactly, the whole table shrinks toward zero (seed 0).
 # - In the seed-0 runs, condition (iii) mattered less than the theorem suggests. Residual

@@ -123,8 +123,9 @@ pg.plot_spectra(ex.gram_spectra(targets))
 # eigendecomposition and refines each with SMACOF (the stress-optimal encoding of that
 # dimension, chapter 3). Against the corrected geometries it also gives each stress its 95%
 # interval (chapter 2's `corpus_bootstrap`, half-sample and widened by the disagreement
-# with the matched estimator; the encoding fitted to the estimate held fixed, the geometry
-# resampled, as in chapter 3).
+# with a second estimator: the matched one for IMDB, the jackknife over sentence groups
+# for SST-2; the encoding fitted to the estimate held fixed, the geometry resampled, as in
+# chapter 3).
 
 # %%
 RANKS = [1, 2, 3, 4, 6, 8, 12, 16, 24]

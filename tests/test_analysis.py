@@ -151,6 +151,19 @@ def test_corpus_bootstrap_widened_by_the_cached_matched_estimate():
         corpus_bootstrap("synthetic", 8, n_boot=4, widened="yes", progress=False)
 
 
+def test_corpus_bootstrap_widens_a_grouped_corpus_by_the_jackknife_over_its_groups(monkeypatch):
+    from posgeo import hybrid_hellinger_matrix, overlap_groups
+    from posgeo.experiments import statistics
+
+    monkeypatch.setattr(statistics, "GROUPED_CORPORA", ("synthetic",))
+    wide = corpus_bootstrap("synthetic", 8, n_boot=4, widened=True, progress=False)
+    corpus = load_corpus("synthetic", "train")
+    jackknife = hybrid_hellinger_matrix(corpus, 8, corpus.vocab_size, split="jackknife",
+                                        groups=overlap_groups(corpus), seed=0)
+    np.testing.assert_array_equal(wide.reference, jackknife)
+    assert not np.array_equal(wide.reference, matched_hellinger_matrix(corpus, 8, corpus.vocab_size, seed=0))
+
+
 def test_matched_hellinger_converges_to_truth_with_more_data():
     errs = []
     for m in (200, 3200):

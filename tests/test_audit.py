@@ -942,7 +942,7 @@ def test_intervals_are_widened_by_the_grouped_matched_estimate(monkeypatch: pyte
     pd.testing.assert_frame_equal(step.stress, expected)
     plain = pg.stress_intervals(boot, enc, n_permutations=100, seed=0)
     assert ((step.stress["high"] - step.stress["low"]) >= (plain["high"] - plain["low"]) - 1e-12).all()
-    assert step.notes == {}
+    assert list(step.notes) == ["reference"] and "matched" in step.notes["reference"]
 
     def fails(*args, **kwargs):  # fault injection: the matched estimate cannot be computed
         raise ValueError("position 5 is reached by fewer than 2 sequences")
@@ -951,6 +951,23 @@ def test_intervals_are_widened_by_the_grouped_matched_estimate(monkeypatch: pyte
     kept = compute.intervals_step(corpus, enc, n_positions=6, n_boot=4, seed=0)
     pd.testing.assert_frame_equal(kept.stress, plain)  # the sampling intervals are kept
     assert "not widened" in kept.notes["intervals"] and "fewer than 2" in kept.notes["intervals"]
+
+
+def test_intervals_of_a_nested_corpus_are_widened_by_the_jackknife_over_its_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corpus in NESTED_SPLITS (SST-2's training split) is widened by the jackknifed hybrid
+    over blocks of its overlap groups, chapter 2's best reference for nested phrases."""
+    import posgeo as pg
+    from posgeo.audit import compute
+
+    corpus = pg.load_corpus("synthetic", n_sequences=400, n_positions=8, vocab_size=16)
+    monkeypatch.setattr(compute, "NESTED_SPLITS", frozenset({(corpus.name, corpus.split)}))
+    enc = {"sinusoidal": pg.sinusoidal_encoding(6, 8)}
+    step = compute.intervals_step(corpus, enc, n_positions=6, n_boot=4, seed=0)
+    groups = pg.overlap_groups(corpus)
+    boot = pg.bootstrap_geometry(corpus, 6, estimator="hybrid", n_boot=4, groups=groups, seed=0, progress=False)
+    jackknife = pg.hybrid_hellinger_matrix(corpus, 6, corpus.vocab_size, split="jackknife", groups=groups, seed=0)
+    pd.testing.assert_frame_equal(step.stress, pg.stress_intervals(boot.widened(jackknife), enc, n_permutations=100, seed=0))
+    assert "jackknife" in step.notes["reference"]
 
 
 def test_intervals_option_is_checked_and_can_be_switched_off(tmp_path) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -285,6 +287,12 @@ def test_plots_return_altair_charts() -> None:
     values = modes["datasets"][modes["concat"][0]["data"]["name"]]
     assert len(values) == 16 and {v["eigenvector"] for v in values} == {"eigenvector 1", "eigenvector 2"}
     assert values[3]["entry"] == pytest.approx(fa.eigenvectors[3, 0]) and values[3]["sinusoid"] == pytest.approx(fa.fits[3, 0])
+    # an entry at float64 rounding (a node of the sine: its digits differ between machines) is drawn as 0
+    nodes = dataclasses.replace(fa, eigenvectors=fa.eigenvectors.copy())
+    nodes.eigenvectors[2, 0] = 6.4e-18
+    drawn = plot_fourier_modes({"ring": nodes}, k=2).to_dict()
+    (rows,) = drawn["datasets"].values()
+    assert rows[2]["entry"] == 0.0 and rows[3]["entry"] == pytest.approx(fa.eigenvectors[3, 0])
 
     kernels = plot_offset_kernels({"sinusoidal": sinusoidal_encoding(8, 4), "RoPE a": sinusoidal_encoding(8, 4),
                                    "RoPE b": sinusoidal_encoding(8, 8)}).to_dict()

@@ -379,6 +379,14 @@ def test_jackknife_removes_the_bias_of_nested_copies_under_stationarity():
     assert plain > 0.05 and jk < plain / 3
 
 
+def test_jackknife_refuses_count_tables_that_cannot_fit_before_allocating():
+    from posgeo import hybrid_hellinger_matrix
+
+    seqs = Sequences.from_list([[1, 2, 3]] * 40, vocab_size=4)
+    with pytest.raises(ValueError, match="more than this machine"):
+        hybrid_hellinger_matrix(seqs, 3, 2**31 - 1, split="jackknife")
+
+
 def test_jackknife_is_deterministic_for_a_seed_and_symmetric():
     from posgeo import hybrid_hellinger_matrix
 

@@ -268,6 +268,10 @@ def test_spectra_and_stress_bars():
     share = data.dropna(subset=["share"]) if "share" in data else data
     assert share[share["series"] == "a"]["share"].tolist() == pytest.approx([4 / 7.5, 2 / 7.5, 1 / 7.5])
     assert "99% reference" in set(data["series"])
+    # eigenvalues at float64 rounding (a Gram matrix past its rank) are not drawn on the log panel
+    noisy = plot_spectra({"c": np.array([2.0, 1.0, 3e-17, -2e-17])}, top=4).to_dict()
+    noisy_share = pd.concat(datasets(noisy)).dropna(subset=["share"])
+    assert noisy_share["index"].tolist() == [1, 2]
     left, right = (panel["layer"][0]["encoding"]["color"]["scale"] for panel in spec["hconcat"])
     assert left == right and left["range"][-1] == series_colour("reference")  # one scale: the 99% line is black in both
     table = pd.DataFrame({"sst2": [0.1, 0.5], "imdb": [0.2, 0.4]}, index=["sinusoidal", "random"])

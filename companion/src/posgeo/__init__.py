@@ -49,6 +49,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
     ),
     '_corpus': (
         'DATA_ENV_VAR',
+        'NESTED_SPLITS',
         'CorpusUnavailableError',
         'load_texts',
         'hub_unreachable_reason',

@@ -137,6 +137,10 @@ class BootstrapGeometry:
         half-sample estimator (:func:`matched_hellinger_matrix`) as the reference of the
         hybrid one, at least 0.94 of the pairs' 95% intervals hold the true distance in every
         calibration case, against 0.60 to 0.97 without it, for intervals about twice as wide.
+        On corpora of phrases nested in their sentences the better reference is the
+        jackknifed hybrid over blocks of sentences (``hybrid_hellinger_matrix(...,
+        split="jackknife", groups=...)``): about 0.97 where positions differ, against 0.89
+        to 0.93 with the grouped matched estimate.
 
         Parameters
         ----------

@@ -1013,6 +1013,7 @@ def _jackknife_hybrid(
 ) -> np.ndarray:
     """``hybrid_hellinger_matrix(..., split="jackknife")``: the delete-a-block jackknife of
     the plug-in hybrid statistic, with the token groups and weights of the full corpus."""
+    check_fits_in_memory((3, n, V), "the jackknife's dense count tables (about three n x V)")
     offsets = np.asarray(seqs.offsets, dtype=np.int64)
     lengths = np.diff(offsets)
     block = stratified_blocks(lengths, n_blocks, seed=seed, groups=groups)

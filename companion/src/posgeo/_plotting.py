@@ -907,14 +907,19 @@ def plot_spectra(spectra: Mapping[str, np.ndarray], *, top: int = 40) -> Any:
     Returns
     -------
     altair chart
-        Left: ``|eigenvalue| / sum |eigenvalues|`` for the first ``top`` (log scale); right: the
-        share of the positive eigenvalues' sum in the top r (log r), with the 99% line.
+        Left: ``|eigenvalue| / sum |eigenvalues|`` for the first ``top`` (log scale; eigenvalues
+        within ``n * eps * max |eigenvalue|`` of 0, float64 rounding, are 0 and not drawn);
+        right: the share of the positive eigenvalues' sum in the top r (log r), with the 99% line.
     """
     left, right = [], []
     for name, lam in spectra.items():
         lam = np.asarray(lam, dtype=float)
+        # eigenvalues within numpy's rank tolerance of 0 are rounding (their digits differ
+        # between BLAS builds): 0, and left out of the log panel, which cannot draw 0
+        lam = np.where(np.abs(lam) <= lam.size * np.finfo(float).eps * np.abs(lam).max(initial=0.0), 0.0, lam)
         k = np.arange(1, min(top, lam.size) + 1)
-        left.append(pd.DataFrame({"index": k, "share": np.abs(lam[: k.size]) / np.abs(lam).sum(), "series": name}))
+        share = np.abs(lam[: k.size]) / np.abs(lam).sum()
+        left.append(pd.DataFrame({"index": k, "share": share, "series": name})[share > 0])
         pos = np.clip(lam, 0, None)
         right.append(pd.DataFrame({"rank": np.arange(1, lam.size + 1), "energy": np.cumsum(pos) / pos.sum(), "series": name}))
     order = [*spectra, "99% reference"]  # both panels: one colour scale, one legend
@@ -930,7 +935,8 @@ def plot_spectra(spectra: Mapping[str, np.ndarray], *, top: int = 40) -> Any:
     return finish_chart(
         alt.hconcat(a, b).resolve_scale(color="shared"),
         description=("Eigen-spectra: the leading eigenvalues' shares (log scale, left) and the cumulative share "
-                     f"of the positive eigenvalues in the top r (right) for {', '.join(spectra)}; the dotted line is 99%."),
+                     f"of the positive eigenvalues in the top r (right) for {', '.join(spectra)}; the dotted line is 99%. "
+                     "Eigenvalues that are 0 to float64 rounding are not drawn on the log scale."),
     )
 
 

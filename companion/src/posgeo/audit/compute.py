@@ -55,7 +55,8 @@ import pandas as pd
 
 from posgeo import Corpus, CorpusGeometry, cached, corpus_geometry, noise_share, progress_bar, stress_table
 from posgeo import PositionalCounts, tokenizer_id
-from posgeo import bootstrap_geometry, matched_hellinger_matrix, overlap_groups, stress_differences, stress_intervals
+from posgeo import (NESTED_SPLITS, bootstrap_geometry, hybrid_hellinger_matrix, matched_hellinger_matrix, overlap_groups,
+                    stress_differences, stress_intervals)
 from posgeo.validation import check_int
 from posgeo import alibi_encoding, random_encoding, rope_encoding, sinusoidal_encoding
 from posgeo import classical_mds, effective_rank, layer_stress_table, separation_stats, tokenize
@@ -858,12 +859,16 @@ def intervals_step(
     The corpus is halved ``n_boot`` times (:func:`posgeo.bootstrap_geometry`,
     ``estimator="hybrid"``), keeping sequences that share a run of 8 tokens together
     (:func:`posgeo.overlap_groups`: duplicated or nested texts, such as SST-2's phrases).
-    Each half-sample interval is then widened by the disagreement with the matched
-    estimator (:meth:`posgeo.BootstrapGeometry.widened`, its half-splits keeping the same
-    groups together): a sampling interval cannot hold an estimator's own bias, and
-    chapter 2 measures that the widened intervals hold a known truth where the sampling
-    ones do not. Where the matched estimate cannot be computed the sampling intervals are
-    kept and a note says so.
+    Each half-sample interval is then widened by the disagreement with a second
+    estimator (:meth:`posgeo.BootstrapGeometry.widened`): a sampling interval cannot hold
+    an estimator's own bias, and chapter 2 measures that the widened intervals hold a
+    known truth where the sampling ones do not. The second estimator is the one that
+    covers best in chapter 2's calibration for the corpus's kind: the matched estimator
+    (half-splits keeping the same groups together) for independent texts, and for a
+    corpus of phrases nested in their sentences (:data:`posgeo.NESTED_SPLITS`: SST-2's
+    training split) the jackknifed hybrid over blocks of the same groups. The note
+    ``reference`` names it; where it cannot be computed the sampling intervals are kept
+    and a note says so.
 
     Parameters
     ----------
@@ -898,10 +903,19 @@ def intervals_step(
         return IntervalsStep(stress=None, differences=None, n_boot=0,
                              notes={"intervals": f"no sampling intervals: {err}"})
     notes: dict[str, str] = {}
+    if (corpus.name, corpus.split) in NESTED_SPLITS:
+        what = "the jackknifed hybrid estimator over blocks of sentence groups (phrases nested in their sentences)"
+        reference = lambda: hybrid_hellinger_matrix(corpus, n_positions, corpus.vocab_size, split="jackknife",  # noqa: E731
+                                                    groups=groups, seed=seed)
+    else:
+        what = "the matched half-sample estimator"
+        reference = lambda: matched_hellinger_matrix(corpus, n_positions, corpus.vocab_size, seed=seed,  # noqa: E731
+                                                     groups=groups)
     try:
-        boot = boot.widened(matched_hellinger_matrix(corpus, n_positions, corpus.vocab_size, seed=seed, groups=groups))
+        boot = boot.widened(reference())
+        notes["reference"] = f"intervals widened by the gap to {what}"
     except ValueError as err:
-        notes["intervals"] = f"sampling intervals only, not widened by the matched estimator: {err}"
+        notes["intervals"] = f"sampling intervals only, not widened by {what}: {err}"
     rate = monotonicity_violation_rate
     rates: dict[str, Any] = {"corrected corpus distances, offset order": lambda D: rate(distances=D, progress=False)}
     for name, label in (("model", "model"), ("random", "random vectors")):
@@ -1258,7 +1272,8 @@ def audit(
         folder = Path(ref.identifier)
         model_key = {**model_key, "files": [(name, size, file_digest(folder / name)) for name, size, *_ in model_key["files"]]}
     key = {"data": ds.fingerprint, "model": model_key, **{k: v for k, v in params.as_dict().items() if k != "data_dir"},
-           "report": "intervals, differences, monotonicity intervals, computed_on"}  # what an entry holds
+           "report": "intervals, differences, monotonicity intervals, computed_on",  # what an entry holds
+           "widening": "matched; jackknife over groups for NESTED_SPLITS"}  # how its intervals are widened
     return cached(
         "audit-report",
         key,

@@ -128,8 +128,8 @@ class AuditReport:
         posgeo version that computed the report.
     intervals : pandas.DataFrame or None
         95% intervals of the scale-optimal stress against the corrected distances
-        (:func:`posgeo.stress_intervals`; half-sample, widened by the disagreement with the
-        matched estimator, :func:`posgeo.audit.compute.intervals_step`): rows ``regular simplex``, ``model``,
+        (:func:`posgeo.stress_intervals`; half-sample, widened by the disagreement with a
+        second estimator, :func:`posgeo.audit.compute.intervals_step`): rows ``regular simplex``, ``model``,
         ``sinusoidal``, ``random``; ``None`` without them (``--intervals 0``, or no
         corrected geometry).
     differences : pandas.DataFrame or None
@@ -1231,7 +1231,8 @@ def _render_html(r: AuditReport, *, static: bool = False) -> str:
             f"{_esc(p.get('intervals', 20))} times, and each stress is recomputed on each half: the interval is the "
             "sampling uncertainty of the stress against the corrected geometry. Each interval is then widened on both "
             "sides by the gap between the stress against the corrected (hybrid) distances and against a second "
-            "noise correction (the matched half-sample estimate): a sampling interval cannot hold an estimator's "
+            "noise correction (the matched half-sample estimate; for phrases nested in their sentences, such as "
+            "SST-2's training split, the jackknife over sentence groups, chapter 2): a sampling interval cannot hold an estimator's "
             "own bias, and where two corrections with different biases disagree, that gap measures it. Two stresses differ only where the paired interval of their difference "
             "excludes 0. The regular simplex puts every position at the same distance (no order at all); "
             "\"permuted\" is the mean stress of the same vectors with their rows shuffled, and gain what the "

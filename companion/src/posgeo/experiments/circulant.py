@@ -976,10 +976,13 @@ def plot_fourier_modes(alignments: Mapping[str, FourierAlignment], *, k: int = 3
                        legend=alt.Legend(symbolType="circle", columns=3, titleLimit=400))
     faded = alt.condition(pick, alt.value(1.0), alt.value(0.08))
     panels = []
+    def drawn(v: np.ndarray) -> np.ndarray:  # entries at float64 rounding (a node of a sine) are 0: their
+        return np.where(np.abs(v) <= 1e-12 * np.abs(v).max(initial=0.0), 0.0, v)  # digits differ by machine
+
     for label, fa in alignments.items():
         n = fa.eigenvectors.shape[0]
-        frame = pd.concat([pd.DataFrame({"position": np.arange(n), "eigenvector": modes[j], "entry": fa.eigenvectors[:, j],
-                                         "sinusoid": fa.fits[:, j], "frequency (cycles)": float(fa.frequency[j]),
+        frame = pd.concat([pd.DataFrame({"position": np.arange(n), "eigenvector": modes[j], "entry": drawn(fa.eigenvectors[:, j]),
+                                         "sinusoid": drawn(fa.fits[:, j]), "frequency (cycles)": float(fa.frequency[j]),
                                          "energy": float(fa.energy[j])}) for j in range(k)], ignore_index=True)
         subtitle = [f"v{j + 1}: best frequency {fa.frequency[j]:.2f} cycles, energy {fa.energy[j]:.2f}" for j in range(k)]
         x = alt.X("position:Q", title="position i", scale=alt.Scale(domain=[0, n - 1], nice=False))

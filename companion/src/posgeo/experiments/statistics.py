@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 import numpy as np
 import pandas as pd
-from posgeo import (BootstrapGeometry, CorpusGeometry, array_digest, bootstrap_geometry, cached, load_corpus,
-                    matched_hellinger_matrix, noise_share, overlap_groups)
+from posgeo import (NESTED_SPLITS, BootstrapGeometry, CorpusGeometry, array_digest, bootstrap_geometry, cached,
+                    hybrid_hellinger_matrix, load_corpus, matched_hellinger_matrix, noise_share, overlap_groups)
 
-__all__ = ['corpus_summary', 'geometry_summary', 'GROUPED_CORPORA', 'corpus_bootstrap']
+__all__ = ['corpus_summary', 'geometry_summary', 'GROUPED_CORPORA', 'corpus_bootstrap', 'estimator_comparison']
 
 
 def corpus_summary(corpora: Mapping[str, Any], n_positions: Mapping[str, int]) -> pd.DataFrame:
@@ -84,9 +84,9 @@ def geometry_summary(geometries: Mapping[str, CorpusGeometry]) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-GROUPED_CORPORA = ("sst2",)
+GROUPED_CORPORA = tuple(sorted({name for name, _ in NESTED_SPLITS}))
 """Corpora whose sequences are resampled in :func:`~posgeo.overlap_groups` groups (SST-2:
-parse-tree phrases nested in their sentences)."""
+parse-tree phrases nested in their sentences; from :data:`~posgeo.NESTED_SPLITS`)."""
 
 
 def corpus_bootstrap(
@@ -104,9 +104,14 @@ def corpus_bootstrap(
     The hybrid estimator with half-sample intervals (:func:`~posgeo.bootstrap_geometry`,
     ``estimator="hybrid"``); for the corpora in :data:`GROUPED_CORPORA` the halvings keep
     each :func:`~posgeo.overlap_groups` group (a sentence and its phrases) together. With
-    ``widened=True`` every interval is widened by the disagreement with the matched
-    estimator (:meth:`~posgeo.BootstrapGeometry.widened`; its half-splits keep the same
-    groups together), the intervals whose coverage of a known truth chapter 2 measures.
+    ``widened=True`` every interval is widened by the disagreement with a second estimator
+    (:meth:`~posgeo.BootstrapGeometry.widened`), the intervals whose coverage of a known
+    truth chapter 2 measures: for corpora of independent sequences the matched estimator
+    (:func:`~posgeo.matched_hellinger_matrix`), the best-covering reference on chapter 2's
+    known-truth corpora of independent sequences; for :data:`GROUPED_CORPORA` the
+    jackknifed hybrid over blocks of the same groups (``hybrid_hellinger_matrix(...,
+    split="jackknife", groups=...)``), the best-covering one on its corpora of nested
+    phrases.
 
     Parameters
     ----------
@@ -161,8 +166,78 @@ def corpus_bootstrap(
         return boot
 
     def matched() -> np.ndarray:
-        return matched_hellinger_matrix(corpus, n_positions, corpus.vocab_size, seed=seed, groups=groups())
+        return matched_hellinger_matrix(corpus, n_positions, corpus.vocab_size, seed=seed)
 
-    reference = cached("corpus_matched", {**key, "method": "matched, 5 half-splits, grouped"}, matched,
-                       expect=np.ndarray)
+    def jackknife() -> np.ndarray:
+        return hybrid_hellinger_matrix(corpus, n_positions, corpus.vocab_size, split="jackknife", groups=groups(),
+                                       seed=seed)
+
+    if name in GROUPED_CORPORA:
+        reference = cached("corpus_jackknife", {**key, "method": "hybrid, jackknife over 20 blocks of groups"},
+                           jackknife, expect=np.ndarray)
+    else:
+        reference = cached("corpus_matched", {**key, "method": "matched, 5 half-splits"}, matched, expect=np.ndarray)
     return boot.widened(reference)
+
+
+def estimator_comparison(name: str, n_positions: int, *, width: int = 16, seed: int = 0,
+                         split: str = "train") -> pd.DataFrame:
+    """A corpus' corrected distances by four estimators, by range of positions.
+
+    The hybrid estimator, the matched estimator with halves of sequences and with halves of
+    :func:`~posgeo.overlap_groups` groups, and the jackknifed hybrid over blocks of the same
+    groups (``hybrid_hellinger_matrix(..., split="jackknife", groups=...)``): the mean
+    distance over all pairs, over the pairs that involve position 0, and over the pairs
+    inside each run of ``width`` positions after it; and the share of those pairs that the
+    jackknife puts at 0.
+
+    Parameters
+    ----------
+    name : str
+        A corpus :func:`~posgeo.load_corpus` knows.
+    n_positions : int
+    width : int, keyword-only, default 16
+        Positions per range (after position 0).
+    seed : int, keyword-only, default 0
+        Seed of the half-splits and of the jackknife's blocks.
+    split : str, keyword-only, default "train"
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per range (``"all pairs"``, ``"pairs with position 0"``, ``"pairs within
+        1-16"``, ...);
+        columns ``hybrid``, ``matched, halves of sequences``, ``matched, halves of sentence
+        groups``, ``jackknife, blocks of sentence groups`` and ``jackknife at 0``.
+
+    Examples
+    --------
+    >>> t = estimator_comparison("synthetic", 9, width=4)
+    >>> list(t.index)
+    ['all pairs', 'pairs with position 0', 'pairs within 1-4', 'pairs within 5-8']
+    """
+    from posgeo.validation import check_int
+
+    n = check_int(n_positions, "n_positions", minimum=3)
+    w = check_int(width, "width", minimum=2)
+    corpus = load_corpus(name, split)
+    groups, V = overlap_groups(corpus), corpus.vocab_size
+    estimates = {
+        "hybrid": hybrid_hellinger_matrix(corpus, n, V),
+        "matched, halves of sequences": matched_hellinger_matrix(corpus, n, V, seed=seed),
+        "matched, halves of sentence groups": matched_hellinger_matrix(corpus, n, V, seed=seed, groups=groups),
+        "jackknife, blocks of sentence groups": hybrid_hellinger_matrix(corpus, n, V, split="jackknife",
+                                                                        groups=groups, seed=seed),
+    }
+    i, j = np.triu_indices(n, 1)
+    masks = {"all pairs": i >= 0, "pairs with position 0": i == 0}
+    for start in range(1, n, w):
+        stop = min(start + w, n) - 1
+        inside = (i >= start) & (j <= stop)
+        if inside.any():
+            masks[f"pairs within {start}-{stop}"] = inside
+    jk = estimates["jackknife, blocks of sentence groups"][i, j]
+    rows = {label: {**{k: float(D[i, j][m].mean()) for k, D in estimates.items()},
+                    "jackknife at 0": float((jk[m] == 0).mean())}
+            for label, m in masks.items()}
+    return pd.DataFrame(rows).T
