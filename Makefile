@@ -164,9 +164,9 @@ test-kernels: setup
 	for spec in $(KERNEL_PATHS); do \
 	  name=$${spec%%:*}; vars=$${spec#*:}; vars=$${vars//+/ }; \
 	  echo "[$$($(NOW))]   $$name: $$vars (log: $(KERNEL_DIR)/$$name.log)"; \
-	  ( env $$vars POSGEO_CACHE_DIR="$(KERNEL_DIR)/cache-$$name" \
+	  ( rc=0; env $$vars POSGEO_CACHE_DIR="$(KERNEL_DIR)/cache-$$name" \
 	      $(NBVAL) --nbtolerance-require-difference -p no:cacheprovider $(KERNEL_CHAPTERS) \
-	      > "$(KERNEL_DIR)/$$name.log" 2>&1; echo $$? > "$(KERNEL_DIR)/$$name.rc" ) & \
+	      > "$(KERNEL_DIR)/$$name.log" 2>&1 || rc=$$?; echo $$rc > "$(KERNEL_DIR)/$$name.rc" ) & \
 	  pids="$$pids $$!"; \
 	done; \
 	wait $$pids; \

@@ -396,7 +396,10 @@ first_mode = pd.DataFrame(
 ).T
 first_mode
 
-# %% mystnb={"figure": {"caption": "The top three eigenvectors of B (dots, one colour each) and their best-matching sinusoids (lines of the same colour), against the position: the exactly circulant ring, the ring at knob 2, and the corrected geometries of SST-2 and IMDB. Each panel's subtitle gives every eigenvector's best frequency and the share of its energy at it. Click an eigenvector in the legend to show it alone.", "name": "fig-ch6-modes"}}
+# %% mystnb={"figure": {"caption": "The top three eigenvectors of B (dots, one colour each) and their best-matching sinusoids (lines of the same colour), against the position: the exactly circulant ring, the ring at knob 2, and the corrected geometries of SST-2 and IMDB. Each panel's subtitle gives every eigenvector's best frequency and the share of its energy at it. Click an eigenvector in the legend to show it alone.", "name": "fig-ch6-modes"}} tags=["stochastic"] tolerance={"atol": 1e-06, "rtol": 0}
+# Not trained, but each best sinusoid's frequency is the maximum of a flat energy curve,
+# which float rounding (it differs between CPU kernel paths) moves by about 1e-8: a fitted
+# value moved by 1e-8 across a fourth significant digit (8.0265e-05), so compared to 1e-6.
 assert (real["circulant distance (B)"] > ring["circulant distance (B)"].max()).all()
 assert (real["DFT alignment"] < ring["DFT alignment"].min()).all()
 assert real["circulant distance (B)"].round(2).agg(["min", "max"]).tolist() == [0.53, 0.97]
