@@ -96,6 +96,18 @@ def maxrss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
 
 
+_NO_AVX512 = "X86_V4,AVX512_ICL,AVX512_SPR"  # numpy >= 2.4's names of its AVX-512 dispatch targets
+
+
+def _avx512_dispatch() -> bool:
+    """Whether numpy in this process dispatches to its AVX-512 loops."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:
+        return False
+    return bool(features.get("X86_V4", features.get("AVX512_SKX", False)))  # the group, cleared when disabled
+
+
 def best_of(fn, repeats: int) -> tuple[float, object]:
     best, out = float("inf"), None
     for _ in range(repeats):
@@ -201,6 +213,16 @@ def child_main(argv: list[str]) -> int:
     from posgeo._counts import PositionalCounts
 
     mode = argv[0]
+    if mode == "rate":  # the counting rate and numpy's sort, in this process's SIMD dispatch
+        z = np.load(argv[1])
+        seqs = Sequences(tokens=z["tokens"], offsets=z["offsets"], vocab_size=int(z["vocab_size"]))
+        n, repeats = int(argv[2]), int(argv[3])
+        t, c = best_of(lambda: PositionalCounts.from_sequences(seqs, n), repeats)
+        keys = np.random.default_rng(0).integers(0, 2 * n * seqs.vocab_size, size=c.n_tokens, dtype=np.uint32)
+        t_sort, _ = best_of(lambda: np.sort(keys), repeats)
+        print("CHILD-JSON " + json.dumps({"from_sequences_s": t, "tokens": c.n_tokens, "sort_uint32_s": t_sort,
+                                          "avx512_dispatch": _avx512_dispatch()}))
+        return 0
     base = {"after_imports_rss_bytes": current_rss_bytes(), "after_imports_peak_rss_bytes": peak_rss_bytes()}
     if mode == "imdb":
         z = np.load(argv[1])
@@ -226,8 +248,9 @@ def child_main(argv: list[str]) -> int:
     return 0
 
 
-def run_child(args: list[str], timeout: float) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, timeout=timeout)
+def run_child(args: list[str], timeout: float, env: dict | None = None) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, timeout=timeout,
+                          env=None if env is None else {**os.environ, **env})
     for line in proc.stdout.splitlines():
         if line.startswith("CHILD-JSON "):
             return json.loads(line[len("CHILD-JSON "):])
@@ -391,7 +414,20 @@ def part_counting(args, seqs) -> dict:
 
     t_loop, _ = best_of(loop, args.repeats)
     rate = kept / t_sparse
+    # numpy's sort is half the counting time, and its speed depends on the SIMD loops numpy
+    # dispatches to: the same counting in a process whose numpy is held to its AVX2 loops
+    keys = np.random.default_rng(0).integers(0, 2 * n * V, size=kept, dtype=np.uint32)
+    t_sort, _ = best_of(lambda: np.sort(keys), args.repeats)
+    with tempfile.TemporaryDirectory() as wd:
+        ids = Path(wd) / "ids.npz"
+        np.savez(ids, tokens=seqs.tokens, offsets=seqs.offsets, vocab_size=seqs.vocab_size)
+        held = run_child(["rate", str(ids), str(n), str(args.repeats)], timeout=600, env={"NPY_DISABLE_CPU_FEATURES": _NO_AVX512})
     return {
+        "numpy_sort_uint32_s": t_sort,
+        "numpy_simd_avx512": bool(_avx512_dispatch()),
+        "avx2_sort": {"env": f"NPY_DISABLE_CPU_FEATURES={_NO_AVX512}", "sparse_from_sequences_s": held["from_sequences_s"],
+                      "sparse_tokens_per_s_per_core": kept / held["from_sequences_s"],
+                      "numpy_sort_uint32_s": held["sort_uint32_s"], "numpy_simd_avx512": held["avx512_dispatch"]},
         "counted_tokens": kept,
         "nnz": int(c.counts.nnz),
         "sparse_from_sequences_s": t_sparse,
