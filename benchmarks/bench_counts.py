@@ -220,8 +220,11 @@ def child_main(argv: list[str]) -> int:
         t, c = best_of(lambda: PositionalCounts.from_sequences(seqs, n), repeats)
         keys = np.random.default_rng(0).integers(0, 2 * n * seqs.vocab_size, size=c.n_tokens, dtype=np.uint32)
         t_sort, _ = best_of(lambda: np.sort(keys), repeats)
+        from posgeo._counts import _quicksort_is_slow
+
         print("CHILD-JSON " + json.dumps({"from_sequences_s": t, "tokens": c.n_tokens, "sort_uint32_s": t_sort,
-                                          "avx512_dispatch": _avx512_dispatch()}))
+                                          "avx512_dispatch": _avx512_dispatch(),
+                                          "quicksort_is_slow": _quicksort_is_slow()}))
         return 0
     base = {"after_imports_rss_bytes": current_rss_bytes(), "after_imports_peak_rss_bytes": peak_rss_bytes()}
     if mode == "imdb":
@@ -422,12 +425,16 @@ def part_counting(args, seqs) -> dict:
         ids = Path(wd) / "ids.npz"
         np.savez(ids, tokens=seqs.tokens, offsets=seqs.offsets, vocab_size=seqs.vocab_size)
         held = run_child(["rate", str(ids), str(n), str(args.repeats)], timeout=600, env={"NPY_DISABLE_CPU_FEATURES": _NO_AVX512})
+    from posgeo._counts import _quicksort_is_slow
+
     return {
         "numpy_sort_uint32_s": t_sort,
         "numpy_simd_avx512": bool(_avx512_dispatch()),
+        "quicksort_is_slow": bool(_quicksort_is_slow()),  # posgeo then counts with the padded uint16 table
         "avx2_sort": {"env": f"NPY_DISABLE_CPU_FEATURES={_NO_AVX512}", "sparse_from_sequences_s": held["from_sequences_s"],
                       "sparse_tokens_per_s_per_core": kept / held["from_sequences_s"],
-                      "numpy_sort_uint32_s": held["sort_uint32_s"], "numpy_simd_avx512": held["avx512_dispatch"]},
+                      "numpy_sort_uint32_s": held["sort_uint32_s"], "numpy_simd_avx512": held["avx512_dispatch"],
+                      "quicksort_is_slow": held["quicksort_is_slow"]},
         "counted_tokens": kept,
         "nnz": int(c.counts.nnz),
         "sparse_from_sequences_s": t_sparse,

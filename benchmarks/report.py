@@ -807,19 +807,22 @@ def _section_counts(rec: dict[str, Any]) -> str:
         ]
         held = c.get("avx2_sort")
         if held:
+            def how(slow: bool) -> str:
+                return ("radix sorts of a padded position-major uint16 table" if slow
+                        else "one quicksort of 32-bit keys")
+
             parts.append(
-                "Half of the counting time is numpy's sort of the (position, token, half) keys, and numpy picks its "
-                "sort loops by CPU: on this machine it "
-                + ("dispatches to its AVX-512 loops" if c["numpy_simd_avx512"] else "has no AVX-512 loops to dispatch to")
-                + f". Sorting {c['counted_tokens']:,} uint32 keys took {_num(c['numpy_sort_uint32_s'])} s in this process "
-                f"and {_num(held['numpy_sort_uint32_s'])} s in one started with `{held['env']}` (numpy held to its AVX2 "
-                f"loops), where the same counting ran at {held['sparse_tokens_per_s_per_core'] / 1e6:.0f} M tokens / s "
-                f"({_num(held['sparse_from_sequences_s'])} s). "
-                + ("The AVX-512 sort is the slower one here: numpy's AVX-512 quicksort (x86-simd-sort) stores with "
-                   "`vpcompress` to memory, which AMD Zen 4 runs in microcode (x86-simd-sort issue 6; AMD's Zen 4 "
-                   "optimisation guide, 2.11.2). Set that variable before Python starts to count with the AVX2 sort; "
-                   "the target row below reports this process's own rate."
-                   if c["numpy_sort_uint32_s"] > 1.5 * held["numpy_sort_uint32_s"] else "")
+                "Counting sorts the (position, token, half) keys, and numpy picks its sort loops by CPU: on this machine "
+                + ("it dispatches to its AVX-512 loops" if c["numpy_simd_avx512"] else "it has no AVX-512 loops")
+                + f", and sorting {c['counted_tokens']:,} uint32 keys took {_num(c['numpy_sort_uint32_s'])} s, against "
+                f"{_num(held['numpy_sort_uint32_s'])} s in a process started with `{held['env']}` (numpy's AVX2 loops). "
+                "numpy's AVX-512 quicksort (x86-simd-sort) stores with `vpcompress` to memory, which AMD Zen 4 runs in "
+                "microcode (x86-simd-sort issue 6; AMD's Zen 4 optimisation guide, 2.11.2), so on Zen 4 with AVX-512 "
+                "loops posgeo counts with radix sorts of a padded position-major uint16 table instead (vocabularies "
+                "of at most 32,767 ids), and with one quicksort elsewhere; both give the same table. The table above "
+                f"used {how(c.get('quicksort_is_slow', False))}; in the AVX2 process, counting with "
+                f"{how(held.get('quicksort_is_slow', False))} took {_num(held['sparse_from_sequences_s'])} s "
+                f"({held['sparse_tokens_per_s_per_core'] / 1e6:.0f} M tokens / s)."
             )
     m = r.get("memory")
     if m:

@@ -17,6 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import sparse
 from tokenizers import Tokenizer
 
@@ -136,6 +138,55 @@ def test_counts_match_positional_marginals(corpus):
     assert c.sources == tuple(corpus["paths"])
     # the same ids counted from a Sequences: the same table
     assert (PositionalCounts.from_sequences(seqs, N).counts != c.counts).nnz == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.integers(0, 12), min_size=1, max_size=30), V=st.sampled_from([1, 2, 7, 300, 32767]),
+       n=st.integers(1, 10), seed=st.integers(0, 2**16))
+def test_the_padded_and_the_sorted_counting_give_the_same_tables(lengths, V, n, seed):
+    """The two ways of counting (one quicksort of 32-bit keys; radix sorts of a padded
+    position-major uint16 table) give identical integer tables, both halves, empty documents
+    and the largest vocabulary the padded table takes included."""
+    from posgeo._counts import _count_ids
+
+    rng = np.random.default_rng(seed)
+    klen = np.minimum(np.array(lengths, dtype=np.int64), n)
+    tokens = rng.integers(0, V, size=int(klen.sum())).astype(np.int32)
+    in_b = rng.random(klen.size) < 0.5
+    padded = _count_ids(tokens, klen, in_b, n, V, method="padded")
+    by_sort = _count_ids(tokens, klen, in_b, n, V, method="sort")
+    for a, b in zip(padded[:2], by_sort[:2]):
+        assert a.shape == b.shape == (n, V) and (a != b).nnz == 0
+        assert np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
+    for a, b in zip(padded[2:], by_sort[2:]):
+        assert np.array_equal(a, b)
+    expected = np.zeros((n, V), dtype=np.int64)
+    pos = np.concatenate([np.arange(k) for k in klen]) if klen.sum() else np.zeros(0, dtype=np.int64)
+    np.add.at(expected, (pos.astype(np.int64), tokens.astype(np.int64)), 1)
+    assert np.array_equal(padded[0].toarray(), expected)
+
+
+def test_counting_picks_the_padded_table_only_where_it_applies(monkeypatch):
+    """Only where numpy's quicksort is slow (AVX-512 loops on AMD Zen 4), and only for tables
+    that fit: 2 V below the uint16 padding and at most three cells per kept token."""
+    import posgeo._counts as counts
+
+    zen = "vendor_id\t: {}\ncpu family\t: {}\nmodel\t\t: 17\nflags\t\t: fpu sse2 avx2 {}\n"
+    assert counts._is_zen4(zen.format("AuthenticAMD", 25, "avx512f avx512bw"))  # Zen 4
+    assert not counts._is_zen4(zen.format("AuthenticAMD", 25, ""))  # Zen 3: no AVX-512
+    assert not counts._is_zen4(zen.format("AuthenticAMD", 26, "avx512f"))  # Zen 5
+    assert not counts._is_zen4(zen.format("GenuineIntel", 6, "avx512f")) and not counts._is_zen4("")
+    monkeypatch.setattr(counts, "_quicksort_is_slow", lambda: True)
+    calls = []
+    monkeypatch.setattr(counts, "_count_ids_padded", lambda *a: calls.append(a[-1]) or (counts._empty_csr(a[3], a[4]),) * 2)
+    klen, in_b = np.array([4, 4]), np.array([False, True])
+    counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)  # BERT's vocabulary, full documents
+    counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 50257)  # 2 V > 65534: 32-bit keys
+    counts._count_ids(np.zeros(2, dtype=np.int32), np.array([1, 1]), in_b, 4, 300)  # mostly padding
+    assert calls == [30522]
+    monkeypatch.setattr(counts, "_quicksort_is_slow", lambda: False)  # a fast quicksort: always the sort
+    counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)
+    assert calls == [30522]
 
 
 def test_halves_are_a_deterministic_split(corpus):
