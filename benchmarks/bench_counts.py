@@ -99,15 +99,6 @@ def maxrss_bytes() -> int:
 _NO_AVX512 = "X86_V4,AVX512_ICL,AVX512_SPR"  # numpy >= 2.4's names of its AVX-512 dispatch targets
 
 
-def _avx512_dispatch() -> bool:
-    """Whether numpy in this process dispatches to its AVX-512 loops."""
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:
-        return False
-    return bool(features.get("X86_V4", features.get("AVX512_SKX", False)))  # the group, cleared when disabled
-
-
 def best_of(fn, repeats: int) -> tuple[float, object]:
     best, out = float("inf"), None
     for _ in range(repeats):
@@ -220,10 +211,10 @@ def child_main(argv: list[str]) -> int:
         t, c = best_of(lambda: PositionalCounts.from_sequences(seqs, n), repeats)
         keys = np.random.default_rng(0).integers(0, 2 * n * seqs.vocab_size, size=c.n_tokens, dtype=np.uint32)
         t_sort, _ = best_of(lambda: np.sort(keys), repeats)
-        from posgeo._counts import _quicksort_is_slow
+        from posgeo._counts import _numpy_avx512, _quicksort_is_slow
 
         print("CHILD-JSON " + json.dumps({"from_sequences_s": t, "tokens": c.n_tokens, "sort_uint32_s": t_sort,
-                                          "avx512_dispatch": _avx512_dispatch(),
+                                          "avx512_dispatch": _numpy_avx512(),
                                           "quicksort_is_slow": _quicksort_is_slow()}))
         return 0
     base = {"after_imports_rss_bytes": current_rss_bytes(), "after_imports_peak_rss_bytes": peak_rss_bytes()}
@@ -425,11 +416,11 @@ def part_counting(args, seqs) -> dict:
         ids = Path(wd) / "ids.npz"
         np.savez(ids, tokens=seqs.tokens, offsets=seqs.offsets, vocab_size=seqs.vocab_size)
         held = run_child(["rate", str(ids), str(n), str(args.repeats)], timeout=600, env={"NPY_DISABLE_CPU_FEATURES": _NO_AVX512})
-    from posgeo._counts import _quicksort_is_slow
+    from posgeo._counts import _numpy_avx512, _quicksort_is_slow
 
     return {
         "numpy_sort_uint32_s": t_sort,
-        "numpy_simd_avx512": bool(_avx512_dispatch()),
+        "numpy_simd_avx512": bool(_numpy_avx512()),
         "quicksort_is_slow": bool(_quicksort_is_slow()),  # posgeo then counts with the padded uint16 table
         "avx2_sort": {"env": f"NPY_DISABLE_CPU_FEATURES={_NO_AVX512}", "sparse_from_sequences_s": held["from_sequences_s"],
                       "sparse_tokens_per_s_per_core": kept / held["from_sequences_s"],

@@ -314,12 +314,19 @@ def _quicksort_is_slow() -> bool:
     AVX-512 (Zen 3, also family 25, has none; Zen 5 is family 26). Read once from
     ``/proc/cpuinfo``; anywhere else, False."""
     try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-
-        avx512 = bool(features.get("X86_V4", features.get("AVX512_SKX", False)))  # cleared when numpy is told not to
-        return avx512 and _is_zen4(Path("/proc/cpuinfo").read_text(errors="replace"))
-    except (ImportError, OSError):
+        return _numpy_avx512() and _is_zen4(Path("/proc/cpuinfo").read_text(errors="replace"))
+    except OSError:
         return False
+
+
+def _numpy_avx512() -> bool:
+    """Whether numpy dispatches to its AVX-512 loops (not when told otherwise by
+    ``NPY_DISABLE_CPU_FEATURES``, which clears the group's flag)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:
+        return False
+    return bool(features.get("X86_V4", features.get("AVX512_SKX", False)))
 
 
 def _is_zen4(cpuinfo: str) -> bool:

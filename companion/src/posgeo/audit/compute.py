@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -905,12 +906,11 @@ def intervals_step(
     notes: dict[str, str] = {}
     if (corpus.name, corpus.split) in NESTED_SPLITS:
         what = "the jackknifed hybrid estimator over blocks of sentence groups (phrases nested in their sentences)"
-        reference = lambda: hybrid_hellinger_matrix(corpus, n_positions, corpus.vocab_size, split="jackknife",  # noqa: E731
-                                                    groups=groups, seed=seed)
+        reference = partial(hybrid_hellinger_matrix, corpus, n_positions, corpus.vocab_size, split="jackknife",
+                            groups=groups, seed=seed)
     else:
         what = "the matched half-sample estimator"
-        reference = lambda: matched_hellinger_matrix(corpus, n_positions, corpus.vocab_size, seed=seed,  # noqa: E731
-                                                     groups=groups)
+        reference = partial(matched_hellinger_matrix, corpus, n_positions, corpus.vocab_size, seed=seed, groups=groups)
     try:
         boot = boot.widened(reference())
         notes["reference"] = f"intervals widened by the gap to {what}"

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 from posgeo import (NESTED_SPLITS, BootstrapGeometry, CorpusGeometry, array_digest, bootstrap_geometry, cached,
                     hybrid_hellinger_matrix, load_corpus, matched_hellinger_matrix, noise_share, overlap_groups)
+from posgeo.validation import check_int
 
 __all__ = ['corpus_summary', 'geometry_summary', 'GROUPED_CORPORA', 'corpus_bootstrap', 'estimator_comparison']
 
@@ -216,8 +217,6 @@ def estimator_comparison(name: str, n_positions: int, *, width: int = 16, seed: 
     >>> list(t.index)
     ['all pairs', 'pairs with position 0', 'pairs within 1-4', 'pairs within 5-8']
     """
-    from posgeo.validation import check_int
-
     n = check_int(n_positions, "n_positions", minimum=3)
     w = check_int(width, "width", minimum=2)
     corpus = load_corpus(name, split)
