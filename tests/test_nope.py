@@ -62,6 +62,7 @@ from posgeo.experiments.nope import (
     seed_adjacency_table,
     seed_runs,
     similarity_profile,
+    sweep_training_runs,
     task_examples,
     train_nope_model,
     train_position_probe,
@@ -463,11 +464,43 @@ def test_init_ablation_and_sweep_tables() -> None:
     sweep = depth_width_sweep(TINY, toks, progress=False)
     assert list(sweep.index) == [(1, 8), (1, 16), (2, 8), (2, 16)]
     assert sweep.loc[(2, 16), "parameters"] > sweep.loc[(1, 8), "parameters"]
-    with pytest.raises(ValueError, match="unknown task"):
-        depth_width_sweep(TINY, toks, task="division")
-    trained = depth_width_sweep(dataclasses.replace(TINY, sweep_widths=(8,), sweep_layers=(1,)), toks, task="indexing",
-                                steps=2, progress=False, cache=False)
-    assert {"layer 1 (trained)", "last layer (trained)", "exact match (trained)"} <= set(trained.columns)
+    with pytest.raises(ValueError, match="at least one seed"):
+        depth_width_sweep(TINY, toks, seeds=())
+
+
+def test_sweep_training_runs_pairs_init_and_trained_per_seed() -> None:
+    toks = random_tokens(3, 8)
+    settings = dataclasses.replace(TINY, sweep_trained=((1, 8), (2, 16)), sweep_steps=3, sweep_task="indexing")
+    runs = sweep_training_runs(settings, toks, progress=False, cache=False)
+    assert runs[["layers", "width", "seed"]].values.tolist() == [[1, 8, 0], [1, 8, 1], [2, 16, 0], [2, 16, 1]]
+    # the untrained column is the seed's own initialisation: the init sweep of that seed gives the same score
+    for (L, w), group in runs.groupby(["layers", "width"]):
+        one = dataclasses.replace(settings, sweep_layers=(L,), sweep_widths=(w,))
+        for seed, value in zip(group["seed"], group["layer 1 (init)"]):
+            assert value == pytest.approx(depth_width_sweep(one, toks, seeds=(seed,), progress=False)["layer 1"].iloc[0], abs=1e-12)
+    assert (runs["layer 1 (trained)"] != runs["layer 1 (init)"]).all()  # training changed the weights
+    assert runs["exact match (trained)"].between(0, 1).all() and runs["best constant answer"].between(0, 1).all()
+    assert runs.loc[runs["layers"] == 2, "parameters"].iloc[0] > runs.loc[runs["layers"] == 1, "parameters"].iloc[0]
+    again = sweep_training_runs(settings, toks, progress=False, cache=False)
+    pd.testing.assert_frame_equal(runs, again)  # deterministic under the seeds
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"configs": []}, "at least one"),
+        ({"configs": [(1, 12)]}, "multiple of the head dimension"),
+        ({"configs": [(0, 8)]}, "positive ints"),
+        ({"configs": [[1, 8]]}, "positive ints"),
+        ({"steps": 0}, "steps must be an int >= 1"),
+        ({"seeds": (0, 0)}, "distinct"),
+        ({"seeds": ()}, "distinct"),
+        ({"task": "division"}, "unknown task"),
+    ],
+)
+def test_sweep_training_runs_rejects_bad_input(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        sweep_training_runs(TINY, random_tokens(2, 8), progress=False, cache=False, **kwargs)
 
 
 # ----------------------------------------------------------------------------- probes

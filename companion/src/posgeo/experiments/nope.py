@@ -101,6 +101,7 @@ __all__ = [
     'init_ablation',
     'ablation_summary',
     'depth_width_sweep',
+    'sweep_training_runs',
     'causal_contrast',
     'plot_similarity_grid',
     'plot_offset_decay',
@@ -149,11 +150,15 @@ class NopeSettings:
     init_seeds : tuple of int
         Seeds over which the untrained statistics of the depth and width sweep are averaged.
     sweep_layers, sweep_widths : tuple of int
-        The depth and width sweep.
+        The depth and width sweep at initialisation (:func:`depth_width_sweep`).
+    sweep_trained : tuple of (int, int)
+        The ``(layers, width)`` configurations that :func:`sweep_training_runs` trains once
+        per seed of ``seeds`` (``small``: depths 1, 2, 4 at width 64 and widths 32, 64 at
+        depth 2, what fits the CPU budget; ``full``: the whole sweep).
     sweep_steps : int
-        Training steps per configuration of the sweep (0: at initialisation only).
+        Training steps per configuration and seed of the trained sweep.
     sweep_task : str
-        The task the sweep trains on.
+        The task the trained sweep trains on.
     init_means, init_stds : tuple of float
         The initialisation grid (token embeddings); measured over ``seeds``.
     ablation_steps : int
@@ -182,6 +187,7 @@ class NopeSettings:
     init_seeds: tuple[int, ...]
     sweep_layers: tuple[int, ...]
     sweep_widths: tuple[int, ...]
+    sweep_trained: tuple[tuple[int, int], ...]
     sweep_steps: int
     sweep_task: str
     init_means: tuple[float, ...]
@@ -290,7 +296,7 @@ def nope_settings(profile: str | None = None) -> NopeSettings:
             profile="full", d_model=384, n_layers=6, n_heads=6, d_ff=1536,
             steps=5000, batch_size=128, lr=5e-4, seeds=(0, 1, 2, 3, 4), seed_tasks=tuple(TASKS), n_train=20_000, n_test=20_000, n_analysis=512,
             init_seeds=(0, 1, 2, 3, 4), sweep_layers=(6, 12, 24), sweep_widths=(192, 384, 768),
-            sweep_steps=2000, sweep_task="reversal", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
+            sweep_trained=tuple((L, w) for L in (6, 12, 24) for w in (192, 384, 768)), sweep_steps=2000, sweep_task="reversal", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
             ablation_steps=2000, ablation_train_means=(0.0, 4.0, 8.0), ablation_task="reversal",
             probe_steps=2000, probe_hidden=128,
         )
@@ -298,7 +304,7 @@ def nope_settings(profile: str | None = None) -> NopeSettings:
         profile="small", d_model=64, n_layers=2, n_heads=4, d_ff=128,
         steps=300, batch_size=64, lr=2e-3, seeds=(0, 1, 2, 3, 4), seed_tasks=("sorting",), n_train=5000, n_test=1000, n_analysis=128,
         init_seeds=(0, 1, 2), sweep_layers=(1, 2, 4), sweep_widths=(32, 64, 128, 384),
-        sweep_steps=0, sweep_task="reversal", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
+        sweep_trained=((1, 64), (2, 32), (2, 64), (4, 64)), sweep_steps=150, sweep_task="sorting", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
         ablation_steps=150, ablation_train_means=(0.0,), ablation_task="indexing",
         probe_steps=300, probe_hidden=32,
     )
@@ -2152,41 +2158,34 @@ def depth_width_sweep(
     settings: NopeSettings,
     tokens: torch.Tensor,
     *,
-    task: str | None = None,
-    steps: int | None = None,
     seeds: Sequence[int] | None = None,
     progress: bool = True,
-    cache: bool = True,
 ) -> pd.DataFrame:
-    """Adjacency scores of NoPE decoders of several depths and widths (default initialisation).
+    """Adjacency scores of untrained NoPE decoders of several depths and widths (default initialisation).
 
     The head dimension of the profile is kept (``n_heads = width // head_dim``) and
-    ``d_ff / d_model`` too.
+    ``d_ff / d_model`` too. The same configurations trained over seeds:
+    :func:`sweep_training_runs`.
 
     Parameters
     ----------
     settings : NopeSettings
         ``sweep_layers`` x ``sweep_widths``.
     tokens : torch.LongTensor of shape (B, n)
-    task : str, keyword-only, optional
-        Training task; default ``settings.sweep_task``.
-    steps : int, keyword-only, optional
-        Default ``settings.sweep_steps``.
     seeds : sequence of int, keyword-only, optional
-        Default ``settings.init_seeds`` (scores averaged). Training uses the first seed only.
-    progress, cache : bool, keyword-only
+        Initialisation seeds whose scores are averaged; default ``settings.init_seeds``.
+    progress : bool, keyword-only
 
     Returns
     -------
     pandas.DataFrame
         Index ``(layers, width)``; columns ``parameters``, ``layer 0``, ``layer 1``,
-        ``last layer``, ``mean over layers >= 1``, ``update/embedding`` and, after training,
-        ``layer 1 (trained)``, ``last layer (trained)``, ``exact match (trained)``.
+        ``last layer``, ``mean over layers >= 1`` and ``update/embedding``.
 
     Raises
     ------
     ValueError
-        An unknown task.
+        No seed.
 
     Examples
     --------
@@ -2194,33 +2193,121 @@ def depth_width_sweep(
     >>> depth_width_sweep(s, random_tokens(4, 8), progress=False).index.tolist()
     [(1, 16), (1, 32)]
     """
-    steps = settings.sweep_steps if steps is None else int(steps)
-    seeds = tuple(settings.init_seeds if seeds is None else seeds)
-    task = _check_task_name(settings.sweep_task if task is None else task)
-    max_len = max(tokens.shape[1], P2Task(task, n_samples=1).seq_len)
+    seeds = tuple(int(x) for x in (settings.init_seeds if seeds is None else seeds))
+    if not seeds:
+        raise ValueError("depth_width_sweep needs at least one seed")
     grid = [(L, w) for L in settings.sweep_layers for w in settings.sweep_widths]
     rows = []
     for L, w in progress_bar(grid, enabled=progress, desc="depth x width"):
-        cfg = settings.model_config(max_len=max_len, n_layers=L, d_model=w)
+        cfg = settings.model_config(max_len=tokens.shape[1], n_layers=L, d_model=w)
         rec: dict[str, list[float]] = {}
         for seed in seeds:
-            model = Transformer(cfg, seed=seed)
-            H = layer_hidden_states(model, tokens)
+            H = layer_hidden_states(Transformer(cfg, seed=seed), tokens)
             sc = adjacency_by_layer(H)
             for k, v in (("layer 0", sc[0]), ("layer 1", sc[1]), ("last layer", sc[-1]),
                          ("mean over layers >= 1", sc[1:].mean()), ("update/embedding", _norm_ratio(H))):
                 rec.setdefault(k, []).append(float(v))
-            if steps > 0 and seed == seeds[0]:
-                p2 = P2Task(task, n_samples=settings.n_train, seed=seed)
-                res = train(cfg, settings.train_config(steps=steps, seed=seed), p2, progress=False, cache=cache)
-                trained = res.model()
-                sct = adjacency_by_layer(layer_hidden_states(trained, tokens))
-                rec.setdefault("layer 1 (trained)", []).append(float(sct[1]))
-                rec.setdefault("last layer (trained)", []).append(float(sct[-1]))
-                rec.setdefault("exact match (trained)", []).append(answer_accuracy(trained, p2).exact_match)
         n_params = sum(p.numel() for p in Transformer(cfg).parameters())
         rows.append({"layers": L, "width": w, "parameters": n_params, **{k: float(np.mean(v)) for k, v in rec.items()}})
     return pd.DataFrame(rows).set_index(["layers", "width"])
+
+
+def sweep_training_runs(
+    settings: NopeSettings,
+    tokens: torch.Tensor,
+    *,
+    configs: Sequence[tuple[int, int]] | None = None,
+    task: str | None = None,
+    steps: int | None = None,
+    seeds: Sequence[int] | None = None,
+    progress: bool = True,
+    cache: bool = True,
+) -> pd.DataFrame:
+    """Train NoPE decoders of several depths and widths once per seed; one row per configuration and seed.
+
+    For every ``(layers, width)`` and seed, ``Transformer(cfg, seed=seed)`` is measured, then
+    trained from that initialisation on ``task`` (training pool and batches seeded by the
+    seed, :func:`posgeo.train`) and measured again, so the untrained and trained values of one
+    seed are paired (:func:`posgeo.seed_difference` with ``paired=True``). The head dimension
+    and ``d_ff / d_model`` of the profile are kept, as in :func:`depth_width_sweep`.
+
+    Parameters
+    ----------
+    settings : NopeSettings
+    tokens : torch.LongTensor of shape (B, n)
+        Analysis sequences (e.g. :func:`analysis_tokens` of ``task``).
+    configs : sequence of (int, int), keyword-only, optional
+        ``(layers, width)`` pairs; default ``settings.sweep_trained``.
+    task : str, keyword-only, optional
+        Default ``settings.sweep_task``.
+    steps : int, keyword-only, optional
+        Training steps (``>= 1``); default ``settings.sweep_steps``.
+    seeds : sequence of int, keyword-only, optional
+        Default ``settings.seeds``.
+    progress, cache : bool, keyword-only
+        ``progress``: one bar over the runs; ``cache``: passed to :func:`posgeo.train`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``layers``, ``width``, ``seed``, ``parameters``, ``layer 1 (init)``,
+        ``layer 1 (trained)``, ``last layer (trained)``, ``exact match (trained)`` (on the
+        training pool) and ``best constant answer`` (the share of the pool's most common
+        answer: the exact match of a model that ignores the prompt).
+
+    Raises
+    ------
+    ValueError
+        An unknown task, no configuration, a configuration that is not two positive ints
+        with the width a multiple of the head dimension, ``steps < 1``, no seed or a
+        repeated seed.
+
+    Examples
+    --------
+    >>> s = dataclasses.replace(nope_settings("small"), n_train=32)
+    >>> runs = sweep_training_runs(s, random_tokens(4, 8), configs=[(1, 16)], steps=2, seeds=(0, 1),
+    ...                            progress=False, cache=False)
+    >>> runs[["layers", "width", "seed"]].values.tolist()
+    [[1, 16, 0], [1, 16, 1]]
+    """
+    steps = settings.sweep_steps if steps is None else steps
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1, got {steps!r}; for untrained models use depth_width_sweep")
+    seeds = tuple(int(x) for x in (settings.seeds if seeds is None else seeds))
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be a non-empty sequence of distinct ints, got {seeds}")
+    task = _check_task_name(settings.sweep_task if task is None else task)
+    grid = list(settings.sweep_trained if configs is None else configs)
+    if not grid:
+        raise ValueError("sweep_training_runs needs at least one (layers, width) configuration")
+    for c in grid:
+        ok = isinstance(c, tuple) and len(c) == 2 and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 1 for x in c)
+        if not ok or c[1] % settings.head_dim:
+            raise ValueError(f"each configuration must be (layers, width) with positive ints and the width a multiple "
+                             f"of the head dimension {settings.head_dim}; got {c!r}")
+    pool = {seed: P2Task(task, n_samples=settings.n_train, seed=seed) for seed in seeds}
+    max_len = max(tokens.shape[1], pool[seeds[0]].seq_len)
+    answers = {seed: pd.Series([x.answer for x in p2.samples]).value_counts() for seed, p2 in pool.items()}
+    rows = []
+    bar = progress_bar(None, enabled=progress, total=len(grid) * len(seeds), desc="depth x width, trained")
+    try:
+        for L, w in grid:
+            cfg = settings.model_config(max_len=max_len, n_layers=int(L), d_model=int(w))
+            n_params = sum(p.numel() for p in Transformer(cfg).parameters())
+            for seed in seeds:
+                sc0 = adjacency_by_layer(layer_hidden_states(Transformer(cfg, seed=seed), tokens))
+                res = train(cfg, settings.train_config(steps=int(steps), seed=seed), pool[seed], progress=False, cache=cache)
+                trained = res.model()
+                sct = adjacency_by_layer(layer_hidden_states(trained, tokens))
+                rows.append({"layers": int(L), "width": int(w), "seed": seed, "parameters": n_params,
+                             "layer 1 (init)": float(sc0[1]), "layer 1 (trained)": float(sct[1]),
+                             "last layer (trained)": float(sct[-1]),
+                             "exact match (trained)": answer_accuracy(trained, pool[seed]).exact_match,
+                             "best constant answer": float(answers[seed].iloc[0] / len(pool[seed].samples))})
+                bar.update(1)
+    finally:
+        bar.close()
+    return pd.DataFrame(rows)
 
 
 def causal_contrast(model: Transformer, tokens: torch.Tensor, *, seed: int = 0) -> pd.DataFrame:
