@@ -687,35 +687,32 @@ pg.interval_table(sweep_trained)
 
 # %% [markdown]
 # Per configuration, the paired change of the layer-1 score with training, and the exact
-# match above the constant answer (`pg.seed_difference`, paired by seed):
+# match above the constant answer: the interval of the per-seed differences (`pg.seed_summary`
+# of the differences, as `pg.seed_difference(..., paired=True)` gives it):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0.1}
 # Paired differences over five trained seeds: other kernel paths moved a mean or an interval's
 # end by up to 0.037, and every assertion below held on each; compared to 0.08 + 10% of the value.
-def paired(group, a, b):
-    iv = pg.seed_difference(group[a].to_numpy(), group[b].to_numpy(), paired=True)
-    return f"{iv.mean:+.2f} [{iv.low:+.2f}, {iv.high:+.2f}]", iv
-
-
-sweep_effects = {
-    config: {"layer 1: trained - init": paired(g, "layer 1 (trained)", "layer 1 (init)"),
-             "exact match - constant answer": paired(g, "exact match (trained)", "best constant answer")}
-    for config, g in sweep_runs.groupby(["layers", "width"], sort=False)
-}
-assert all(e["layer 1: trained - init"][1].low > 0 for e in sweep_effects.values())  # training raises the pattern everywhere
-assert all(e["exact match - constant answer"][1].low > 0 for e in sweep_effects.values())  # and every configuration learns something
-init_low, init_high = sweep_trained[("layer 1 (init)", "low")], sweep_trained[("layer 1 (init)", "high")]
-assert ((init_low < 0.5) & (0.5 < init_high)).sum() >= 2  # some start where the seeds cannot tell them from chance
-assert all(0.2 < e["layer 1: trained - init"][1].mean < 0.35 for e in sweep_effects.values())  # "about a quarter"
-pd.DataFrame({config: {k: v[0] for k, v in e.items()} for config, e in sweep_effects.items()}).T.rename_axis(["layers", "width"])
+effects = {"layer 1: trained - init": ("layer 1 (trained)", "layer 1 (init)"),
+           "exact match - constant answer": ("exact match (trained)", "best constant answer")}
+sweep_effects = pg.seed_summary(sweep_runs.assign(**{k: sweep_runs[a] - sweep_runs[b] for k, (a, b) in effects.items()}),
+                                by=["layers", "width"], metrics=list(effects))
+gain = sweep_effects["layer 1: trained - init"]
+assert (gain["low"] > 0).all()  # training raises the pattern everywhere
+assert (sweep_effects[("exact match - constant answer", "low")] > 0).all()  # and every configuration learns something
+init = sweep_trained["layer 1 (init)"]
+assert ((init["low"] < 0.5) & (0.5 < init["high"])).sum() >= 2  # some start where the seeds cannot tell them from chance
+assert gain["mean"].between(0.2, 0.35).all()  # "about a quarter"
+pg.interval_table(sweep_effects)
 
 # %% [markdown]
 # Training raises the layer-1 score at every depth and width we could train, by about a
 # quarter (means between 0.2 and 0.35), including the configurations whose untrained score the
-# seeds cannot tell from chance (their intervals contain $\tfrac12$); every configuration also answers more prompts than its constant answer. So the
-# width dependence of the untrained pattern does not carry over to trained models in this
-# range: a narrow model learns the pattern as well. How far this holds at P2's depths and
-# widths, and after P2's longer training, is the full profile's question.
+# seeds cannot tell from chance (their intervals contain $\tfrac12$); every configuration also
+# answers more prompts than its constant answer. So the width dependence of the untrained
+# pattern does not carry over to trained models in this range: a narrow model learns the
+# pattern as well. How far this holds at P2's depths and widths, and after P2's longer
+# training, is the full profile's question.
 
 # %% [markdown]
 # ## Probing position: similarity or variance?

@@ -51,7 +51,7 @@ import torch
 from torch import nn
 from posgeo import eval_mode
 from posgeo import adjacency_score, cosine_similarity_matrix
-from posgeo import Transformer, TransformerConfig
+from posgeo import Transformer, TransformerConfig, count_parameters
 from posgeo import current_profile
 from posgeo import progress_bar
 from .tasks import TASKS, TaskSample, TaskVocab, encode_task_batch, make_task_samples, task_length_range
@@ -1970,6 +1970,13 @@ def _norm_ratio(H: np.ndarray) -> float:
     return float((np.linalg.norm(H[1] - H[0], axis=-1) / np.linalg.norm(H[0], axis=-1)).mean())
 
 
+def _constant_answer_share(task: P2Task) -> float:
+    """The share of ``task``'s pool whose answer is its most common one: the exact match of a
+    model that ignores the prompt."""
+    answers = pd.Series([x.answer for x in task.samples]).value_counts()
+    return float(answers.iloc[0] / len(task.samples))
+
+
 def init_ablation_runs(
     settings: NopeSettings,
     tokens: torch.Tensor,
@@ -2054,10 +2061,9 @@ def init_ablation_runs(
                     )
                     trained = res.model()
                     sct = adjacency_by_layer(layer_hidden_states(trained, tokens))
-                    answers = pd.Series([x.answer for x in p2.samples]).value_counts()
                     row.update({"layer 1 (trained)": float(sct[1]), "last layer (trained)": float(sct[-1]),
                                 "exact match (trained)": answer_accuracy(trained, p2).exact_match,
-                                "best constant answer": float(answers.iloc[0] / len(p2.samples))})
+                                "best constant answer": _constant_answer_share(p2)})
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -2207,7 +2213,7 @@ def depth_width_sweep(
             for k, v in (("layer 0", sc[0]), ("layer 1", sc[1]), ("last layer", sc[-1]),
                          ("mean over layers >= 1", sc[1:].mean()), ("update/embedding", _norm_ratio(H))):
                 rec.setdefault(k, []).append(float(v))
-        n_params = sum(p.numel() for p in Transformer(cfg).parameters())
+        n_params = count_parameters(Transformer(cfg))
         rows.append({"layers": L, "width": w, "parameters": n_params, **{k: float(np.mean(v)) for k, v in rec.items()}})
     return pd.DataFrame(rows).set_index(["layers", "width"])
 
@@ -2287,13 +2293,12 @@ def sweep_training_runs(
                              f"of the head dimension {settings.head_dim}; got {c!r}")
     pool = {seed: P2Task(task, n_samples=settings.n_train, seed=seed) for seed in seeds}
     max_len = max(tokens.shape[1], pool[seeds[0]].seq_len)
-    answers = {seed: pd.Series([x.answer for x in p2.samples]).value_counts() for seed, p2 in pool.items()}
     rows = []
     bar = progress_bar(None, enabled=progress, total=len(grid) * len(seeds), desc="depth x width, trained")
     try:
         for L, w in grid:
             cfg = settings.model_config(max_len=max_len, n_layers=int(L), d_model=int(w))
-            n_params = sum(p.numel() for p in Transformer(cfg).parameters())
+            n_params = count_parameters(Transformer(cfg))
             for seed in seeds:
                 sc0 = adjacency_by_layer(layer_hidden_states(Transformer(cfg, seed=seed), tokens))
                 res = train(cfg, settings.train_config(steps=int(steps), seed=seed), pool[seed], progress=False, cache=cache)
@@ -2303,7 +2308,7 @@ def sweep_training_runs(
                              "layer 1 (init)": float(sc0[1]), "layer 1 (trained)": float(sct[1]),
                              "last layer (trained)": float(sct[-1]),
                              "exact match (trained)": answer_accuracy(trained, pool[seed]).exact_match,
-                             "best constant answer": float(answers[seed].iloc[0] / len(pool[seed].samples))})
+                             "best constant answer": _constant_answer_share(pool[seed])})
                 bar.update(1)
     finally:
         bar.close()
