@@ -268,8 +268,15 @@ def _counts_from_runs(cell: np.ndarray, half: np.ndarray, count: np.ndarray, n: 
     np.not_equal(cell[1:], cell[:-1], out=starts[1:])
     starts = np.flatnonzero(starts)  # integer gathers: faster than boolean masks on random patterns
     in_a = np.flatnonzero(half == 0)
-    total = np.add.reduceat(count, starts)
-    return _csr(cell.take(starts), total, n, V), _csr(cell.take(in_a), count.take(in_a), n, V)
+    return _csr(cell.take(starts), _run_sums(count, starts), n, V), _csr(cell.take(in_a), count.take(in_a), n, V)
+
+
+def _run_sums(count: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Sums of ``count`` over the runs that begin at ``starts`` (sorted, ``starts[0] == 0``):
+    differences of a cumulative sum, about 3 times as fast as ``np.add.reduceat`` here."""
+    cs = np.zeros(count.size + 1, dtype=np.int64)
+    np.cumsum(count, out=cs[1:])
+    return np.diff(cs.take(np.append(starts, count.size)))
 
 
 def _count_ids_padded(tokens: np.ndarray, klen: np.ndarray, in_b: np.ndarray, n: int, V: int) -> tuple[Any, Any]:
@@ -282,7 +289,7 @@ def _count_ids_padded(tokens: np.ndarray, klen: np.ndarray, in_b: np.ndarray, n:
     m = klen.size
     key = tokens.astype(np.uint16)
     key <<= 1
-    key |= np.repeat(in_b, klen).astype(np.uint16)
+    key |= np.repeat(in_b.astype(np.uint16), klen)
     table = np.full((n, m), _PAD, dtype=np.uint16)
     table.T[np.arange(n)[None, :] < klen[:, None]] = key  # document-major order of the kept tokens
     del key
@@ -292,15 +299,37 @@ def _count_ids_padded(tokens: np.ndarray, klen: np.ndarray, in_b: np.ndarray, n:
     new[0] = True
     np.not_equal(flat[1:], flat[:-1], out=new[1:])
     new[::m] = True  # every position starts its own runs
-    first = np.flatnonzero(new)
+    first = np.flatnonzero(new)  # runs of equal keys; row p's begin at first[bound[p]]
     del new
-    count = np.diff(np.append(first, flat.size))
+    count = np.diff(first, append=flat.size)
+    bound = np.searchsorted(first, np.arange(n + 1, dtype=first.dtype) * m)
     value = flat.take(first)
-    real = np.flatnonzero(value != _PAD)
-    first, value, count = first.take(real), value.take(real), count.take(real)
-    cd = np.uint64 if n * V > np.iinfo(np.uint32).max else np.uint32
-    cell = (first // m).astype(cd) * cd(V) + (value >> 1).astype(cd)
-    return _counts_from_runs(cell, value & 1, count, n, V)
+    del first
+    # the rows' CSR tables directly: a row's runs are sorted by token then half, its padding last
+    # (a selection's row pointers: where each row's first index falls in the selected indices)
+    keep = np.flatnonzero(value != _PAD)
+    row_start = np.searchsorted(keep, bound)  # real runs before each row
+    value, count = value.take(keep), count.take(keep)
+    tok = (value >> 1).astype(np.int32)
+    a = np.flatnonzero((value & 1) == 0)
+    counts_a = _csr_rows(count.take(a), tok.take(a), np.searchsorted(a, row_start), n, V)
+    cell = np.empty(tok.size, dtype=bool)  # a new cell where the token changes or a row begins
+    if tok.size:
+        cell[0] = True
+        np.not_equal(tok[1:], tok[:-1], out=cell[1:])
+        cell[row_start[row_start < tok.size]] = True
+    starts = np.flatnonzero(cell)
+    counts = _csr_rows(_run_sums(count, starts), tok.take(starts), np.searchsorted(starts, row_start), n, V)
+    return counts, counts_a
+
+
+def _csr_rows(data: np.ndarray, cols: np.ndarray, indptr: np.ndarray, n: int, V: int) -> Any:
+    """CSR (n, V) from row-sorted columns and counts (``V < 2**15`` here)."""
+    idx = np.int32 if data.size < 2**31 else np.int64
+    out = sparse.csr_array((data.astype(np.int64, copy=False), cols.astype(idx, copy=False), indptr.astype(idx)),
+                           shape=(n, V))
+    out.has_sorted_indices = True
+    return out
 
 
 @functools.lru_cache(maxsize=1)
