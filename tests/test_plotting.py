@@ -201,6 +201,34 @@ def test_chart_bundle_falls_back_to_png_for_many_marks():
     assert base64.b64decode(many["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_chart_bundle_on_colab_is_html_at_the_books_versions(monkeypatch):
+    """Colab draws no Vega-Lite output: there the bundle carries HTML that loads the book's own
+    vega, vega-lite and vega-embed versions (package-lock.json) and embeds the same spec, and no
+    static image that Colab could show instead; elsewhere nothing changes."""
+    import sys
+    import types
+    from pathlib import Path
+
+    from posgeo import _plotting
+
+    chart = finish_chart(alt.Chart(pd.DataFrame({"x": [0.123456]})).mark_point().encode(x="x:Q"), description="A point.")
+    outside = chart_bundle(chart.to_dict())
+    assert "text/html" not in outside and "image/svg+xml" in outside
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    colab = chart_bundle(chart.to_dict())
+    assert set(colab) == {VEGALITE, "text/html", "text/plain"}
+    assert colab[VEGALITE] == outside[VEGALITE]
+    html = colab["text/html"]
+    assert json.dumps(colab[VEGALITE]["datasets"]) in html  # the stored (rounded) spec, not Altair's
+    lock = json.loads((Path(__file__).resolve().parents[1] / "package-lock.json").read_text())["packages"]
+    for name in ("vega", "vega-lite", "vega-embed"):
+        version = lock[f"node_modules/{name}"]["version"]
+        assert _plotting._VEGA_VERSIONS[name] == version, f"{name}: package-lock.json has {version}"
+        assert f"https://cdn.jsdelivr.net/npm/{name}@{version}?noext" in html
+    canvas = finish_chart(heatmap_chart(np.zeros((80, 80))), description="Zeros.", canvas=True)
+    assert '"renderer": "canvas"' in chart_bundle(canvas.to_dict())["text/html"]  # the chart's embed options
+
+
 def test_enable_charts_registers_the_renderer():
     before = alt.renderers.active
     try:

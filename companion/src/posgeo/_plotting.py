@@ -18,7 +18,9 @@ from the helpers here, so the whole book looks the same:
 How a chart is displayed: :func:`notebook_setup` (each chapter's first cell) enables the
 ``posgeo`` Altair renderer (:func:`chart_bundle`), which shows a chart as its Vega-Lite spec
 (JupyterLab draws it, interactively) with a static SVG (or PNG, for charts with thousands of
-marks) fallback drawn by ``vl-convert``, and a text line with the alt text. The spec's numbers
+marks) fallback drawn by ``vl-convert``, and a text line with the alt text; on Google Colab,
+which has no Vega-Lite renderer of its own, an HTML output that loads vega-embed (the versions
+the book pins in package-lock.json) from the jsDelivr CDN instead of the static image. The spec's numbers
 are rounded to 4 significant digits and Altair's counter-based names (``view_3``,
 ``param_7``) renumbered from 1, so a stored notebook output is the same on every machine.
 The book's HTML draws the spec with vega-embed served from the book itself
@@ -549,6 +551,31 @@ def _static_image(spec: Mapping[str, Any]) -> dict[str, Any]:
         return {}
 
 
+# The versions of the book's package-lock.json (tests/test_plotting.py checks that they agree):
+# Colab's charts load these from the CDN, so that they draw as the book's pages do.
+_VEGA_VERSIONS = {"vega": "5.33.1", "vega-lite": "5.23.0", "vega-embed": "6.29.0"}
+_COLAB_CDN = "https://cdn.jsdelivr.net/npm"
+
+
+def _in_colab() -> bool:
+    """Whether this kernel runs on Google Colab (its ``google.colab`` module is loaded there)."""
+    import sys
+
+    return "google.colab" in sys.modules
+
+
+def _colab_html(spec: Mapping[str, Any]) -> str:
+    """The chart as HTML that loads vega, vega-lite and vega-embed from the CDN (Altair's own
+    template, the one its HTML renderer uses on Colab), at the book's pinned versions."""
+    from altair.utils.html import spec_to_html
+
+    options = {"renderer": "svg", "actions": {"export": True, "source": False, "compiled": False, "editor": False},
+               **spec.get("usermeta", {}).get("embedOptions", {})}  # as on the book's pages
+    return spec_to_html(dict(spec), mode="vega-lite", vega_version=_VEGA_VERSIONS["vega"],
+                        vegalite_version=_VEGA_VERSIONS["vega-lite"], vegaembed_version=_VEGA_VERSIONS["vega-embed"],
+                        base_url=_COLAB_CDN, output_div="posgeo-chart", embed_options=options, template="universal")
+
+
 def chart_spec(chart: Any) -> dict[str, Any]:
     """A chart's Vega-Lite spec as posgeo stores it: the same on every machine.
 
@@ -582,7 +609,10 @@ def chart_bundle(spec: Mapping[str, Any], **_metadata: Any) -> dict[str, Any]:
     Returns the Vega-Lite spec (numbers rounded to 4 significant digits, Altair's counter
     names renumbered, so the stored output is machine-independent), a static SVG (a PNG for
     charts with more than 4,000 data rows or an SVG over 150 kB: one element per mark) for
-    viewers that cannot run Vega, and the alt text as plain text.
+    viewers that cannot run Vega, and the alt text as plain text. On Google Colab, which draws
+    no Vega-Lite output, an HTML output that draws the chart with vega-embed from the jsDelivr
+    CDN (vega 5.33.1, vega-lite 5.23.0, vega-embed 6.29.0: the book's versions) replaces the
+    static image.
 
     Parameters
     ----------
@@ -604,7 +634,10 @@ def chart_bundle(spec: Mapping[str, Any], **_metadata: Any) -> dict[str, Any]:
     """
     canonical = chart_spec(spec)
     bundle: dict[str, Any] = {"application/vnd.vegalite.v5+json": canonical}
-    bundle.update(_static_image(canonical))
+    if _in_colab():  # interactive through HTML; no static image that Colab could prefer to it
+        bundle["text/html"] = _colab_html(canonical)
+    else:
+        bundle.update(_static_image(canonical))
     bundle["text/plain"] = "Chart: " + str(canonical.get("description") or "(no description)")
     return bundle
 
