@@ -23,7 +23,7 @@ from scipy import sparse
 from tokenizers import Tokenizer
 
 import posgeo
-from posgeo._counts import PositionalCounts, _count, _cross_products, count_main, positional_counts, tokenizer_id
+from posgeo._counts import HubDataset, PositionalCounts, _count, _cross_products, count_main, positional_counts, tokenizer_id
 from posgeo._counts import _half_b, _source_seed
 
 N = 96  # positions counted
@@ -580,3 +580,66 @@ def test_count_main_with_local_workers(corpus, tmp_path, capsys):
     assert count_main([*corpus["paths"], "--column", "text", "--positions", str(N), "--out", str(out),
                        "--workers", "2", "--partition-rows", "100", "--no-progress"]) == 0
     assert_same(PositionalCounts.load(out), corpus["reference"])
+
+
+# ----------------------------------------------------------------------------- Hugging Face datasets, streamed
+
+
+@pytest.fixture(scope="module")
+def hub_folder(corpus, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A dataset folder as the Hub lays one out (data/train-0000k-of-00003.parquet, a test
+    split), opened by datasets.load_dataset(folder, streaming=True) without the network."""
+    d = tmp_path_factory.mktemp("hub") / "imdb-like"
+    (d / "data").mkdir(parents=True)
+    texts = corpus["texts"][:500]
+    for k, (lo, hi) in enumerate(((0, 250), (250, 400), (400, 500))):
+        pq.write_table(pa.table({"text": texts[lo:hi], "label": np.arange(hi - lo)}),
+                       d / "data" / f"train-{k:05d}-of-00003.parquet", row_group_size=100)
+    pq.write_table(pa.table({"text": texts[:10], "label": np.arange(10)}), d / "data" / "test-00000-of-00001.parquet")
+    return d
+
+
+def test_hub_dataset_source_names():
+    assert HubDataset.parse("hub:org/name") == HubDataset("org/name", split="train")
+    assert HubDataset.parse("hub:org/name@v1.0:en:validation") == HubDataset("org/name", split="validation", config="en",
+                                                                           revision="v1.0")
+    for bad in ("org/name", "hub:", "hub:a:b:c:d", "hub:a::train"):
+        with pytest.raises(ValueError, match="Hub dataset source"):
+            HubDataset.parse(bad)
+    with pytest.raises(ValueError, match="split must be a non-empty str"):
+        HubDataset("org/name", split="")
+
+
+def test_hub_dataset_streamed_counts_equal_its_files(hub_folder, tmp_path):
+    """The streamed dataset's counts are those of its three train files read as shards; its
+    halves come from its own names (deterministic); a second run reads every shard back."""
+    files = sorted(str(p) for p in (hub_folder / "data").glob("train-*.parquet"))
+    as_files = positional_counts(files, column="text", n_positions=N, progress=False)
+    streamed, stats = _run([HubDataset(str(hub_folder))], workdir=tmp_path / "w")
+    assert stats.partitions == stats.computed == 3  # a shard of the stream per data file
+    assert (streamed.counts != as_files.counts).nnz == 0 and np.array_equal(streamed.reach, as_files.reach)
+    assert streamed.n_documents == 500 and streamed.sources == (f"hub:{hub_folder}:train",)
+    assert 0.35 < streamed.reach_a[0] / streamed.reach[0] < 0.65
+    again, stats = _run([f"hub:{hub_folder}:train"], workdir=tmp_path / "w")
+    assert (stats.resumed, stats.computed) == (3, 0)
+    assert_same(again, streamed)
+
+
+def test_hub_dataset_on_dask_workers(hub_folder, tmp_path):
+    distributed = pytest.importorskip("distributed")
+
+    reference, _ = _run([HubDataset(str(hub_folder))])
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        c, stats = _run([HubDataset(str(hub_folder))], client=client, workdir=tmp_path / "w")
+    assert stats.computed == 3
+    assert_same(c, reference)
+
+
+def test_hub_dataset_bad_input(hub_folder):
+    with pytest.raises(ValueError, match=r"has no column 'body'; its columns are \['text', 'label'\]"):
+        _run([HubDataset(str(hub_folder))], column="body")
+    with pytest.raises(ValueError, match=r"cannot open the Hugging Face dataset .*validation.* in streaming mode"):
+        _run([HubDataset(str(hub_folder), split="validation")])
+    with pytest.raises(TypeError, match="or a HubDataset"):
+        _run([3])

@@ -80,6 +80,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'hybrid_hellinger_from_counts',
     ),
     '_counts': (
+        'HubDataset',
         'PositionalCounts',
         'positional_counts',
         'tokenizer_id',

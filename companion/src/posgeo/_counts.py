@@ -2,14 +2,15 @@
 
 :func:`positional_counts` reads text shards (parquet, JSON lines or plain text, optionally
 compressed; local paths, globs, directories or any :mod:`fsspec` URL such as ``hf://``,
-``s3://``, ``gs://``), tokenises them in batches with a fast tokenizer and counts, for every
+``s3://``, ``gs://``), or a Hugging Face dataset read in streaming mode (:class:`HubDataset`,
+``"hub:ID:SPLIT"``), tokenises them in batches with a fast tokenizer and counts, for every
 position ``i < n`` and token ``v``, how many documents hold ``v`` at ``i``: the sufficient
 statistics of the positional marginals. The counts are kept sparse (``n x V``, int64), so a
 128k-token vocabulary at 8192 positions costs memory in proportion to the distinct
 (position, token) pairs seen, never ``n * V``.
 
 Work is split into *partitions* (a JSON-lines or text shard, or consecutive row groups, or a
-slice of one large row group, of a parquet shard). Each partition's counts are written to a
+slice of one large row group, of a parquet shard, or one shard of a streamed dataset). Each partition's counts are written to a
 work directory under a key of its content (the shard's name, size and SHA-256 or remote
 checksum, the rows, the column, ``n`` and the tokenizer), atomically, so that a run that is
 killed resumes where it stopped and counts every partition exactly once. With a
@@ -57,7 +58,7 @@ from ._progress import progress_bar
 from ._sequences import Corpus, Sequences
 from .validation import check_int
 
-__all__ = ["PositionalCounts", "positional_counts", "tokenizer_id"]  # count_main is the CLI's (posgeo.__main__)
+__all__ = ["HubDataset", "PositionalCounts", "positional_counts", "tokenizer_id"]  # count_main is the CLI's (posgeo.__main__)
 
 _log = logging.getLogger(__name__)
 
@@ -541,13 +542,133 @@ def _load_partial(path: Path, key: str, n: int, V: int) -> _Partial | None:
 # =====================================================================================
 
 
+_HUB_PREFIX = "hub:"
+
+
+@dataclass(frozen=True)
+class HubDataset:
+    """A Hugging Face dataset as a source of :func:`positional_counts`, read in streaming mode.
+
+    The dataset is opened with ``datasets.load_dataset(name, config, split=split,
+    revision=revision, streaming=True)``: its data files are read as they are iterated, never
+    downloaded whole or converted. Each shard of the stream (``n_shards``, one per data file
+    or group of them) is a partition: counted once, stored in the work directory under a key
+    of the split's data files (their commit on the Hub, or the SHA-256 of local files),
+    resumable, spread over Dask workers. A document's half is a hash of the dataset, its shard
+    and its row in the shard. As a string: ``"hub:NAME:SPLIT"``, ``"hub:NAME:CONFIG:SPLIT"``,
+    ``"hub:NAME@REVISION:SPLIT"`` (``"hub:NAME"``: the train split).
+
+    Parameters
+    ----------
+    name : str
+        A dataset id on the Hub (``"stanfordnlp/imdb"``) or a local folder of data files.
+    split : str, default "train"
+    config : str, optional
+        The configuration (subset), if the dataset has several.
+    revision : str, optional
+        A branch, tag or commit of the dataset's repository.
+
+    Examples
+    --------
+    >>> HubDataset.parse("hub:stanfordnlp/imdb:test")
+    HubDataset(name='stanfordnlp/imdb', split='test', config=None, revision=None)
+    >>> str(HubDataset("allenai/c4", split="validation", config="en", revision="main"))
+    'hub:allenai/c4@main:en:validation'
+    """
+
+    name: str
+    split: str = "train"
+    config: str | None = None
+    revision: str | None = None
+
+    def __post_init__(self) -> None:
+        for field_name in ("name", "split", "config", "revision"):
+            value = getattr(self, field_name)
+            if field_name in ("config", "revision") and value is None:
+                continue
+            if not isinstance(value, str) or not value or ":" in value:
+                raise ValueError(f"HubDataset {field_name} must be a non-empty str without ':', got {value!r}")
+
+    def __str__(self) -> str:
+        name = self.name + (f"@{self.revision}" if self.revision else "")
+        return _HUB_PREFIX + ":".join([name] + ([self.config] if self.config else []) + [self.split])
+
+    @classmethod
+    def parse(cls, text: str) -> "HubDataset":
+        """The dataset named by ``"hub:NAME[@REVISION][:CONFIG][:SPLIT]"``."""
+        if not isinstance(text, str) or not text.startswith(_HUB_PREFIX):
+            raise ValueError(f"a Hub dataset source starts with {_HUB_PREFIX!r}, got {text!r}")
+        fields = text[len(_HUB_PREFIX):].split(":")
+        if len(fields) > 3 or not all(fields):
+            raise ValueError(f"cannot read the Hub dataset source {text!r}; write hub:NAME:SPLIT or hub:NAME:CONFIG:SPLIT")
+        name, _, revision = fields[0].partition("@")
+        config = fields[1] if len(fields) == 3 else None
+        return cls(name, split=fields[-1] if len(fields) > 1 else "train", config=config, revision=revision or None)
+
+
+_HUB_STREAMS: dict[HubDataset, Any] = {}  # the opened streams of this process
+_HUB_LOCK = threading.Lock()
+
+
+def _hub_stream(hub: HubDataset) -> Any:
+    """The dataset's split as an IterableDataset (opened once per process)."""
+    with _HUB_LOCK:
+        stream = _HUB_STREAMS.get(hub)
+    if stream is None:
+        try:
+            import datasets
+        except ImportError:  # pragma: no cover - datasets is a dependency
+            raise ImportError("reading a Hub dataset needs the datasets package: pip install datasets") from None
+        try:
+            stream = datasets.load_dataset(hub.name, hub.config, split=hub.split, revision=hub.revision, streaming=True)
+        except Exception as exc:
+            raise ValueError(
+                f"cannot open the Hugging Face dataset {str(hub)!r} in streaming mode ({type(exc).__name__}: "
+                f"{_one_line(exc)}); check the dataset id, its split and config, and the network (offline: pass a "
+                "local folder of data files as the name, or the files themselves as shards)"
+            ) from None
+        with _HUB_LOCK:
+            _HUB_STREAMS[hub] = stream
+    return stream
+
+
+def _hub_fingerprint(hub: HubDataset, storage_options: Mapping[str, Any]) -> str:
+    """A key of the split's data files: their names with their commit (Hub) or content (local)."""
+    import datasets
+
+    try:
+        files = datasets.load_dataset_builder(hub.name, hub.config, revision=hub.revision).config.data_files
+    except Exception as exc:
+        raise ValueError(f"cannot list the data files of {str(hub)!r} ({type(exc).__name__}: {_one_line(exc)})") from None
+    if not files or hub.split not in files:
+        raise ValueError(f"the dataset {str(hub)!r} has no split {hub.split!r}; its splits are {sorted(files or {})}")
+    prints = []
+    for name in files[hub.split]:
+        fs, path = _url_to_fs(str(name), storage_options)
+        prints.append([str(name), _fingerprint(fs, path, str(name), fs.info(path))])
+    return "hub:" + hashlib.sha256(json.dumps(prints).encode("utf-8")).hexdigest()
+
+
+def _plan_hub(name: str, column: str, key_cfg: Mapping[str, Any], storage_options: Mapping[str, Any]) -> list["_Partition"]:
+    """One partition per shard of the stream; the column checked against its features."""
+    hub = HubDataset.parse(name)
+    stream = _hub_stream(hub)
+    columns = list(stream.column_names or (stream.features or {}).keys())
+    if columns and column not in columns:
+        raise ValueError(f"the dataset {name} has no column {column!r}; its columns are {columns}: pass column= one of them")
+    fp = _hub_fingerprint(hub, storage_options)
+    k = int(stream.n_shards)
+    return [_Partition(name, "hub", _content_key(name, 0, fp, {"shard": i, "shards": k}, key_cfg), rows=(i, k))
+            for i in range(k)]
+
+
 @dataclass(frozen=True)
 class _Partition:
     source: str  # the shard's name (absolute local path or URL)
     fmt: str  # "parquet", "jsonl" or "text"
     key: str  # content key: file name of the partial counts
     row_groups: tuple[int, ...] = ()
-    rows: tuple[int, int] | None = None  # a slice of the single row group
+    rows: tuple[int, int] | None = None  # a slice of the single row group; a stream's (shard, shards)
     first_row: int = 0  # row index (in the shard) of the partition's first row
     shard: str = ""  # key of the shard's content (name, size, fingerprint)
     group_bytes: int = 0  # uncompressed size of a sliced row group
@@ -609,8 +730,11 @@ def _expand_sources(sources: Any, storage_options: Mapping[str, Any]) -> list[st
         raise ValueError("sources is empty; pass shard paths, globs or URLs")
     names: list[str] = []
     for item in items:
+        if isinstance(item, HubDataset) or (isinstance(item, str) and item.startswith(_HUB_PREFIX)):
+            names.append(str(item if isinstance(item, HubDataset) else HubDataset.parse(item)))
+            continue
         if not isinstance(item, (str, os.PathLike)):
-            raise TypeError(f"each source must be a path, URL or glob (str), got {type(item).__name__} {item!r}")
+            raise TypeError(f"each source must be a path, URL or glob (str) or a HubDataset, got {type(item).__name__} {item!r}")
         spec = os.fspath(item)
         fs, path = _url_to_fs(spec, storage_options)
         if any(c in path for c in "*?["):
@@ -670,6 +794,9 @@ def _plan(
     """Partitions of the shards; empty shards are skipped with a warning."""
     parts: list[_Partition] = []
     for name in names:
+        if name.startswith(_HUB_PREFIX):
+            parts.extend(_plan_hub(name, column, key_cfg, storage_options))
+            continue
         fmt = _format_of(name)
         if fmt is None:
             raise ValueError(f"cannot tell the format of shard {name!r} from its name; shards are {_KNOWN}")
@@ -795,7 +922,11 @@ def _row_group(fs: Any, path: str, part: _Partition, column: str) -> Any:
 def _read_partition(part: _Partition, cfg: _Config) -> tuple[list[str], np.ndarray]:
     """Texts of a partition and their row index in the shard (line number for JSON lines and text)."""
     name, column = part.source, cfg.column
+    if part.fmt == "hub":
+        name = f"{part.source} (shard {part.rows[0] + 1} of {part.rows[1]})"
     try:
+        if part.fmt == "hub":
+            return _read_hub_shard(part, cfg, name)
         fs, path = _url_to_fs(name, cfg.storage_options)
         if part.fmt == "parquet":
             import pyarrow.parquet as pq
@@ -843,13 +974,21 @@ def _read_partition(part: _Partition, cfg: _Config) -> tuple[list[str], np.ndarr
                         line_no.append(i)
         return _check_values(values, np.asarray(line_no, dtype=np.int64), name, column, cfg.drop_missing)
     except (ValueError, TypeError) as exc:
-        if name in str(exc):
+        if part.source in str(exc):
             raise
         raise _unreadable(name, exc) from exc
     except MemoryError:
         raise
     except Exception as exc:
         raise _unreadable(name, exc) from exc
+
+
+def _read_hub_shard(part: _Partition, cfg: _Config, name: str) -> tuple[list[str], np.ndarray]:
+    """Texts of one shard of a streamed dataset and their row in the shard."""
+    i, k = part.rows
+    shard = _hub_stream(HubDataset.parse(part.source)).shard(num_shards=k, index=i).select_columns([cfg.column])
+    values = [row[cfg.column] for row in shard]
+    return _check_values(values, np.arange(len(values), dtype=np.int64), name, cfg.column, cfg.drop_missing)
 
 
 def _tokenize_kept(texts: list[str], backend: Any, cfg: _Config) -> tuple[np.ndarray, np.ndarray]:
@@ -886,7 +1025,8 @@ def _count_partition(part: _Partition, backend: Any, cfg: _Config) -> _Partial:
         return done
     texts, rows = _read_partition(part, cfg)
     tokens, klen = _tokenize_kept(texts, backend, cfg)
-    in_b = _half_b(_source_seed(part.source), rows)
+    seed_name = f"{part.source}#{part.rows[0]}/{part.rows[1]}" if part.fmt == "hub" else part.source
+    in_b = _half_b(_source_seed(seed_name), rows)
     counts, counts_a, reach, reach_a = _count_ids(tokens, klen, in_b, cfg.n, cfg.V)
     p = _Partial(counts, counts_a, reach, reach_a, docs={part.source: len(texts)}, computed=1)
     _save_partial(path, p, part.key, cfg.n, cfg.V)
@@ -1881,12 +2021,14 @@ def positional_counts(
 
     Parameters
     ----------
-    sources : str, path, or list of them
+    sources : str, path, HubDataset, or list of them
         Shards: local paths, globs (``data/*.parquet``), directories (every shard inside,
         recursively) or fsspec URLs (``hf://datasets/...``, ``s3://...``, ``gs://...``).
         Formats by suffix: ``.parquet``/``.pq``; ``.jsonl``/``.ndjson``/``.json`` (one JSON
         object per line); ``.txt``/``.text`` (one document per line, blank lines skipped);
-        compressed ones (``.gz``, ``.bz2``, ``.xz``, ...) are read through fsspec.
+        compressed ones (``.gz``, ``.bz2``, ``.xz``, ...) are read through fsspec. A
+        Hugging Face dataset read in streaming mode: a :class:`HubDataset` or its string
+        ``"hub:NAME:SPLIT"`` (one partition per shard of the stream).
     column : str, keyword-only
         The text column (parquet) or key (JSON lines); ignored for text shards.
     n_positions : int, keyword-only
@@ -1969,7 +2111,9 @@ _COUNT_DESCRIPTION = """\
 Count tokens per position over sharded text sources into one counts.npz file.
 
 SOURCES are parquet, JSON-lines or text shards (optionally compressed), globs, directories or
-fsspec URLs (hf://, s3://, gs://). Documents are tokenised without truncation (and without
+fsspec URLs (hf://, s3://, gs://), or Hugging Face datasets read in streaming mode as
+hub:NAME:SPLIT (hub:NAME:CONFIG:SPLIT, hub:NAME@REVISION:SPLIT; NAME a dataset id or a local
+dataset folder). Documents are tokenised without truncation (and without
 special tokens unless --add-special-tokens) and their first N tokens counted. The counts of
 each finished partition are kept in --workdir (default OUT.parts, removed after success unless
 --keep-parts): rerunning the same command after an interruption resumes where it stopped.
@@ -1984,7 +2128,7 @@ class _CountParser(argparse.ArgumentParser):
 def _count_parser() -> argparse.ArgumentParser:
     p = _CountParser(prog="posgeo count", description=_COUNT_DESCRIPTION,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("sources", nargs="+", metavar="SOURCES", help="shards, globs, directories or URLs")
+    p.add_argument("sources", nargs="+", metavar="SOURCES", help="shards, globs, directories, URLs or hub:NAME:SPLIT")
     p.add_argument("--column", required=True, metavar="COL", help="text column (parquet) or key (JSON lines)")
     p.add_argument("--positions", type=int, required=True, metavar="N", help="count positions 0..N-1")
     p.add_argument("--tokenizer", metavar="NAME_OR_PATH", default=None,
