@@ -2,7 +2,7 @@
 
 On IMDB train (25,000 reviews, posgeo's default tokenizer, V = 30,522) at n = 510 positions:
 
-(a) ``posgeo._bootstrap.bootstrap_geometry`` (plug-in estimator) with ``--n-boot`` replicates
+(a) ``posgeo.bootstrap_geometry`` (plug-in estimator) with ``--n-boot`` replicates
     (default 200): the corpus is indexed once and every replicate reweights the per-sequence
     (position, token) entries. Timed end to end (estimate, indexing, replicates, intervals),
     wall and process CPU; a run with one replicate gives the fixed cost, and the rest divided
@@ -45,7 +45,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 import posgeo
 from posgeo import DATA_ENV_VAR, hellinger_matrix, load_corpus, positional_marginals
-from posgeo._bootstrap import bootstrap_geometry
+from posgeo import bootstrap_geometry
 
 TARGET_S = 60.0
 

@@ -163,8 +163,7 @@ def synthetic_chunk(rng: np.random.Generator, docs: int, n: int, V: int, band: i
 def synthetic_counts(docs: int, n: int, V: int, *, chunk_docs: int = 256, seed: int = 0):
     """Count the synthetic corpus chunk by chunk (a pairwise tree of ``+``); returns the
     counts, the tokens, the generation and the counting seconds."""
-    from posgeo import Sequences
-    from posgeo._counts import PositionalCounts
+    from posgeo import PositionalCounts, Sequences
 
     rng = np.random.default_rng(seed)
     stack: list[tuple[int, PositionalCounts]] = []
@@ -197,11 +196,23 @@ def synthetic_counts(docs: int, n: int, V: int, *, chunk_docs: int = 256, seed: 
 # ------------------------------------------------------------------------------ subprocess modes
 
 
+def numpy_avx512() -> bool:
+    """Whether numpy dispatches to its AVX-512 loops in this process (numpy's own report)."""
+    return "X86_V4" in np.show_config(mode="dicts")["SIMD Extensions"]["found"]
+
+
+def counting_method(seqs, n: int) -> str:
+    """The table posgeo counts these sequences with on this machine (posgeo.counting_method)."""
+    import posgeo
+
+    return posgeo.counting_method(n_positions=n, vocab_size=seqs.vocab_size, n_documents=len(seqs),
+                                  n_tokens=int(np.minimum(seqs.lengths, n).sum()))
+
+
 def child_main(argv: list[str]) -> int:
     """``--child imdb IDS.npz N`` or ``--child synthetic DOCS N V OUT.npz``: print JSON."""
     import posgeo  # noqa: F401  (imports first: the baseline RSS includes the library)
-    from posgeo import Sequences
-    from posgeo._counts import PositionalCounts
+    from posgeo import PositionalCounts, Sequences
 
     mode = argv[0]
     if mode == "rate":  # the counting rate and numpy's sort, in this process's SIMD dispatch
@@ -211,11 +222,9 @@ def child_main(argv: list[str]) -> int:
         t, c = best_of(lambda: PositionalCounts.from_sequences(seqs, n), repeats)
         keys = np.random.default_rng(0).integers(0, 2 * n * seqs.vocab_size, size=c.n_tokens, dtype=np.uint32)
         t_sort, _ = best_of(lambda: np.sort(keys), repeats)
-        from posgeo._counts import _numpy_avx512, _quicksort_is_slow
-
         print("CHILD-JSON " + json.dumps({"from_sequences_s": t, "tokens": c.n_tokens, "sort_uint32_s": t_sort,
-                                          "avx512_dispatch": _numpy_avx512(),
-                                          "quicksort_is_slow": _quicksort_is_slow()}))
+                                          "avx512_dispatch": numpy_avx512(),
+                                          "quicksort_is_slow": counting_method(seqs, n) == "padded"}))
         return 0
     base = {"after_imports_rss_bytes": current_rss_bytes(), "after_imports_peak_rss_bytes": peak_rss_bytes()}
     if mode == "imdb":
@@ -293,7 +302,7 @@ def bare_in_processes(path: str, k: int) -> dict:
 
 def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
     import posgeo
-    from posgeo._counts import positional_counts
+    from posgeo import positional_counts
 
     n = args.n_positions
     path = Path(args.data_dir) / "imdb" / "train.parquet"
@@ -357,7 +366,7 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
     t0 = time.perf_counter()
     with LocalCluster(n_workers=k, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=50) as cluster, Client(cluster, set_as_default=False) as client:
-        client.run(lambda: __import__("posgeo._counts"))  # warm: every worker imports posgeo
+        client.run(lambda: __import__("posgeo").positional_counts and None)  # warm: every worker imports posgeo
         res["cluster_start_and_import_s"] = time.perf_counter() - t0
         before = client.run(process_cpu_s)
         cpu0 = process_cpu_s()
@@ -386,7 +395,7 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
 
 def part_counting(args, seqs) -> dict:
     import posgeo
-    from posgeo._counts import PositionalCounts
+    from posgeo import PositionalCounts
 
     n, V = args.n_positions, seqs.vocab_size
     kept = int(np.minimum(seqs.lengths, n).sum())
@@ -416,12 +425,10 @@ def part_counting(args, seqs) -> dict:
         ids = Path(wd) / "ids.npz"
         np.savez(ids, tokens=seqs.tokens, offsets=seqs.offsets, vocab_size=seqs.vocab_size)
         held = run_child(["rate", str(ids), str(n), str(args.repeats)], timeout=600, env={"NPY_DISABLE_CPU_FEATURES": _NO_AVX512})
-    from posgeo._counts import _numpy_avx512, _quicksort_is_slow
-
     return {
         "numpy_sort_uint32_s": t_sort,
-        "numpy_simd_avx512": bool(_numpy_avx512()),
-        "quicksort_is_slow": bool(_quicksort_is_slow()),  # posgeo then counts with the padded uint16 table
+        "numpy_simd_avx512": numpy_avx512(),
+        "quicksort_is_slow": counting_method(seqs, n) == "padded",  # posgeo then counts with the padded uint16 table
         "avx2_sort": {"env": f"NPY_DISABLE_CPU_FEATURES={_NO_AVX512}", "sparse_from_sequences_s": held["from_sequences_s"],
                       "sparse_tokens_per_s_per_core": kept / held["from_sequences_s"],
                       "numpy_sort_uint32_s": held["sort_uint32_s"], "numpy_simd_avx512": held["avx512_dispatch"],
@@ -458,7 +465,7 @@ def part_memory(args, seqs, workdir: Path) -> tuple[dict, Path]:
 
 def part_geometry(args, counts_path: Path) -> dict:
     import posgeo
-    from posgeo._counts import PositionalCounts
+    from posgeo import PositionalCounts
 
     c = PositionalCounts.load(counts_path).truncate(args.geometry_n)
     n = c.n_positions

@@ -184,9 +184,16 @@ def test_counting_picks_the_padded_table_only_where_it_applies(monkeypatch):
     counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 50257)  # 2 V > 65534: 32-bit keys
     counts._count_ids(np.zeros(2, dtype=np.int32), np.array([1, 1]), in_b, 4, 300)  # mostly padding
     assert calls == [30522]
+    assert posgeo.counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=8) == "padded"
+    assert posgeo.counting_method(n_positions=4, vocab_size=50257, n_documents=2, n_tokens=8) == "sort"
     monkeypatch.setattr(counts, "_quicksort_is_slow", lambda: False)  # a fast quicksort: always the sort
     counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)
     assert calls == [30522]
+    assert posgeo.counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=8) == "sort"
+    with pytest.raises(ValueError, match="n_tokens"):
+        posgeo.counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=-1)
+    with pytest.raises(TypeError, match="vocab_size"):
+        posgeo.counting_method(n_positions=4, vocab_size=3.5, n_documents=2, n_tokens=8)
 
 
 def test_halves_are_a_deterministic_split(corpus):

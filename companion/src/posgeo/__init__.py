@@ -82,6 +82,7 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
     '_counts': (
         'HubDataset',
         'PositionalCounts',
+        'counting_method',
         'positional_counts',
         'tokenizer_id',
     ),

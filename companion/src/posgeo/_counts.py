@@ -58,7 +58,7 @@ from ._progress import progress_bar
 from ._sequences import Corpus, Sequences
 from .validation import check_int
 
-__all__ = ["HubDataset", "PositionalCounts", "positional_counts", "tokenizer_id"]  # count_main is the CLI's (posgeo.__main__)
+__all__ = ["HubDataset", "PositionalCounts", "counting_method", "positional_counts", "tokenizer_id"]  # count_main is the CLI's (posgeo.__main__)
 
 _log = logging.getLogger(__name__)
 
@@ -368,6 +368,41 @@ def _is_zen4(cpuinfo: str) -> bool:
                 and "avx512f" in flags.group(1).split())
 
 
+def counting_method(*, n_positions: int, vocab_size: int, n_documents: int, n_tokens: int) -> str:
+    """How posgeo counts a batch of token ids on this machine: ``"sort"`` or ``"padded"``.
+
+    Both give the same integer tables. ``"sort"`` sorts one 32- or 64-bit key per token with
+    numpy's quicksort; ``"padded"`` radix-sorts the rows of a position-major table of 16-bit
+    keys, padded past each document's end. The padded table is taken only where numpy's
+    quicksort is slow (its AVX-512 loops on an AMD Zen 4 CPU, where they run about 6 times as
+    slowly as its AVX2 ones) and where it fits: a vocabulary of at most 32,767 ids and at most
+    3 table cells per kept token. For benchmarks and reports; counting chooses by itself.
+
+    Parameters
+    ----------
+    n_positions, vocab_size : int, keyword-only
+        ``n`` and ``V`` of the counts.
+    n_documents, n_tokens : int, keyword-only
+        Documents in the batch, and their kept tokens (positions below ``n_positions``).
+
+    Returns
+    -------
+    str
+        ``"padded"`` or ``"sort"``.
+
+    Examples
+    --------
+    >>> counting_method(n_positions=512, vocab_size=50257, n_documents=1000, n_tokens=300_000)  # 2 V > 65,534
+    'sort'
+    """
+    n = check_int(n_positions, "n_positions")
+    V = check_int(vocab_size, "vocab_size")
+    m = check_int(n_documents, "n_documents", minimum=0)
+    T = check_int(n_tokens, "n_tokens", minimum=0)
+    fits = 2 * V < _PAD and m * n <= _PAD_MAX_FILL * T
+    return "padded" if fits and _quicksort_is_slow() else "sort"
+
+
 def _count_ids(tokens: np.ndarray, klen: np.ndarray, in_b: np.ndarray, n: int, V: int, *,
                method: str | None = None) -> tuple[Any, Any, np.ndarray, np.ndarray]:
     """Sparse counts of kept tokens (positions < n), all documents and half A.
@@ -389,8 +424,7 @@ def _count_ids(tokens: np.ndarray, klen: np.ndarray, in_b: np.ndarray, n: int, V
     if T == 0:
         return _empty_csr(n, V), _empty_csr(n, V), reach, reach_a
     if method is None:  # the padded table where numpy's quicksort is slow and the table fits
-        fits = 2 * V < _PAD and klen.size * n <= _PAD_MAX_FILL * T
-        method = "padded" if fits and _quicksort_is_slow() else "sort"
+        method = counting_method(n_positions=n, vocab_size=V, n_documents=klen.size, n_tokens=T)
     if method == "padded":
         return (*_count_ids_padded(tokens, klen, in_b, n, V), reach, reach_a)
     kd = np.uint64 if 2 * n * V > np.iinfo(np.uint32).max else np.uint32
