@@ -627,6 +627,9 @@ def test_hub_dataset_streamed_counts_equal_its_files(hub_folder, tmp_path):
     assert (streamed.counts != as_files.counts).nnz == 0 and np.array_equal(streamed.reach, as_files.reach)
     assert streamed.n_documents == 500 and streamed.sources == (f"hub:{hub_folder}:train",)
     assert 0.35 < streamed.reach_a[0] / streamed.reach[0] < 0.65
+    import posgeo._counts as counts
+
+    assert not counts._HUB_STREAMS  # forgotten after the run: the next run opens the dataset afresh
     again, stats = _run([f"hub:{hub_folder}:train"], workdir=tmp_path / "w")
     assert (stats.resumed, stats.computed) == (3, 0)
     assert_same(again, streamed)

@@ -936,6 +936,14 @@ _GROUP_CACHE_LOCK = threading.Lock()
 _GROUP_CACHE_MAX_BYTES = 2**28
 
 
+def _release_readers() -> None:
+    """Forget this process's cached row group and opened dataset streams (at the end of a run:
+    the next run reads its sources afresh)."""
+    _GROUP_CACHE.clear()
+    with _HUB_LOCK:
+        _HUB_STREAMS.clear()
+
+
 def _row_group(fs: Any, path: str, part: _Partition, column: str) -> Any:
     """One row group's text column, kept (if under 256 MiB) for the next slices of it in this process."""
     import pyarrow.parquet as pq
@@ -1020,8 +1028,14 @@ def _read_partition(part: _Partition, cfg: _Config) -> tuple[list[str], np.ndarr
 def _read_hub_shard(part: _Partition, cfg: _Config, name: str) -> tuple[list[str], np.ndarray]:
     """Texts of one shard of a streamed dataset and their row in the shard."""
     i, k = part.rows
-    shard = _hub_stream(HubDataset.parse(part.source)).shard(num_shards=k, index=i).select_columns([cfg.column])
-    values = [row[cfg.column] for row in shard]
+    shard = _hub_stream(HubDataset.parse(part.source)).shard(num_shards=k, index=i)
+    try:
+        shard = shard.select_columns([cfg.column])
+        values = [row[cfg.column] for row in shard]
+    except (KeyError, ValueError) as exc:
+        if cfg.column not in str(exc):
+            raise
+        raise ValueError(f"shard {name} has no column {cfg.column!r} ({_one_line(exc)}); pass column= the text column") from None
     return _check_values(values, np.arange(len(values), dtype=np.int64), name, cfg.column, cfg.drop_missing)
 
 
@@ -1122,7 +1136,7 @@ def _run_dask(client: Any, parts: list[_Partition], backend: Any, cfg: _Config, 
                 ac.add(client.submit(_merge, pending.pop(), pending.pop(), pure=False))
             del fut
         result = pending[0].result()
-        client.run(_GROUP_CACHE.clear)  # release the workers' last row group
+        client.run(_release_readers)  # the workers' last row group and opened streams
     except BaseException:
         client.cancel(list(ac.futures) + pending + [tok])
         raise
@@ -2003,7 +2017,7 @@ def _count(
                 own_client = client = _connect(client)
             total = _run_dask(client, parts, tok.backend, cfg, progress)
     except BaseException as exc:
-        _GROUP_CACHE.clear()
+        _release_readers()
         if temp and any(wd.glob("*.npz")):
             exc.add_note(f"the counts of the finished partitions are kept in {wd}: pass workdir={str(wd)!r} to resume")
         elif temp:
@@ -2012,7 +2026,7 @@ def _count(
     finally:
         if own_client is not None:
             own_client.close()
-    _GROUP_CACHE.clear()
+    _release_readers()
     if temp if remove_workdir is None else remove_workdir:
         shutil.rmtree(wd, ignore_errors=True)
     for name in names:
