@@ -622,7 +622,7 @@ def test_hub_dataset_streamed_counts_equal_its_files(hub_folder, tmp_path):
     halves come from its own names (deterministic); a second run reads every shard back."""
     files = sorted(str(p) for p in (hub_folder / "data").glob("train-*.parquet"))
     as_files = positional_counts(files, column="text", n_positions=N, progress=False)
-    streamed, stats = _run([HubDataset(str(hub_folder))], workdir=tmp_path / "w")
+    streamed, stats = _run(HubDataset(str(hub_folder)), workdir=tmp_path / "w")  # one source
     assert stats.partitions == stats.computed == 3  # a shard of the stream per data file
     assert (streamed.counts != as_files.counts).nnz == 0 and np.array_equal(streamed.reach, as_files.reach)
     assert streamed.n_documents == 500 and streamed.sources == (f"hub:{hub_folder}:train",)
@@ -630,7 +630,7 @@ def test_hub_dataset_streamed_counts_equal_its_files(hub_folder, tmp_path):
     import posgeo._counts as counts
 
     assert not counts._HUB_STREAMS  # forgotten after the run: the next run opens the dataset afresh
-    again, stats = _run([f"hub:{hub_folder}:train"], workdir=tmp_path / "w")
+    again, stats = _run(f"hub:{hub_folder}:train", workdir=tmp_path / "w")  # one source, as a string
     assert (stats.resumed, stats.computed) == (3, 0)
     assert_same(again, streamed)
 

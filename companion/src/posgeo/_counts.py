@@ -751,14 +751,14 @@ def _display(fs: Any, path: str) -> str:
 
 def _expand_sources(sources: Any, storage_options: Mapping[str, Any]) -> list[str]:
     """Expand paths, globs and directories into shard names (in order, without duplicates)."""
-    if isinstance(sources, (str, os.PathLike)):
+    if isinstance(sources, (str, os.PathLike, HubDataset)):
         items = [sources]
     else:
         try:
             items = list(sources)
         except TypeError:
             raise TypeError(
-                f"sources must be a path, URL or glob, or a list of them, got {type(sources).__name__}"
+                f"sources must be a path, URL, glob or HubDataset, or a list of them, got {type(sources).__name__}"
             ) from None
     if not items:
         raise ValueError("sources is empty; pass shard paths, globs or URLs")
