@@ -22,18 +22,22 @@
 # chapters about 30 times slower than the host (chapter 6: 41 s natively, 1,312 s emulated),
 # so cells get 7,200 s each instead of nbval's 2,000.
 #
-# Status (2026-12-03): its steps were run by hand on an AMD Zen 4 host, not yet this script as
-# a whole. Chapters 1 (4 cells) and 6 (18 cells) passed, and chapter 4's cells 0-4; chapter 4's
-# first training cell ran past the 2,000-s timeout of that run, so training on arm64 is still
-# unchecked.
+# Status (2026-12-03): chapters 1 (4 cells) and 6 (18 cells) passed and chapter 4's cells 0-4,
+# run by hand under qemu's default CPU model; chapter 4's training cells (with this script, run
+# whole) failed there, and the failure was qemu's, not arm64's: see QEMU_CPU below.
 #
 # The oneDNN inside torch reads the CPU's MIDR_EL1 from /sys at import and crashes without it,
 # so the root gets a small fake /sys/devices/system/cpu (an Arm Neoverse N1's MIDR) instead of
-# the host's /sys. torch then runs its DEFAULT (NEON) kernels, the path of arm64 CPUs without
-# SVE (Apple M-series, Graviton 2, Ampere Altra). QEMU_CPU=max,sve-default-vector-length=32
-# in the environment asks qemu for 256-bit SVE (Graviton 3's width), for torch's SVE256 path.
+# the host's /sys, and qemu emulates that CPU (QEMU_CPU=neoverse-n1): torch then runs its
+# DEFAULT (NEON) kernels, the path of arm64 CPUs without SVE (Apple M-series, Graviton 2,
+# Ampere Altra). Under qemu's default model ("max", with SVE) Debian bookworm's qemu 7.2 gives
+# torch's float32 matrix products wrong results (measured: a (768 x 32) @ (32 x 96) product off
+# by 1.8 where its largest entry is 2.9, float64 and numpy exact), so every torch result there is
+# meaningless; with neoverse-n1, cortex-a72 or max,sve=off the same product is right to 6e-7.
+# Check a new qemu or CPU model with the matrix-product check this script runs first.
 set -eu
 ROOT=${ROOT:-/opt/posgeo-arm64}
+export QEMU_CPU=${QEMU_CPU:-neoverse-n1}  # read by qemu-user (binfmt): the CPU the fake MIDR names
 REPO=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 DATA=${POSGEO_DATA_DIR:-$REPO/../shared/data}
 [ "$#" -gt 0 ] || set -- book/01_introduction.ipynb book/04_training_only.ipynb book/06_sinusoids_circulant.ipynb
@@ -82,6 +86,15 @@ export TQDM_DISABLE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 HF_DATASETS_DISABLE_PROGRES
   TOKENIZERS_PARALLELISM=false PYTHONHASHSEED=0 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
   PYDEVD_DISABLE_FILE_VALIDATION=1 POSGEO_DATA_DIR=/work/shared/data PATH=/venv/bin:$PATH
 /venv/bin/python -c "import platform, numpy, torch; print(platform.machine(), 'torch', torch.__version__, torch.backends.cpu.get_cpu_capability(), 'numpy', numpy.__version__)"
+# the emulation computes torch's float32 products right (see QEMU_CPU above), or nothing is checked
+/venv/bin/python -c "
+import sys, torch
+torch.manual_seed(0)
+x, w = torch.randn(768, 32), torch.randn(96, 32) * 0.1
+err = float((x @ w.T - (x.double() @ w.double().T)).abs().max())
+print(f'float32 matrix product, largest error {err:.2g}')
+sys.exit(0 if err < 1e-4 else 'the emulated CPU computes wrong float32 products: set QEMU_CPU to a CPU model without SVE')
+" || exit 2
 rc=0
 for nb in "$@"; do
   start=$(date +%s)
