@@ -98,3 +98,4 @@ def browser() -> Iterator[object]:
 def screenshots() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+

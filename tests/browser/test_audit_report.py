@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from pagelog import offline_page
+
 HTML = Path(__file__).resolve().parents[2] / "_build" / "html"
 REPORT = HTML / "audit" / "sst2-minilm" / "report.html"
 CHARTS = ("heatmap", "spectrum", "offsets", "maps", "stress", "layers")
@@ -112,22 +114,8 @@ def test_audit_report_fits_a_phone(browser, report: Path, screenshots: Path) -> 
 
 def test_audit_report_renders_offline(browser, report: Path, screenshots: Path) -> None:
     url = report.resolve().as_uri()
-    blocked: list[str] = []
-    js_errors: list[str] = []
-    console_errors: list[str] = []
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-
-    def route(route) -> None:
-        if route.request.url == url or route.request.url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            blocked.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on("pageerror", lambda exc: js_errors.append(str(exc)))
-    page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+    context, page, log = offline_page(browser, url)
+    blocked, js_errors, console_errors = log.blocked, log.js_errors, log.console_errors
     try:
         page.goto(url, wait_until="load")
         page.wait_for_function(

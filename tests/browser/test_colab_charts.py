@@ -19,6 +19,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 import pytest
+from pagelog import offline_page
 
 ROOT = Path(__file__).resolve().parents[2]
 CDN = "https://cdn.jsdelivr.net/npm/"
@@ -56,28 +57,7 @@ def test_colab_output_draws_with_the_pinned_libraries(browser, colab_html: str, 
     page_file = tmp_path / "colab-output.html"
     page_file.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{colab_html}</body></html>")
     url = page_file.as_uri()
-    served: list[str] = []
-    blocked: list[str] = []
-    js_errors: list[str] = []
-    console_errors: list[str] = []
-    context = browser.new_context(viewport={"width": 900, "height": 700}, service_workers="block")
-
-    def route(route) -> None:
-        request = route.request.url
-        local = _cdn_file(request)
-        if request == url:
-            route.continue_()
-        elif local is not None and local.is_file():
-            served.append(request)
-            route.fulfill(path=str(local), content_type="application/javascript")
-        else:
-            blocked.append(request)
-            route.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on("pageerror", lambda exc: js_errors.append(str(exc)))
-    page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+    context, page, log = offline_page(browser, url, serve=_cdn_file, width=900, height=700)
     try:
         page.goto(url, wait_until="load")
         page.wait_for_selector("#posgeo-chart svg.marks", timeout=30_000)
@@ -92,10 +72,11 @@ def test_colab_output_draws_with_the_pinned_libraries(browser, colab_html: str, 
     finally:
         context.close()
 
-    assert sorted(served) == sorted(f"{CDN}{name}@{version}?noext" for name, version in
-                                    (("vega", "5.33.1"), ("vega-lite", "5.23.0"), ("vega-embed", "6.29.0")))
-    assert not blocked, f"requests other than the three libraries: {blocked[:5]}"
-    assert not js_errors, f"JavaScript errors: {js_errors}"
-    assert not console_errors, f"console errors: {console_errors}"
+    lock = json.loads((ROOT / "package-lock.json").read_text())["packages"]
+    assert sorted(log.served) == sorted(f"{CDN}{name}@{lock['node_modules/' + name]['version']}?noext"
+                                        for name in ("vega", "vega-lite", "vega-embed"))
+    assert not log.blocked, f"requests other than the three libraries: {log.blocked[:5]}"
+    assert not log.js_errors, f"JavaScript errors: {log.js_errors}"
+    assert not log.console_errors, f"console errors: {log.console_errors}"
     assert count == 4, f"{count} points drawn, 4 expected"
     assert "position" in tooltip and "2" in tooltip and "0.5" in tooltip, f"tooltip reads {tooltip!r}"

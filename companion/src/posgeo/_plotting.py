@@ -611,8 +611,8 @@ def chart_bundle(spec: Mapping[str, Any], **_metadata: Any) -> dict[str, Any]:
     charts with more than 4,000 data rows or an SVG over 150 kB: one element per mark) for
     viewers that cannot run Vega, and the alt text as plain text. On Google Colab, which draws
     no Vega-Lite output, an HTML output that draws the chart with vega-embed from the jsDelivr
-    CDN (vega 5.33.1, vega-lite 5.23.0, vega-embed 6.29.0: the book's versions) replaces the
-    static image.
+    CDN (the vega, vega-lite and vega-embed versions of the book's package-lock.json) replaces
+    the static image.
 
     Parameters
     ----------
