@@ -7,8 +7,12 @@ Four parts, all in one run so that their ratios share the machine's state:
     on the cleaned texts, nothing else), :func:`positional_counts` in one process (one
     tokenizer thread, ``TOKENIZERS_PARALLELISM=false``), the same with the Rust tokenizer's own
     threads, and on a ``LocalCluster`` of ``--workers`` single-threaded worker processes
-    (started and warmed up before the clock starts; the start-up is reported apart). Targets:
-    2 workers >= 1.7x one process; each worker within 15% of the bare tokenizer's throughput.
+    (started and warmed up before the clock starts; the start-up is reported apart), and the
+    bare tokenizer in ``--workers`` processes at once, in ``--rounds`` rounds (the order
+    alternates between rounds); each ratio is paired within a round and reported as its median
+    over the rounds with its range, because one measurement on a shared 2-core machine moves by
+    20%. Targets (on the medians): 2 workers >= 1.7x one process; each worker within 15% of
+    the bare tokenizer's throughput.
 (2) counting alone on the pre-tokenised ids: ``PositionalCounts.from_sequences`` (sparse,
     both halves) against the dense ``positional_marginals`` and a per-token Python loop
     (timed on ``--baseline-reviews`` reviews and extrapolated, as in bench_marginals.py).
@@ -284,8 +288,7 @@ def _bare_share(k: int) -> tuple[float, float]:
     mine = texts[k::parts]
     _BARE["barrier"].wait()  # both processes start together
     cpu0, t0 = process_cpu_s(), time.perf_counter()
-    for s in range(0, len(mine), 1000):
-        b.encode_batch_fast([_BR_RE.sub(" ", t) for t in mine[s : s + 1000]], add_special_tokens=False)
+    bare_tokenize(b, mine)  # the same work as the single-process bare run, ids included
     return time.perf_counter() - t0, process_cpu_s() - cpu0
 
 
@@ -300,23 +303,8 @@ def bare_in_processes(path: str, k: int) -> dict:
     return {"wall_s": max(w for w, _ in out), "cpu_s": sum(c for _, c in out)}
 
 
-def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
-    import posgeo
-    from posgeo import positional_counts
-
-    n = args.n_positions
-    path = Path(args.data_dir) / "imdb" / "train.parquet"
-    tok = posgeo.default_tokenizer()
-    from tokenizers import Tokenizer
-
-    backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
-    backend.no_truncation()
-    backend.no_padding()
-    res: dict = {"corpus": "imdb/train", "n_positions": n, "n_reviews": len(texts), "partition_rows": args.partition_rows}
-
-    # bare tokenizer, one thread: clean + encode_batch_fast, nothing else
-    cpu0 = process_cpu_s()
-    t0 = time.perf_counter()
+def bare_tokenize(backend, texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The bare tokenizer: clean + ``encode_batch_fast`` in batches of 1,000, ids as int32 arrays."""
     lengths = np.zeros(len(texts), dtype=np.int64)
     chunks = []
     for s in range(0, len(texts), 1000):
@@ -324,15 +312,31 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
         for j, e in enumerate(backend.encode_batch_fast(batch, add_special_tokens=False)):
             lengths[s + j] = len(e.ids)
             chunks.append(np.asarray(e.ids, dtype=np.int32))
-    t_bare = time.perf_counter() - t0
-    cpu_bare = process_cpu_s() - cpu0
-    total_tokens = int(lengths.sum())
-    seqs = posgeo.Sequences(tokens=np.concatenate(chunks), offsets=np.concatenate(([0], np.cumsum(lengths))),
-                            vocab_size=len(tok))
-    res["bare_tokenizer_s"] = t_bare
-    res["bare_tokenizer_cpu_s"] = cpu_bare
-    res["bare_tokenizer_tokens_per_s"] = total_tokens / t_bare
-    res["total_tokens"] = total_tokens
+    return lengths, chunks
+
+
+def _summary(values: list[float]) -> dict:
+    v = np.asarray(values, dtype=float)
+    return {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max()), "rounds": [float(x) for x in v]}
+
+
+def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
+    """``--rounds`` rounds; in each, the bare tokenizer (one process, then k at once), one process and
+    the Dask workers, in an order that alternates between rounds. The ratios are paired within a
+    round; their median over the rounds is the result, and their range shows the machine's noise."""
+    import posgeo
+    from posgeo import positional_counts
+
+    n, k, R = args.n_positions, args.workers, args.rounds
+    path = Path(args.data_dir) / "imdb" / "train.parquet"
+    tok = posgeo.default_tokenizer()
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+    backend.no_truncation()
+    backend.no_padding()
+    res: dict = {"corpus": "imdb/train", "n_positions": n, "n_reviews": len(texts), "partition_rows": args.partition_rows,
+                 "rounds": R}
 
     def run(client=None):
         with tempfile.TemporaryDirectory() as wd:
@@ -341,48 +345,83 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
                                   partition_rows=args.partition_rows, progress=False)
             return time.perf_counter() - t0, c
 
-    cpu0 = process_cpu_s()
-    t_one, c_one = run()
-    res["one_process_cpu_s"] = process_cpu_s() - cpu0
-    res["one_process_cpu_efficiency_vs_bare"] = cpu_bare / res["one_process_cpu_s"]
-    res["one_process_s"] = t_one
-    res["one_process_tokens_per_s"] = total_tokens / t_one
-    res["one_process_efficiency_vs_bare"] = t_bare / t_one
-
-    os.environ["TOKENIZERS_PARALLELISM"] = "true"  # the Rust tokenizer's own thread pool
-    t_thr, c_thr = run()
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    res["one_process_tokenizer_threads_s"] = t_thr
-    res["one_process_tokenizer_threads_speedup"] = t_one / t_thr
-
-    k = args.workers
-    bare_k = bare_in_processes(str(path), k)
-    res[f"bare_tokenizer_{k}_processes_s"] = bare_k["wall_s"]
-    res[f"bare_tokenizer_{k}_processes_cpu_s"] = bare_k["cpu_s"]
-    res["machine_parallel_speedup_now"] = t_bare / bare_k["wall_s"]
-
     from distributed import Client, LocalCluster
 
+    t: dict[str, list[float]] = {"bare": [], "one": [], "dask": [], "bare_k": []}
+    cpu = {"bare": 0.0, "one": 0.0, "workers": 0.0, "client": 0.0}
+    seqs = c_one = c_k = None
     t0 = time.perf_counter()
     with LocalCluster(n_workers=k, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=50) as cluster, Client(cluster, set_as_default=False) as client:
         client.run(lambda: __import__("posgeo").positional_counts and None)  # warm: every worker imports posgeo
         res["cluster_start_and_import_s"] = time.perf_counter() - t0
-        before = client.run(process_cpu_s)
-        cpu0 = process_cpu_s()
-        t_k, c_k = run(client)
-        after = client.run(process_cpu_s)
-        res["workers_cpu_s"] = {w[-5:]: after[w] - before[w] for w in before}
-        res["workers_client_cpu_s"] = process_cpu_s() - cpu0
-    worker_cpu = sum(res["workers_cpu_s"].values())
-    res["workers_cpu_efficiency_vs_bare"] = cpu_bare / worker_cpu
+        for r in range(R):
+            order = ("bare", "one", "dask", "bare_k") if r % 2 == 0 else ("bare_k", "dask", "one", "bare")
+            for what in order:
+                if what == "bare":
+                    cpu0, t0 = process_cpu_s(), time.perf_counter()
+                    lengths, chunks = bare_tokenize(backend, texts)
+                    t["bare"].append(time.perf_counter() - t0)
+                    cpu["bare"] += process_cpu_s() - cpu0
+                    if seqs is None:
+                        seqs = posgeo.Sequences(tokens=np.concatenate(chunks),
+                                                offsets=np.concatenate(([0], np.cumsum(lengths))), vocab_size=len(tok))
+                    del chunks
+                elif what == "one":
+                    cpu0 = process_cpu_s()
+                    dt, c_one = run()
+                    t["one"].append(dt)
+                    cpu["one"] += process_cpu_s() - cpu0
+                elif what == "dask":
+                    before, cpu0 = client.run(process_cpu_s), process_cpu_s()
+                    dt, c_k = run(client)
+                    after = client.run(process_cpu_s)
+                    t["dask"].append(dt)
+                    cpu["workers"] += sum(after[w] - before[w] for w in before)
+                    cpu["client"] += process_cpu_s() - cpu0
+                else:
+                    t["bare_k"].append(bare_in_processes(str(path), k)["wall_s"])
+            print(f"round {r + 1} of {R}: " + ", ".join(f"{key} {v[-1]:.2f} s" for key, v in t.items()), flush=True)
+
+    total_tokens = int(seqs.offsets[-1])
+    bare, one, dask, bare_k = (np.asarray(t[key]) for key in ("bare", "one", "dask", "bare_k"))
+    res["total_tokens"] = total_tokens
+    res["bare_tokenizer_s"] = float(np.median(bare))
+    res["bare_tokenizer_tokens_per_s"] = total_tokens / res["bare_tokenizer_s"]
+    res["one_process_s"] = float(np.median(one))
+    res["one_process_tokens_per_s"] = total_tokens / res["one_process_s"]
+    res[f"bare_tokenizer_{k}_processes_s"] = float(np.median(bare_k))
     res["workers"] = k
-    res["workers_s"] = t_k
-    res["workers_tokens_per_s"] = total_tokens / t_k
-    res["speedup_workers_over_one_process"] = t_one / t_k
-    res["speedup_including_cluster_start"] = t_one / (t_k + res["cluster_start_and_import_s"])
-    res["per_worker_efficiency_vs_bare"] = t_bare / (t_k * k)
-    res[f"efficiency_vs_bare_{k}_processes"] = bare_k["wall_s"] / t_k  # Dask's own overhead, same contention
+    res["workers_s"] = float(np.median(dask))
+    res["workers_tokens_per_s"] = total_tokens / res["workers_s"]
+    res["times_s"] = {key: [float(x) for x in v] for key, v in t.items()}
+    # paired ratios: within a round, then their median over the rounds (and their range)
+    ratios = {
+        "one_process_efficiency_vs_bare": bare / one,
+        "machine_parallel_speedup_now": bare / bare_k,
+        "speedup_workers_over_one_process": one / dask,
+        "speedup_including_cluster_start": one / (dask + res["cluster_start_and_import_s"]),
+        "per_worker_efficiency_vs_bare": bare / (dask * k),
+        f"efficiency_vs_bare_{k}_processes": bare_k / dask,  # Dask's own overhead, same contention
+    }
+    for key, v in ratios.items():
+        sm = _summary(list(v))
+        res[key] = sm["median"]
+        res[key + "_range"] = [sm["min"], sm["max"]]
+        res[key + "_rounds"] = sm["rounds"]
+    res["bare_tokenizer_cpu_s"] = cpu["bare"] / R
+    res["one_process_cpu_s"] = cpu["one"] / R
+    res["one_process_cpu_efficiency_vs_bare"] = cpu["bare"] / cpu["one"]
+    res["workers_cpu_s"] = cpu["workers"] / R
+    res["workers_client_cpu_s"] = cpu["client"] / R
+    res["workers_cpu_efficiency_vs_bare"] = cpu["bare"] / cpu["workers"]
+
+    os.environ["TOKENIZERS_PARALLELISM"] = "true"  # the Rust tokenizer's own thread pool, once
+    t_thr, c_thr = run()
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    res["one_process_tokenizer_threads_s"] = t_thr
+    res["one_process_tokenizer_threads_speedup"] = res["one_process_s"] / t_thr
+
     same = all((x.counts != c_one.counts).nnz == 0 and np.array_equal(x.reach, c_one.reach)
                and (x.counts_a != c_one.counts_a).nnz == 0 for x in (c_thr, c_k))
     res["identical_counts"] = bool(same)
@@ -520,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--partition-rows", type=int, default=2048, help="rows per partition of the IMDB parquet")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the end-to-end part (paired ratios, median)")
     ap.add_argument("--baseline-reviews", type=int, default=2000)
     ap.add_argument("--synthetic-docs", type=int, default=None, help="default 3000 (quick: 400)")
     ap.add_argument("--synthetic-positions", type=int, default=8192)
@@ -532,6 +572,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.data_dir:
         ap.error("pass --data-dir or set POSGEO_DATA_DIR (a directory with imdb/train.parquet)")
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {args.rounds}")
     if args.synthetic_docs is None:
         args.synthetic_docs = 400 if args.quick else 3000
     if args.geometry_n is None:
