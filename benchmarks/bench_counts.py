@@ -31,7 +31,7 @@ Usage (the first stores the result, with the machine, load averages, date and co
 geometry at n = 1024, ``--synthetic-docs 3000`` keeps the full synthetic corpus for the memory
 target)::
 
-    python benchmarks/report.py run counts --script-args '--quick --synthetic-docs 3000'   # ~2 min
+    python benchmarks/report.py run counts --script-args '--quick --synthetic-docs 3000'   # ~5 min (--rounds 1: ~2 min)
     python benchmarks/bench_counts.py --data-dir "$POSGEO_DATA_DIR" --quick --json out.json
     python benchmarks/bench_counts.py --data-dir "$POSGEO_DATA_DIR"   # full: over ten minutes on 2 cores
 """

@@ -20,7 +20,7 @@ command lines: see ``page_problems``). ``make benchmarks`` runs both.
 ``bench_marginals.py``, ``bench_bootstrap.py`` and ``bench_counts.py`` read IMDB from
 ``POSGEO_DATA_DIR`` (a local copy of the corpora); ``run`` fails with a clear message when it is
 unset. A full ``bench_counts.py`` takes more than ten minutes on a 2-core machine (the geometry
-at n = 8192); ``run counts --script-args '--quick --synthetic-docs 3000'`` takes about two.
+at n = 8192); ``run counts --script-args '--quick --synthetic-docs 3000'`` takes about five (two with ``--rounds 1``).
 """
 
 from __future__ import annotations
