@@ -995,7 +995,8 @@ def counted_parquet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
     lines = corpus_lines(200, seed=1)
     pq.write_table(pa.table({"text": lines, "label": np.arange(len(lines))}), path, row_group_size=120)
     counts = d / "counts.npz"
-    assert main(["count", str(path), "--column", "text", "--positions", "12", "--out", str(counts), "--no-progress"]) == 0
+    assert main(["count", str(path), "--column", "text", "--positions", "12", "--out", str(counts), "--workers", "1",
+                 "--no-progress"]) == 0
     return path, counts
 
 
@@ -1071,7 +1072,7 @@ def test_audit_from_counts_refuses_bad_inputs(counted_parquet, tmp_path: Path, c
     fails(["--counts", str(few), "--positions", "8"], "hold only 5 documents")
     special = tmp_path / "special.npz"
     assert main(["count", str(path), "--column", "text", "--positions", "12", "--add-special-tokens", "--out",
-                 str(special), "--no-progress"]) == 0
+                 str(special), "--workers", "1", "--no-progress"]) == 0
     capsys.readouterr()
     fails(["--counts", str(special), "--positions", "8"], "special tokens", "without --add-special-tokens")
     with pytest.raises(AuditError, match="not both"):

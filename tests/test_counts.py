@@ -564,12 +564,12 @@ def test_count_main(corpus, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("posgeo._counts._CONNECT_TIMEOUT_S", 1.0)
     out = tmp_path / "counts.npz"
     assert count_main([*corpus["paths"], "--column", "text", "--positions", str(N), "--out", str(out),
-                       "--no-progress"]) == 0
+                       "--workers", "1", "--no-progress"]) == 0
     assert "wrote" in capsys.readouterr().out
     assert_same(PositionalCounts.load(out), corpus["reference"])
     assert not (tmp_path / "counts.npz.parts").exists()  # partial counts removed after success
     assert count_main([corpus["paths"][0], "--column", "body", "--positions", "4", "--out", str(out),
-                       "--no-progress"]) == 2
+                       "--workers", "1", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("posgeo count: error: shard ") and err.count("\n") == 1
     assert count_main([corpus["paths"][1], "--column", "text", "--positions", "4", "--out", str(out),
@@ -578,6 +578,36 @@ def test_count_main(corpus, tmp_path, capsys, monkeypatch):
     assert count_main([corpus["paths"][1], "--column", "text", "--positions", "4",
                        "--out", str(tmp_path / "no" / "c.npz")]) == 2
     assert "does not exist" in capsys.readouterr().err
+    assert count_main([corpus["paths"][1], "--column", "text", "--positions", "4", "--out", str(out),
+                       "--workers", "0"]) == 2
+    assert "--workers must be >= 1, got 0" in capsys.readouterr().err
+
+
+class _ClusterStarted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("argv, expected", [([], "cores"), (["--workers", "3"], 3), (["--workers", "1"], None)])
+def test_count_main_workers_default_to_one_per_core(corpus, tmp_path, monkeypatch, capsys, argv, expected):
+    """By default `posgeo count` starts a LocalCluster of one worker per available core;
+    --workers 1 counts in this process (no cluster)."""
+    distributed = pytest.importorskip("distributed")
+    started = []
+
+    def fake_cluster(*, n_workers, threads_per_worker, **kw):
+        started.append((n_workers, threads_per_worker))
+        raise _ClusterStarted
+
+    monkeypatch.setattr(distributed, "LocalCluster", fake_cluster)
+    monkeypatch.setattr("posgeo._counts.os.sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    args = [corpus["paths"][1], "--column", "text", "--positions", "4", "--out", str(tmp_path / "c.npz"), "--no-progress"]
+    if expected is None:
+        assert count_main(args + argv) == 0
+        assert started == []
+    else:
+        with pytest.raises(_ClusterStarted):
+            count_main(args + argv)
+        assert started == [(4 if expected == "cores" else expected, 1)]
 
 
 @pytest.mark.slow

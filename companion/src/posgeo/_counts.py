@@ -689,7 +689,7 @@ def _plan_hub(name: str, column: str, key_cfg: Mapping[str, Any], storage_option
     stream = _hub_stream(hub)
     columns = list(stream.column_names or (stream.features or {}).keys())
     if columns and column not in columns:
-        raise ValueError(f"the dataset {name} has no column {column!r}; its columns are {columns}: pass column= one of them")
+        raise ValueError(f"the dataset {name} has no column {column!r}; its columns are {columns}: pass column= (--column) one of them")
     fp = _hub_fingerprint(hub, storage_options)
     k = int(stream.n_shards)
     return [_Partition(name, "hub", _content_key(name, 0, fp, {"shard": i, "shards": k}, key_cfg), rows=(i, k))
@@ -855,13 +855,13 @@ def _plan(
             raise _unreadable(name, exc) from exc
         if column not in schema.names:
             raise ValueError(
-                f"shard {name} has no column {column!r}; its columns are {schema.names}: pass column= one of them"
+                f"shard {name} has no column {column!r}; its columns are {schema.names}: pass column= (--column) one of them"
             )
         kind = schema.field(column).type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
                 or getattr(pa.types, "is_string_view", lambda t: False)(kind)):
             raise TypeError(
-                f"column {column!r} of shard {name} holds {kind} values, not text; pass column= the column that holds the text"
+                f"column {column!r} of shard {name} holds {kind} values, not text; pass column= (--column) the column that holds the text"
             )
         if meta.num_rows == 0:
             warnings.warn(f"skipping empty shard {name} (0 rows)", stacklevel=3)
@@ -918,7 +918,7 @@ def _check_values(values: list[Any], rows: np.ndarray, name: str, column: str, d
         k = other[0]
         raise TypeError(
             f"column {column!r} of shard {name} holds {type(values[k]).__name__} values, not text (row {int(rows[k])}: "
-            f"{values[k]!r:.40}); pass column= the column that holds the text"
+            f"{values[k]!r:.40}); pass column= (--column) the column that holds the text"
         )
     if not drop_missing:
         shown = ", ".join(str(int(rows[k])) for k in missing[:5]) + (", ..." if len(missing) > 5 else "")
@@ -1003,7 +1003,7 @@ def _read_partition(part: _Partition, cfg: _Config) -> tuple[list[str], np.ndarr
                     if column not in rec:
                         raise ValueError(
                             f"shard {name} has no column {column!r} (line {i + 1} has keys {sorted(rec)[:20]}); "
-                            "pass column= one of them"
+                            "pass column= (--column) one of them"
                         )
                     values.append(rec[column])
                     line_no.append(i)
@@ -1035,7 +1035,7 @@ def _read_hub_shard(part: _Partition, cfg: _Config, name: str) -> tuple[list[str
     except (KeyError, ValueError) as exc:
         if cfg.column not in str(exc):
             raise
-        raise ValueError(f"shard {name} has no column {cfg.column!r} ({_one_line(exc)}); pass column= the text column") from None
+        raise ValueError(f"shard {name} has no column {cfg.column!r} ({_one_line(exc)}); pass column= (--column) the text column") from None
     return _check_values(values, np.arange(len(values), dtype=np.int64), name, cfg.column, cfg.drop_missing)
 
 
@@ -1106,8 +1106,9 @@ def _connect(address: str) -> Any:
     except Exception as exc:
         raise ConnectionError(
             f"cannot connect to the Dask scheduler at {address!r} within {_CONNECT_TIMEOUT_S:g} s "
-            f"({type(exc).__name__}: {_one_line(exc)} after {time.perf_counter() - t0:.1f} s); check the address "
-            "(e.g. tcp://host:8786) and that `dask scheduler` runs there, or count in this process (client=None)"
+            f"({type(exc).__name__}: {_one_line(exc)}; gave up after {time.perf_counter() - t0:.1f} s); check the "
+            "address (e.g. tcp://host:8786) and that `dask scheduler` runs there, or count in this process "
+            "(client=None; --workers 1 on the command line)"
         ) from None
 
 
@@ -2165,12 +2166,22 @@ dataset folder). Documents are tokenised without truncation (and without
 special tokens unless --add-special-tokens) and their first N tokens counted. The counts of
 each finished partition are kept in --workdir (default OUT.parts, removed after success unless
 --keep-parts): rerunning the same command after an interruption resumes where it stopped.
+By default the partitions are spread over a LocalCluster of one Dask worker per available
+core; --workers 1 counts in this process, --scheduler uses a running cluster.
 """
 
 
 class _CountParser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
+def _default_workers() -> int:
+    """``posgeo count``'s default number of workers: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 def _count_parser() -> argparse.ArgumentParser:
@@ -2182,8 +2193,9 @@ def _count_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", metavar="NAME_OR_PATH", default=None,
                    help="local folder, tokenizer.json or cached model name (default: bundled bert-base-uncased)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=int, metavar="K", default=1,
-                       help="local Dask workers, one thread each (default 1: count in this process)")
+    where.add_argument("--workers", type=int, metavar="K", default=None,
+                       help=f"local Dask workers (a LocalCluster), one thread each (default: one per available core, "
+                            f"{_default_workers()} here; 1 counts in this process, without Dask)")
     where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler (tcp://host:8786)")
     p.add_argument("--out", required=True, metavar="FILE", help="the counts file to write (.npz)")
     p.add_argument("--workdir", metavar="DIR", help="partial counts (default: OUT.parts)")
@@ -2218,7 +2230,8 @@ def count_main(argv: Sequence[str] | None = None) -> int:
     >>> import json, tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "a.jsonl").write_text(json.dumps({"text": "Hello world"}))
-    >>> count_main([str(d / "a.jsonl"), "--column", "text", "--positions", "2", "--out", str(d / "c.npz"), "--no-progress"])
+    >>> count_main([str(d / "a.jsonl"), "--column", "text", "--positions", "2", "--out", str(d / "c.npz"),
+    ...             "--workers", "1", "--no-progress"])
     counted 1 documents (2 tokens at positions < 2) from 1 shard(s) in 1 partition(s) (0 read back) in ... wrote .../c.npz
     0
     """
@@ -2235,18 +2248,19 @@ def count_main(argv: Sequence[str] | None = None) -> int:
         return fail(f"the directory of --out ({out.parent}) does not exist; create it first")
     if not os.access(out.parent.resolve(), os.W_OK):
         return fail(f"cannot write into {out.parent}; pass --out in a writable directory")
-    if args.workers < 1:
-        return fail(f"--workers must be >= 1, got {args.workers}")
+    workers = _default_workers() if args.workers is None else args.workers
+    if workers < 1:
+        return fail(f"--workers must be >= 1, got {workers} (1 counts in this process)")
     workdir = Path(args.workdir) if args.workdir else out.with_name(out.name + ".parts")
     cluster = client = None
     try:
         if args.scheduler:
             client = args.scheduler
-        elif args.workers > 1:
+        elif workers > 1:
             from distributed import Client, LocalCluster
 
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one thread per worker
-            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, silence_logs=logging.ERROR)
             client = Client(cluster, set_as_default=False)
         counts, stats = _count(
@@ -2264,7 +2278,7 @@ def count_main(argv: Sequence[str] | None = None) -> int:
               "to resume", file=sys.stderr)
         return 130
     except (ValueError, TypeError, OSError) as exc:  # FileNotFoundError, ConnectionError are OSErrors
-        return fail(_one_line(exc))
+        return fail(" ".join(str(exc).split()) or type(exc).__name__)  # whole: the fix comes last
     finally:
         if client is not None and not isinstance(client, str):
             client.close()
