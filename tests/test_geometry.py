@@ -483,3 +483,14 @@ def test_order_free_baselines_reject_bad_input():
         order_free_baselines(D, {"short": np.zeros((4, 2))})
     with pytest.raises(ValueError, match="n_permutations"):
         order_free_baselines(D, {}, n_permutations=0)
+
+
+def test_hellinger_of_stored_counts_equals_dense():
+    """hellinger_matrix takes PositionalCounts: sparse square-root products, equal to rounding."""
+    from posgeo import PositionalCounts, positional_marginals, synthetic_corpus
+
+    corpus = synthetic_corpus(n_sequences=400, seed=2)
+    c = PositionalCounts.from_sequences(corpus, 24)
+    mu = positional_marginals(corpus, 24, corpus.vocab_size)
+    for metric in ("chord", "fisher-rao"):
+        assert np.allclose(hellinger_matrix(c, metric=metric), hellinger_matrix(mu, metric=metric), atol=1e-10, rtol=0)

@@ -14,6 +14,8 @@ from posgeo import (
     first_order_hellinger_matrix,
     hellinger_matrix,
     hellinger_noise_floor,
+    hybrid_hellinger_matrix,
+    matched_hellinger_matrix,
     position_counts,
     positional_marginals,
     synthetic_corpus,
@@ -415,3 +417,41 @@ def test_jackknife_bad_input_is_named():
         hybrid_hellinger_matrix(seqs, 3, 3, split="jackknife", groups=[0, 0, 0, 1], n_blocks=2)
     with pytest.raises(ValueError, match="unknown split"):
         hybrid_hellinger_matrix(seqs, 2, 3, split="jack")
+
+
+# ------------------------------------------------------------------ stored counts as input
+def test_estimators_accept_stored_counts():
+    """Each estimator given a PositionalCounts computes from the counts: the same numbers as
+    from the sequences where the estimator has no random split (bit for bit), the counts'
+    own stored split where it has one; cut to n_positions."""
+    from posgeo import PositionalCounts, corpus_geometry
+
+    corpus = synthetic_corpus(n_sequences=600, seed=3)
+    V = corpus.vocab_size
+    c = PositionalCounts.from_sequences(corpus, 32)
+    for n in (32, 20):
+        assert np.array_equal(positional_marginals(c, n, V), positional_marginals(corpus, n, V))
+        assert np.array_equal(hybrid_hellinger_matrix(c, n, V), hybrid_hellinger_matrix(corpus, n, V))
+    cut = c.truncate(20)
+    assert np.array_equal(first_order_hellinger_matrix(c, 20, V), cut.first_order_hellinger_matrix())
+    assert np.array_equal(matched_hellinger_matrix(c, 20, V), cut.matched_hellinger_matrix(), equal_nan=True)
+    nf, ref = hellinger_noise_floor(c, 20, V, min_count=300), cut.noise_floor(min_count=300)
+    assert np.array_equal(nf.split_half, ref.split_half) and np.array_equal(nf.flagged, ref.flagged)
+    g, r = corpus_geometry(c, 16), corpus_geometry(corpus, 16, cache=False)
+    assert np.array_equal(g.distances, r.distances) and np.array_equal(g.hybrid, r.hybrid)
+    # and the stored split is not the sequences' random ones: another draw of the same estimate
+    assert not np.array_equal(first_order_hellinger_matrix(c, 20, V), first_order_hellinger_matrix(corpus, 20, V))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda c, V: positional_marginals(c, 40, V), r"n_positions=40 but the counts stop at 32 positions"),
+    (lambda c, V: positional_marginals(c, 32, V + 1), r"vocab_size=\d+ but the counts have V = \d+"),
+    (lambda c, V: hybrid_hellinger_matrix(c, 32, V, split="half"), r"split='half' halves the sequences"),
+    (lambda c, V: matched_hellinger_matrix(c, 32, V, groups=np.arange(300)), r"groups= .* counts keep no sequences"),
+])
+def test_stored_counts_bad_input(call, match):
+    from posgeo import PositionalCounts
+
+    corpus = synthetic_corpus(n_sequences=300, seed=1)
+    with pytest.raises(ValueError, match=match):
+        call(PositionalCounts.from_sequences(corpus, 32), corpus.vocab_size)

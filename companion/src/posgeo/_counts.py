@@ -1735,8 +1735,8 @@ class PositionalCounts:
 
         The correction of :func:`posgeo.first_order_hellinger_matrix`, applied to
         :meth:`hellinger_matrix` and the bias of :meth:`noise_floor` (the stored split). That
-        function takes sequences (it re-splits them for its bias), and the correction itself
-        (one line) is not public in :mod:`posgeo`, so it is written out here.
+        function, given these counts, returns this; given sequences, it re-splits them at
+        random for its bias.
 
         Returns
         -------
@@ -1759,11 +1759,11 @@ class PositionalCounts:
         0, as :func:`posgeo.matched_hellinger_matrix` with one split; NaN off the diagonal in
         the rows and columns of positions where a half is empty.
 
-        Why not :func:`posgeo.matched_hellinger_matrix`: it averages ``n_splits`` random
-        halvings of the sequences, each through dense (n, V) tables per half; counts keep no
-        sequences, only the stored split, and its cross products are taken from the sparse
-        halves here (memory O(nnz + n^2)). The numbers differ from that function's by the
-        draw of the split(s).
+        :func:`posgeo.matched_hellinger_matrix` returns this when given these counts. Given
+        sequences, it averages ``n_splits`` random halvings of them, each through dense (n, V)
+        tables per half; counts keep no sequences, only the stored split, and its cross
+        products are taken from the sparse halves here (memory O(nnz + n^2)). The numbers
+        differ between the two by the draw of the split(s).
 
         Returns
         -------

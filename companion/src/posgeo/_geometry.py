@@ -292,8 +292,10 @@ def hellinger_matrix(mu: object, *, metric: Metric = "chord") -> np.ndarray:
 
     Parameters
     ----------
-    mu : array_like, shape (n, V)
-        One probability distribution per row.
+    mu : array_like, shape (n, V), or PositionalCounts
+        One probability distribution per row; or :class:`posgeo.PositionalCounts`, whose
+        marginals' distances are computed from sparse square-root products
+        (:meth:`posgeo.PositionalCounts.hellinger_matrix`: equal to rounding, no dense table).
     metric : {"chord", "fisher-rao"}, keyword-only
 
     Returns
@@ -323,6 +325,10 @@ def hellinger_matrix(mu: object, *, metric: Metric = "chord") -> np.ndarray:
     """
     if metric not in ("chord", "fisher-rao"):
         raise ValueError(f"unknown metric {metric!r}; use 'chord' (Hellinger) or 'fisher-rao' (geodesic)")
+    from ._counts import PositionalCounts  # here: _counts imports this module
+
+    if isinstance(mu, PositionalCounts):  # stored counts: from sparse square-root products
+        return mu.hellinger_matrix(metric=metric)
     arr = as_distribution_matrix(mu)
     root = np.sqrt(arr)
     bc = np.clip(root @ root.T, 0.0, 1.0)

@@ -101,6 +101,27 @@ def _chord_to_metric(H: np.ndarray, metric: str) -> np.ndarray:
     return out
 
 
+def _as_counts(obj: Any, n_positions: int, vocab_size: int | None, what: str, *, groups: Any = None) -> Any:
+    """``obj`` cut to ``n_positions`` if it is a :class:`posgeo.PositionalCounts` (checked
+    against ``vocab_size``), else ``None``: the estimators take stored counts as well as
+    sequences, and compute from the counts (their one stored half-split for the noise)."""
+    from ._counts import PositionalCounts  # here: _counts imports this module
+
+    if not isinstance(obj, PositionalCounts):
+        return None
+    n = check_int(n_positions, "n_positions")
+    if vocab_size is not None and check_int(vocab_size, "vocab_size") != obj.vocab_size:
+        raise ValueError(f"{what}: vocab_size={vocab_size} but the counts have V = {obj.vocab_size} (tokenizer "
+                         f"{obj.tokenizer}); pass vocab_size={obj.vocab_size}")
+    if n > obj.n_positions:
+        raise ValueError(f"{what}: n_positions={n} but the counts stop at {obj.n_positions} positions; pass "
+                         f"n_positions <= {obj.n_positions}, or count again with more positions")
+    if groups is not None:
+        raise ValueError(f"{what}: groups= keeps sequences together in the halves, but counts keep no sequences "
+                         "(their halves are fixed by a hash of each document); drop groups=, or pass the sequences")
+    return obj if n == obj.n_positions else obj.truncate(n)
+
+
 def corpus_geometry(
     corpus: Any,
     n_positions: int,
@@ -115,8 +136,10 @@ def corpus_geometry(
 
     Parameters
     ----------
-    corpus : Corpus
-        From :func:`load_corpus` (its ``sequences`` and ``vocab_size`` are used).
+    corpus : Corpus or PositionalCounts
+        From :func:`load_corpus` (its ``sequences`` and ``vocab_size`` are used); or stored
+        counts (:meth:`PositionalCounts.geometry`, chord only; ``n_splits``, ``seed`` and
+        ``cache`` do not apply).
     n_positions : int
         Positions 0..n-1 analysed; every one must be reached by some sequence (those
         reached by only one get NaN noise estimates: ``split_half`` and ``matched``).
@@ -141,6 +164,12 @@ def corpus_geometry(
     >>> g.distances.shape, bool(g.flagged.any())
     ((32, 32), False)
     """
+    counted = _as_counts(corpus, n_positions, None, "corpus_geometry")
+    if counted is not None:  # stored counts: their geometry (one stored split for the noise floor)
+        if metric != "chord":
+            raise ValueError("the geometry of PositionalCounts is chord-Hellinger only; pass metric='chord', or "
+                             "call PositionalCounts.hellinger_matrix(metric='fisher-rao') for the plug-in distances")
+        return counted.geometry(min_count=min_count)
     if metric not in ("chord", "fisher-rao"):
         raise ValueError(f"unknown metric {metric!r}; use 'chord' or 'fisher-rao'")
     seqs = getattr(corpus, "sequences", corpus)
@@ -251,8 +280,9 @@ def matched_hellinger_matrix(
 
     Parameters
     ----------
-    sequences : Sequences or Corpus
-        The corpus.
+    sequences : Sequences, Corpus or PositionalCounts
+        The corpus, or its stored counts (:meth:`PositionalCounts.matched_hellinger_matrix`:
+        their one stored half-split; ``seed`` and ``n_splits`` do not apply).
     n_positions : int
         Positions 0..n-1; each must be reached by at least 2 sequences.
     vocab_size : int
@@ -280,6 +310,9 @@ def matched_hellinger_matrix(
     >>> bool(np.linalg.norm(D - truth) < np.linalg.norm(plug_in - truth))
     True
     """
+    counted = _as_counts(sequences, n_positions, vocab_size, "matched_hellinger_matrix", groups=groups)
+    if counted is not None:
+        return counted.matched_hellinger_matrix()
     seqs = getattr(sequences, "sequences", sequences)
     if not hasattr(seqs, "tokens"):
         raise TypeError("sequences must be a posgeo Sequences or Corpus; build one with load_corpus or Sequences.from_list")
@@ -374,8 +407,9 @@ def hellinger_noise_floor(
 
     Parameters
     ----------
-    sequences : Sequences, Corpus or iterable of integer sequences
-        The corpus.
+    sequences : Sequences, Corpus, iterable of integer sequences or PositionalCounts
+        The corpus, or its stored counts (:meth:`PositionalCounts.noise_floor`: their one
+        stored half-split; ``seed`` and ``n_splits`` do not apply).
     n_positions : int
         Number of positions ``n``.
     vocab_size : int
@@ -408,6 +442,9 @@ def hellinger_noise_floor(
     >>> nf.split_half.shape, bool(nf.flagged.any()), bool((nf.bias_sq > 0).all())
     ((32,), False, True)
     """
+    counted = _as_counts(sequences, n_positions, vocab_size, "hellinger_noise_floor", groups=groups)
+    if counted is not None:
+        return counted.noise_floor(min_count=min_count)
     n = check_int(n_positions, "n_positions")
     V = check_int(vocab_size, "vocab_size")
     n_splits = check_int(n_splits, "n_splits")
@@ -492,8 +529,9 @@ def first_order_hellinger_matrix(
 
     Parameters
     ----------
-    sequences : Sequences, Corpus or iterable of integer sequences
-        The corpus.
+    sequences : Sequences, Corpus, iterable of integer sequences or PositionalCounts
+        The corpus, or its stored counts (:meth:`PositionalCounts.first_order_hellinger_matrix`,
+        with the bias of their one stored half-split: ``seed`` and ``n_splits`` do not apply).
     n_positions : int
         Number of positions ``n``.
     vocab_size : int
@@ -522,6 +560,9 @@ def first_order_hellinger_matrix(
     >>> bool((D <= hellinger_matrix(positional_marginals(c, 32, 64)) + 1e-12).all())
     True
     """
+    counted = _as_counts(sequences, n_positions, vocab_size, "first_order_hellinger_matrix")
+    if counted is not None:
+        return counted.first_order_hellinger_matrix()
     V = check_int(vocab_size, "vocab_size")
     tokens, offsets = _as_csr(sequences, V)  # convert a generic iterable once
     _check_ids(tokens, V)
@@ -688,9 +729,11 @@ def positional_marginals(sequences: Any, n_positions: int, vocab_size: int) -> n
 
     Parameters
     ----------
-    sequences : Sequences, Corpus or iterable of integer sequences
+    sequences : Sequences, Corpus, iterable of integer sequences or PositionalCounts
         The corpus. :class:`Sequences` (and :class:`Corpus`) take a fully vectorised path;
-        lists, numpy arrays or torch tensors are converted one sequence at a time.
+        lists, numpy arrays or torch tensors are converted one sequence at a time. Stored
+        counts (:class:`PositionalCounts`) give :meth:`PositionalCounts.marginals`, cut to
+        ``n_positions``: the same table, bit for bit.
     n_positions : int
         Number of positions ``n``.
     vocab_size : int
@@ -714,6 +757,9 @@ def positional_marginals(sequences: Any, n_positions: int, vocab_size: int) -> n
     >>> positional_marginals([[0, 1], [0, 2, 2], [1]], n_positions=2, vocab_size=3).round(3).tolist()
     [[0.667, 0.333, 0.0], [0.0, 0.5, 0.5]]
     """
+    counted = _as_counts(sequences, n_positions, vocab_size, "positional_marginals")
+    if counted is not None:
+        return counted.marginals()
     n = check_int(n_positions, "n_positions")
     V = check_int(vocab_size, "vocab_size")
     check_fits_in_memory((n, V), "the marginals table")
@@ -870,8 +916,9 @@ def hybrid_hellinger_matrix(
 
     Parameters
     ----------
-    sequences : Sequences or Corpus
-        The corpus.
+    sequences : Sequences, Corpus or PositionalCounts
+        The corpus, or its stored counts (:class:`PositionalCounts`, cut to ``n_positions``:
+        :meth:`PositionalCounts.hybrid`, the same matrix bit for bit; ``split="none"`` only).
     n_positions : int
         Positions 0..n-1 (n >= 2); each must be reached by at least 2 sequences.
     vocab_size : int
@@ -950,6 +997,12 @@ def hybrid_hellinger_matrix(
     >>> bool(err(D) < err(plug_in) / 3)
     True
     """
+    counted = _as_counts(sequences, n_positions, vocab_size, "hybrid_hellinger_matrix", groups=groups)
+    if counted is not None:
+        if split != "none":
+            raise ValueError(f"split={split!r} halves the sequences, which PositionalCounts do not keep; pass "
+                             "split='none' (the default) for counts, or the sequences themselves")
+        return counted.hybrid(resolved_count=resolved_count, reference_floor=reference_floor, n_bins=n_bins)
     if isinstance(sequences, Corpus):
         sequences = sequences.sequences
     if not isinstance(sequences, Sequences):
