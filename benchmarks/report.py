@@ -769,7 +769,8 @@ def _section_counts(rec: dict[str, Any]) -> str:
             ["bare tokenizer, one thread (clean + `encode_batch_fast`, nothing else)", _num(e["bare_tokenizer_s"], 2),
              f"{T / e['bare_tokenizer_s']:,.0f}", _ratio(one / e["bare_tokenizer_s"])],
             ["`positional_counts`, one process, one tokenizer thread", _num(one, 2), f"{T / one:,.0f}", "1×"],
-            ["`positional_counts`, one process, the tokenizer's own threads", _num(e["one_process_tokenizer_threads_s"], 2),
+            ["`positional_counts`, one process, the tokenizer's own threads"
+             + (" (one run, after the rounds)" if e.get("rounds", 1) > 1 else ""), _num(e["one_process_tokenizer_threads_s"], 2),
              f"{T / e['one_process_tokenizer_threads_s']:,.0f}", _ratio(e["one_process_tokenizer_threads_speedup"])],
             [f"bare tokenizer in {k} processes at once (no Dask)", _num(e[f"bare_tokenizer_{k}_processes_s"], 2),
              f"{T / e[f'bare_tokenizer_{k}_processes_s']:,.0f}", _ratio(one / e[f"bare_tokenizer_{k}_processes_s"])],
