@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from posgeo import (
     NoiseFloor,
+    PositionalCounts,
     Sequences,
+    corpus_geometry,
     first_order_hellinger_matrix,
     hellinger_matrix,
     hellinger_noise_floor,
@@ -424,8 +426,6 @@ def test_estimators_accept_stored_counts():
     """Each estimator given a PositionalCounts computes from the counts: the same numbers as
     from the sequences where the estimator has no random split (bit for bit), the counts'
     own stored split where it has one; cut to n_positions."""
-    from posgeo import PositionalCounts, corpus_geometry
-
     corpus = synthetic_corpus(n_sequences=600, seed=3)
     V = corpus.vocab_size
     c = PositionalCounts.from_sequences(corpus, 32)
@@ -448,10 +448,9 @@ def test_estimators_accept_stored_counts():
     (lambda c, V: positional_marginals(c, 32, V + 1), r"vocab_size=\d+ but the counts have V = \d+"),
     (lambda c, V: hybrid_hellinger_matrix(c, 32, V, split="half"), r"split='half' halves the sequences"),
     (lambda c, V: matched_hellinger_matrix(c, 32, V, groups=np.arange(300)), r"groups= .* counts keep no sequences"),
+    (lambda c, V: corpus_geometry(c, 16, metric="fisher-rao"), r"chord-Hellinger only; pass metric='chord'"),
 ])
 def test_stored_counts_bad_input(call, match):
-    from posgeo import PositionalCounts
-
     corpus = synthetic_corpus(n_sequences=300, seed=1)
     with pytest.raises(ValueError, match=match):
         call(PositionalCounts.from_sequences(corpus, 32), corpus.vocab_size)

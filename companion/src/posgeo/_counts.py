@@ -94,9 +94,10 @@ def _digest_of(backend: Any) -> str:
     return hashlib.sha256(backend.to_str().encode("utf-8")).hexdigest()[:16]
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException, *, limit: int | None = 300) -> str:
+    """The exception's message on one line, cut to ``limit`` characters (``None``: whole)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _copy_backend(backend: Any) -> Any:
@@ -2278,7 +2279,7 @@ def count_main(argv: Sequence[str] | None = None) -> int:
               "to resume", file=sys.stderr)
         return 130
     except (ValueError, TypeError, OSError) as exc:  # FileNotFoundError, ConnectionError are OSErrors
-        return fail(" ".join(str(exc).split()) or type(exc).__name__)  # whole: the fix comes last
+        return fail(_one_line(exc, limit=None))  # whole: our messages end with the fix
     finally:
         if client is not None and not isinstance(client, str):
             client.close()

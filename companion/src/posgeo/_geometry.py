@@ -325,7 +325,7 @@ def hellinger_matrix(mu: object, *, metric: Metric = "chord") -> np.ndarray:
     """
     if metric not in ("chord", "fisher-rao"):
         raise ValueError(f"unknown metric {metric!r}; use 'chord' (Hellinger) or 'fisher-rao' (geodesic)")
-    from ._counts import PositionalCounts  # here: _counts imports this module
+    from . import PositionalCounts  # at call time: the counts module imports this one
 
     if isinstance(mu, PositionalCounts):  # stored counts: from sparse square-root products
         return mu.hellinger_matrix(metric=metric)

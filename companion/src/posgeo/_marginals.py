@@ -105,7 +105,7 @@ def _as_counts(obj: Any, n_positions: int, vocab_size: int | None, what: str, *,
     """``obj`` cut to ``n_positions`` if it is a :class:`posgeo.PositionalCounts` (checked
     against ``vocab_size``), else ``None``: the estimators take stored counts as well as
     sequences, and compute from the counts (their one stored half-split for the noise)."""
-    from ._counts import PositionalCounts  # here: _counts imports this module
+    from . import PositionalCounts  # at call time: the counts module imports this one
 
     if not isinstance(obj, PositionalCounts):
         return None
