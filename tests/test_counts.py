@@ -11,6 +11,7 @@ import textwrap
 import time
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -142,24 +143,35 @@ def test_counts_match_positional_marginals(corpus):
 
 @settings(max_examples=60, deadline=None)
 @given(lengths=st.lists(st.integers(0, 12), min_size=1, max_size=30), V=st.sampled_from([1, 2, 7, 300, 32767]),
-       n=st.integers(1, 10), seed=st.integers(0, 2**16))
-def test_the_padded_and_the_sorted_counting_give_the_same_tables(lengths, V, n, seed):
+       n=st.integers(1, 10), seed=st.integers(0, 2**16), prefix_min_length=st.sampled_from([0, 1, 4, 64]))
+def test_the_padded_and_the_sorted_counting_give_the_same_tables(lengths, V, n, seed, prefix_min_length):
     """The two ways of counting (one quicksort of 32-bit keys; radix sorts of a padded
     position-major uint16 table) give identical integer tables, both halves, empty documents
-    and the largest vocabulary the padded table takes included."""
+    and the largest vocabulary the padded table takes included; the padded table with its
+    documents in their own order or longest first (rows sorted over their cells only), as the
+    mean kept length is below or above ``_PREFIX_MIN_LENGTH``; and from whole documents with
+    their starts (each cut to n) as from the kept ids alone."""
+    import posgeo._counts as counts_module
     from posgeo._counts import _count_ids
 
     rng = np.random.default_rng(seed)
-    klen = np.minimum(np.array(lengths, dtype=np.int64), n)
-    tokens = rng.integers(0, V, size=int(klen.sum())).astype(np.int32)
+    full = np.array(lengths, dtype=np.int64)
+    klen = np.minimum(full, n)
+    whole = rng.integers(0, V, size=int(full.sum())).astype(np.int32)  # whole documents, cut to n below
+    starts = np.cumsum(full) - full
+    tokens = np.concatenate([whole[a:a + k] for a, k in zip(starts, klen)] + [whole[:0]])
     in_b = rng.random(klen.size) < 0.5
-    padded = _count_ids(tokens, klen, in_b, n, V, method="padded")
+    with mock.patch.object(counts_module, "_PREFIX_MIN_LENGTH", prefix_min_length):
+        padded = _count_ids(tokens, klen, in_b, n, V, method="padded")
+        padded_cut = _count_ids(whole, klen, in_b, n, V, method="padded", starts=starts)  # slices of whole documents
     by_sort = _count_ids(tokens, klen, in_b, n, V, method="sort")
-    for a, b in zip(padded[:2], by_sort[:2]):
-        assert a.shape == b.shape == (n, V) and (a != b).nnz == 0
-        assert np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
-    for a, b in zip(padded[2:], by_sort[2:]):
-        assert np.array_equal(a, b)
+    sort_cut = _count_ids(whole, klen, in_b, n, V, method="sort", starts=starts)
+    for other in (padded, padded_cut, sort_cut):
+        for a, b in zip(other[:2], by_sort[:2]):
+            assert a.shape == b.shape == (n, V) and (a != b).nnz == 0
+            assert np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
+        for a, b in zip(other[2:], by_sort[2:]):
+            assert np.array_equal(a, b)
     expected = np.zeros((n, V), dtype=np.int64)
     pos = np.concatenate([np.arange(k) for k in klen]) if klen.sum() else np.zeros(0, dtype=np.int64)
     np.add.at(expected, (pos.astype(np.int64), tokens.astype(np.int64)), 1)
@@ -178,7 +190,7 @@ def test_counting_picks_the_padded_table_only_where_it_applies(monkeypatch):
     assert not counts._is_zen4(zen.format("GenuineIntel", 6, "avx512f")) and not counts._is_zen4("")
     monkeypatch.setattr(counts, "_quicksort_is_slow", lambda: True)
     calls = []
-    monkeypatch.setattr(counts, "_count_ids_padded", lambda *a: calls.append(a[-1]) or (counts._empty_csr(a[3], a[4]),) * 2)
+    monkeypatch.setattr(counts, "_count_ids_padded", lambda *a: calls.append(a[4]) or (counts._empty_csr(a[3], a[4]),) * 2)
     klen, in_b = np.array([4, 4]), np.array([False, True])
     counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)  # BERT's vocabulary, full documents
     counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 50257)  # 2 V > 65534: 32-bit keys
