@@ -66,7 +66,9 @@ for c in 0 1; do
   echo 0x00000000410fd0c0 > "$cpu/cpu$c/regs/identification/midr_el1"
 done
 mkdir -p "$ROOT/work/shared/data"
-mountpoint -q "$ROOT/work/shared/data" || mount --bind "$DATA" "$ROOT/work/shared/data"
+# bind afresh each run: a bind from an earlier run points at the old directory if the data were replaced since
+if mountpoint -q "$ROOT/work/shared/data"; then umount "$ROOT/work/shared/data"; fi
+mount --bind "$DATA" "$ROOT/work/shared/data"
 rm -rf "$ROOT/work/main"
 git clone -q "$REPO" "$ROOT/work/main"
 python3 - "$ROOT/work/main/book" <<'EOF'
