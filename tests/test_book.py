@@ -334,6 +334,19 @@ def test_benchmarks_page_matches_the_results() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_benchmarks_page_shows_a_near_miss_on_its_side_of_the_target() -> None:
+    """A measured 1.6986 against a 1.7 target reads 1.699×, not 1.7× beside "gap"."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("benchmarks_report", ROOT / "benchmarks" / "report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    assert report._fmt_ratio3(1.6986, 1.7) == "1.699×" and report._fmt_ratio3(1.6986) == "1.7×"
+    assert report._fmt_ratio3(1.7004, 1.7) == "1.7×" and report._fmt_ratio3(1.61, 1.7) == "1.61×"
+    assert report._vs_target(0.8496, 0.85, "f", 2) == "0.8496" and report._vs_target(0.8919, 0.85, "f", 2) == "0.89"
+    assert report._vs_target(49.7, 50, "f", 0) == "49.7" and report._vs_target(58.03, 50, "f", 0) == "58"
+
+
 def test_benchmarks_page_reports_ratios_against_the_baselines() -> None:
     text = (BOOK / "benchmarks.md").read_text(encoding="utf-8")
     for needle in ("naive", "scikit-learn", "numpy.linalg.eigh", "Ratio", "shared"):
