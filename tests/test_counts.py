@@ -553,6 +553,63 @@ def test_glob_and_directory_sources(corpus):
     assert_same(by_dir, corpus["reference"])
 
 
+def test_a_non_local_filesystem_through_fsspec(corpus, tmp_path):
+    """The shards read through fsspec from another filesystem than the local one (``memory://``,
+    standing in for ``s3://``, ``gs://`` and ``hf://``, which cannot be reached here): by glob, in
+    this process and on two (threaded) Dask workers, resumed from a local work directory; the
+    same table as the local shards (the half split differs: it hashes the source names)."""
+    import fsspec
+
+    distributed = pytest.importorskip("distributed")
+    fs = fsspec.filesystem("memory")
+    root = f"posgeo-test-{os.getpid()}"
+    try:
+        for path in corpus["paths"]:
+            fs.pipe(f"{root}/{Path(path).name}", Path(path).read_bytes())
+        remote, stats = _run(f"memory://{root}/*", partition_rows=60)
+        assert remote.sources == tuple(f"memory:///{root}/{Path(p).name}" for p in corpus["paths"])
+        assert stats.partitions == 11 and remote.n_documents == corpus["reference"].n_documents
+        assert (remote.counts != corpus["reference"].counts).nnz == 0
+        assert np.array_equal(remote.reach, corpus["reference"].reach)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+                distributed.Client(cluster, set_as_default=False) as client:
+            on_workers, stats = _run(f"memory://{root}/*", client=client, partition_rows=60, workdir=tmp_path / "w")
+            assert_same(on_workers, remote)
+            again, stats = _run(f"memory://{root}/*", client=client, partition_rows=60, workdir=tmp_path / "w")
+            assert (stats.resumed, stats.computed) == (11, 0)
+            assert_same(again, remote)
+        fs.pipe(f"{root}/b.jsonl", b'{"text": "changed"}\n')  # new content: that shard is counted again
+        changed, stats = _run(f"memory://{root}/*", partition_rows=60, workdir=tmp_path / "w")
+        assert stats.computed == 1 and changed.n_documents == remote.n_documents - SIZES["b.jsonl"] + 1
+        with pytest.raises(FileNotFoundError, match="no shard matches 'memory://.*csv'"):
+            _run(f"memory://{root}/*.csv")
+    finally:
+        fs.rm(root, recursive=True)
+
+
+def test_remote_sources_that_cannot_be_read_are_named(monkeypatch):
+    """A protocol whose fsspec package is missing, and a listing that fails (network,
+    credentials): the error names the source and the fix."""
+    import importlib.util
+
+    import posgeo._counts as counts_module
+
+    if importlib.util.find_spec("s3fs") is None:
+        with pytest.raises(ImportError, match=r"source 's3://bucket/shards/\*\.parquet': .*s3fs"):
+            positional_counts("s3://bucket/shards/*.parquet", column="text", n_positions=N, progress=False)
+
+    class Unreachable:
+        protocol = "https"
+
+        def glob(self, path):
+            raise RuntimeError("Cannot connect to host example.org:443")
+
+    monkeypatch.setattr(counts_module, "_url_to_fs", lambda spec, opts: (Unreachable(), spec))
+    with pytest.raises(OSError, match=r"source 'https://example.org/\*\.jsonl' could not be listed "
+                                      r"\(RuntimeError: Cannot connect.*storage_options"):
+        positional_counts("https://example.org/*.jsonl", column="text", n_positions=N, progress=False)
+
+
 def test_tokenizer_that_cannot_load_offline(corpus, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError, match="cannot load tokenizer 'no-such-org/no-such-model' offline") as info:

@@ -789,6 +789,31 @@ def _display(fs: Any, path: str) -> str:
     return fs.unstrip_protocol(path)
 
 
+def _list_source(spec: str, storage_options: Mapping[str, Any]) -> list[str]:
+    """The shards one path, URL, glob or directory names; errors name the source."""
+    try:
+        fs, path = _url_to_fs(spec, storage_options)
+        if any(c in path for c in "*?["):
+            found = sorted(p for p in fs.glob(path) if not fs.isdir(p))
+            kind = "glob"
+        elif fs.isdir(path):
+            found = sorted(p for p in fs.find(path) if _format_of(p) is not None)
+            kind = "directory"
+        else:
+            found = [path] if fs.exists(path) else []
+            kind = "file"
+    except ImportError as exc:  # fsspec names the package a protocol needs
+        raise ImportError(f"source {spec!r}: {exc} (pip install it, or copy the shards locally)") from exc
+    except Exception as exc:  # network, credentials, a malformed URL: fsspec's clients raise their own errors
+        raise OSError(f"source {spec!r} could not be listed ({type(exc).__name__}: {_one_line(exc)}); check the URL, "
+                      "the network and storage_options (credentials)") from exc
+    if not found:
+        raise FileNotFoundError({"glob": f"no shard matches {spec!r}; check the pattern",
+                                 "directory": f"directory {spec!r} holds no shard ({_KNOWN})",
+                                 "file": f"shard {spec!r} does not exist; check the path or URL"}[kind])
+    return [_display(fs, p) for p in found]
+
+
 def _expand_sources(sources: Any, storage_options: Mapping[str, Any]) -> list[str]:
     """Expand paths, globs and directories into shard names (in order, without duplicates)."""
     if isinstance(sources, (str, os.PathLike, HubDataset)):
@@ -809,22 +834,7 @@ def _expand_sources(sources: Any, storage_options: Mapping[str, Any]) -> list[st
             continue
         if not isinstance(item, (str, os.PathLike)):
             raise TypeError(f"each source must be a path, URL or glob (str) or a HubDataset, got {type(item).__name__} {item!r}")
-        spec = os.fspath(item)
-        fs, path = _url_to_fs(spec, storage_options)
-        if any(c in path for c in "*?["):
-            found = sorted(p for p in fs.glob(path) if not fs.isdir(p))
-            if not found:
-                raise FileNotFoundError(f"no shard matches {spec!r}; check the pattern")
-            names.extend(_display(fs, p) for p in found)
-        elif fs.isdir(path):
-            found = sorted(p for p in fs.find(path) if _format_of(p) is not None)
-            if not found:
-                raise FileNotFoundError(f"directory {spec!r} holds no shard ({_KNOWN})")
-            names.extend(_display(fs, p) for p in found)
-        elif fs.exists(path):
-            names.append(_display(fs, path))
-        else:
-            raise FileNotFoundError(f"shard {spec!r} does not exist; check the path or URL")
+        names.extend(_list_source(os.fspath(item), storage_options))
     seen: set[str] = set()
     for name in names:
         if name in seen:
