@@ -110,7 +110,7 @@ pd.Series(
 # same way (`ex.positional_input_error`):
 
 # %%
-frequent = np.argsort(np.bincount(corpora["sst2"].sequences.tokens, minlength=corpora["sst2"].vocab_size))[::-1][:500]
+frequent = ex.frequent_tokens(corpora["sst2"].sequences.tokens, 500, vocab_size=corpora["sst2"].vocab_size)
 linearisation = ex.positional_input_error(model, settings.n_positions["sst2"], frequent)
 linearisation
 

@@ -13,6 +13,7 @@ from hypothesis.extra.numpy import arrays
 
 from posgeo import Sequences, pairwise_distances, stress
 from posgeo.experiments.layers import (
+    frequent_tokens,
     head_stress_table,
     hidden_stress_table,
     layers_settings,
@@ -263,3 +264,28 @@ def test_head_stress_plot_is_a_hoverable_heatmap_with_one_colour_bar():
     assert panel["encoding"]["color"]["scale"]["domain"] == [0.0, 0.4]
     assert {tip["field"] for tip in panel["encoding"]["tooltip"]} == {"layer", "head", "stress"}
     assert {(r["layer"], r["head"], r["stress"]) for r in _rows(spec)} >= {(2, 1, 0.4), (1, 0, 0.05)}
+
+
+@settings(max_examples=50, deadline=None)
+@given(tokens=arrays(np.int64, st.integers(0, 200), elements=st.integers(0, 11)), k=st.integers(1, 12),
+       order_seed=st.integers(0, 2**16))
+def test_frequent_tokens_order_is_fixed(tokens, k, order_seed):
+    """Most frequent first, ties by ascending id; the same whatever the order of the tokens
+    (what a CPU-dependent unstable sort would not guarantee)."""
+    top = frequent_tokens(tokens, k, vocab_size=12)
+    counts = np.bincount(tokens, minlength=12)
+    expected = sorted(range(12), key=lambda v: (-counts[v], v))[:k]
+    assert top.tolist() == expected
+    shuffled = np.random.default_rng(order_seed).permutation(tokens)
+    assert np.array_equal(frequent_tokens(shuffled, k, vocab_size=12), top)
+
+
+def test_frequent_tokens_bad_input():
+    with pytest.raises(ValueError, match="k=5 is more than"):
+        frequent_tokens([1, 2], 5, vocab_size=4)
+    with pytest.raises(ValueError, match="token id 9 is outside"):
+        frequent_tokens([1, 9], 2, vocab_size=4)
+    with pytest.raises(ValueError, match="negative"):
+        frequent_tokens([1, -1], 2, vocab_size=4)
+    with pytest.raises(TypeError, match="integer token ids"):
+        frequent_tokens([1.5, 2.0], 2, vocab_size=4)
