@@ -389,7 +389,9 @@ ex.plot_layer_stress(
 # of this view are the least reliable numbers of the chapter. The full profile averages
 # 1,024 reviews.)
 
-# %%
+# %% tags=["stochastic"] tolerance={"atol": 0.0001, "rtol": 1e-06}
+# Rows of the hidden-state table above, so compared as it is (float32 rounding of the hidden
+# states: emulated arm64 moved 4347.0453 to 4347.0454).
 hidden_raw = pd.concat(hidden_tables, axis=1).xs("raw", axis=1, level=2)
 assert (hidden_raw.loc[model.config.num_hidden_layers] < hidden_raw.loc[1]).all()
 sst2_opt = hidden_tables[("sst2", "plug-in")]["optimal"]
