@@ -390,7 +390,7 @@ ex.plot_layer_stress(
 # 1,024 reviews.)
 
 # %% tags=["stochastic"] tolerance={"atol": 0.0001, "rtol": 1e-06}
-# Rows of the hidden-state table above, so compared as it is (float32 rounding of the hidden
+# Rows of the hidden-state table above, so compared to its tolerance (float32 rounding of the hidden
 # states: emulated arm64 moved 4347.0453 to 4347.0454).
 hidden_raw = pd.concat(hidden_tables, axis=1).xs("raw", axis=1, level=2)
 assert (hidden_raw.loc[model.config.num_hidden_layers] < hidden_raw.loc[1]).all()
