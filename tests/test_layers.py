@@ -267,17 +267,15 @@ def test_head_stress_plot_is_a_hoverable_heatmap_with_one_colour_bar():
 
 
 @settings(max_examples=50, deadline=None)
-@given(tokens=arrays(np.int64, st.integers(0, 200), elements=st.integers(0, 11)), k=st.integers(1, 12),
-       order_seed=st.integers(0, 2**16))
-def test_frequent_tokens_order_is_fixed(tokens, k, order_seed):
-    """Most frequent first, ties by ascending id; the same whatever the order of the tokens
-    (what a CPU-dependent unstable sort would not guarantee)."""
-    top = frequent_tokens(tokens, k, vocab_size=12)
-    counts = np.bincount(tokens, minlength=12)
-    expected = sorted(range(12), key=lambda v: (-counts[v], v))[:k]
+@given(tokens=arrays(np.int64, st.integers(0, 300), elements=st.integers(0, 2999)), k=st.integers(1, 3000))
+def test_frequent_tokens_order_is_fixed(tokens, k):
+    """Most frequent first, ties by ascending id. With 3,000 ids and at most 300 tokens most ids
+    tie (at zero or one), and numpy's unstable argsort scrambles such ties (on arrays above
+    its insertion-sort cut-off)."""
+    top = frequent_tokens(tokens, k, vocab_size=3000)
+    counts = np.bincount(tokens, minlength=3000)
+    expected = sorted(range(3000), key=lambda v: (-counts[v], v))[:k]
     assert top.tolist() == expected
-    shuffled = np.random.default_rng(order_seed).permutation(tokens)
-    assert np.array_equal(frequent_tokens(shuffled, k, vocab_size=12), top)
 
 
 def test_frequent_tokens_bad_input():
