@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pickle
+import pickletools
 import subprocess
 import sys
 import textwrap
@@ -25,7 +27,7 @@ from tokenizers import Tokenizer
 
 import posgeo
 from posgeo._counts import HubDataset, PositionalCounts, _count, _cross_products, count_main, positional_counts, tokenizer_id
-from posgeo._counts import _half_b, _source_seed
+from posgeo._counts import _backend_of, _half_b, _resolve_tokenizer, _ship, _source_seed, _tokenizer_from_json
 
 N = 96  # positions counted
 SIZES = {"a.parquet": 400, "b.jsonl": 200, "c.jsonl.gz": 120, "d.txt": 80}
@@ -241,6 +243,34 @@ def test_dask_two_workers_same_counts(corpus, tmp_path):
         assert_same(again, corpus["reference"])
         with pytest.raises(ValueError, match=r"line 2 of shard .*broken\.jsonl is not valid JSON"):
             _run(corpus["paths"] + [str(tmp_path / "broken.jsonl")], client=client, workdir=tmp_path / "w")
+
+
+def test_the_tokenizer_reaches_dask_workers_as_its_json(corpus, tmp_path):
+    """The scheduler unpickles every task: a pickled Rust tokenizer would be rebuilt there (80 ms
+    for bert-base-uncased, seconds for a 256k vocabulary). It travels as its JSON, and each
+    worker builds it once."""
+    distributed = pytest.importorskip("distributed")
+    backend = _resolve_tokenizer(None).backend
+    shipped = _ship(backend)
+
+    def pickled_names(obj) -> set[str]:  # the short strings of a pickle: its modules and classes
+        return {arg for _, arg, _ in pickletools.genops(pickle.dumps(obj)) if isinstance(arg, str) and len(arg) < 200}
+
+    assert "tokenizers" in pickled_names(backend)  # what the scheduler would rebuild
+    assert "posgeo._counts" in pickled_names(shipped) and "tokenizers" not in pickled_names(shipped)
+    texts = ["Positions, geometry.", "un-tokenisable? no: ünïcödé <br /> and [CLS]", ""]
+    assert [e.ids for e in _backend_of(shipped).encode_batch(texts)] == [e.ids for e in backend.encode_batch(texts)]
+    assert _backend_of(shipped) is _backend_of(_ship(backend))  # built once per process
+    duck = Faulty(str(tmp_path / "unused"), "none")
+    assert _ship(duck) is duck and _backend_of(duck) is duck  # other tokenizer-like objects travel as they are
+
+    _tokenizer_from_json.cache_clear()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        c, stats = _run(corpus["paths"], client=client, partition_rows=60)
+    assert_same(c, corpus["reference"])
+    info = _tokenizer_from_json.cache_info()  # the workers share this process (threads)
+    assert info.currsize == 1 and info.hits + info.misses == stats.computed == stats.partitions
 
 
 @pytest.mark.slow
