@@ -105,7 +105,7 @@ pd.DataFrame(
 # %%
 assert abs(optimal.stress - 1 / 9) < 1e-9 and classical.stress > optimal.stress
 # Rounded to 12 decimals: the third eigenvalue is 0 up to float64 rounding, whose sign and size
-# depend on the CPU's LAPACK (-1.1e-16 on x86-64; emulated arm64 gave another value).
+# depend on the CPU's LAPACK (-1.11e-16 on x86-64, -1.17e-16 on emulated arm64).
 np.round(classical.eigenvalues, 12) + 0.0
 
 # %% [markdown]
@@ -504,8 +504,8 @@ noise_effect = pd.concat(
     axis=1,
 ).swaplevel(axis=1)
 noise_effect = noise_effect[[(name, kind) for name in N_POSITIONS for kind in ("plug-in", "corrected")]]
-# Shown with stresses below 1e-12 as 0: they are float64 rounding of 0 (1.1e-16 on x86-64),
-# whose digits depend on the CPU's LAPACK.
+# Shown with stresses below 1e-12 as 0: they are float64 rounding of 0, whose digits depend on
+# the CPU's LAPACK (PMDS full, synthetic: 1.1e-16 on x86-64, 0 on emulated arm64).
 noise_effect.mask(noise_effect.abs() < 1e-12, 0.0)
 
 # %% [markdown]
