@@ -3,7 +3,7 @@
 Four parts, all in one run so that their ratios share the machine's state:
 
 (1) end to end on IMDB train (25,000 reviews, one parquet row group, cut into partitions of
-    ``--partition-rows`` rows), n = 512: the bare tokenizer (one thread, ``encode_batch_fast``
+    ``--partition-rows`` rows, the last cut into a half and two quarters), n = 512: the bare tokenizer (one thread, ``encode_batch_fast``
     on the cleaned texts, nothing else), :func:`positional_counts` in one process (one
     tokenizer thread, ``TOKENIZERS_PARALLELISM=false``), the same with the Rust tokenizer's own
     threads, and on a ``LocalCluster`` of ``--workers`` single-threaded worker processes
@@ -343,7 +343,9 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
             t0 = time.perf_counter()
             c = positional_counts(path, column="text", n_positions=n, client=client, workdir=wd,
                                   partition_rows=args.partition_rows, progress=False)
-            return time.perf_counter() - t0, c
+            dt = time.perf_counter() - t0
+            res["partitions"] = len(list(Path(wd).glob("*.npz")))  # one stored partial per partition
+            return dt, c
 
     from distributed import Client, LocalCluster
 

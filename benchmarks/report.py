@@ -816,7 +816,10 @@ def _section_counts(rec: dict[str, Any]) -> str:
 
         parts += [
             f"### (1) End to end: IMDB train, n = {e['n_positions']}",
-            f"{e['n_reviews']:,} reviews, {T:,} tokens, partitions of {e['partition_rows']:,} rows. {how}"
+            f"{e['n_reviews']:,} reviews, {T:,} tokens, "
+            + (f"{e['partitions']} partitions (equal slices of at most {e['partition_rows']:,} rows, the last cut into a half and "
+               "two quarters, run largest first). " if "partitions" in e else f"partitions of {e['partition_rows']:,} rows. ")
+            + f"{how}"
             "**Speed-up = one process's time / this time.**",
             _table(["configuration", "seconds", "tokens / s", "speed-up vs. one process"], rows),
             (f"{k} Dask workers run {_fmt_ratio3(e['speedup_workers_over_one_process'], e['speedup_target'])} "

@@ -27,7 +27,7 @@ from tokenizers import Tokenizer
 
 import posgeo
 from posgeo._counts import HubDataset, PositionalCounts, _count, _cross_products, count_main, positional_counts, tokenizer_id
-from posgeo._counts import _backend_of, _half_b, _resolve_tokenizer, _ship, _source_seed, _tokenizer_from_json
+from posgeo._counts import _backend_of, _half_b, _plan, _resolve_tokenizer, _ship, _slices, _source_seed, _tokenizer_from_json
 
 N = 96  # positions counted
 SIZES = {"a.parquet": 400, "b.jsonl": 200, "c.jsonl.gz": 120, "d.txt": 80}
@@ -221,11 +221,48 @@ def test_halves_are_a_deterministic_split(corpus):
 
 def test_partitioning_does_not_change_counts(corpus):
     small, stats = _run(corpus["paths"], partition_rows=60, batch_size=37)
-    assert stats.partitions == 3 + 3 + 2 + 3  # row groups of 150, 150, 100 rows in slices of <= 60, + 3 shards
+    # row groups of 150, 150, 100 rows in slices of <= 60 (3, 3, 2), each group's last slice cut
+    # into a half and two quarters (+2 each), + 3 shards
+    assert stats.partitions == 5 + 5 + 4 + 3
     assert_same(small, corpus["reference"])
     one, stats = _run(corpus["paths"], partition_rows=10_000)
     assert stats.partitions == 4  # the three row groups together
     assert_same(one, corpus["reference"])
+
+
+@given(rows=st.integers(2, 5000), partition_rows=st.integers(1, 5000))
+def test_slices_of_a_large_row_group_cover_it_and_end_small(rows, partition_rows):
+    if rows <= partition_rows:
+        partition_rows = max(1, rows - 1)
+    bounds = _slices(rows, partition_rows)
+    assert bounds[0][0] == 0 and bounds[-1][1] == rows
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))  # contiguous, no row twice
+    sizes = [hi - lo for lo, hi in bounds]
+    assert min(sizes) >= 1 and max(sizes) <= partition_rows
+    k = -(-rows // partition_rows)  # k equal slices; the last cut into 3 when it has >= 4 rows
+    last = rows - round(rows * (k - 1) / k)
+    assert len(bounds) == (k + 2 if last >= 4 else k)
+    if last >= 4:
+        assert sizes[-1] == sizes[-2] == last // 4 and sizes[-3] == last - 2 * (last // 4)
+        assert set(sizes[:-3]) <= {last - 1, last, last + 1}  # the slices before it: equal up to rounding
+
+
+def test_dask_runs_the_largest_partitions_first(corpus, tmp_path):
+    """One worker runs the tasks in the order they were submitted: the estimated bytes to read
+    decrease, so the small pieces (the quarter slices, the small shards) run last."""
+    distributed = pytest.importorskip("distributed")
+    key_cfg = {"column": "text", "n": N, "tokenizer": tokenizer_id(None), "drop_missing": False,
+               "add_special_tokens": False, "clean_html": True}
+    parts = _plan(corpus["paths"], column="text", partition_rows=60, key_cfg=key_cfg, storage_options={})
+    weight = {p.key: p.weight for p in parts}
+    assert all(w > 0 for w in weight.values()) and len(set(weight.values())) > 3
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client, distributed.get_task_stream(client) as ts:
+        c, _ = _run(corpus["paths"], client=client, partition_rows=60, workdir=tmp_path / "w")
+    assert_same(c, corpus["reference"])
+    started = sorted((t["startstops"][0]["start"], t["key"]) for t in ts.data if t["key"].startswith("posgeo-count-"))
+    order = [weight[key[len("posgeo-count-"):].rsplit("-", 1)[0]] for _, key in started]
+    assert len(order) == len(parts) and order == sorted(order, reverse=True)
 
 
 def test_dask_two_workers_same_counts(corpus, tmp_path):
@@ -235,11 +272,11 @@ def test_dask_two_workers_same_counts(corpus, tmp_path):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         c, stats = _run(corpus["paths"], client=client, partition_rows=60, workdir=tmp_path / "w")
-        assert stats.computed == stats.partitions == 11 and stats.resumed == 0
+        assert stats.computed == stats.partitions == 17 and stats.resumed == 0
         assert_same(c, corpus["reference"])
-        assert len(list((tmp_path / "w").glob("*.npz"))) == 11  # a given workdir is kept
+        assert len(list((tmp_path / "w").glob("*.npz"))) == 17  # a given workdir is kept
         again, stats = _run(corpus["paths"], client=client, partition_rows=60, workdir=tmp_path / "w")
-        assert (stats.resumed, stats.computed) == (11, 0)  # every partition read back
+        assert (stats.resumed, stats.computed) == (17, 0)  # every partition read back
         assert_same(again, corpus["reference"])
         with pytest.raises(ValueError, match=r"line 2 of shard .*broken\.jsonl is not valid JSON"):
             _run(corpus["paths"] + [str(tmp_path / "broken.jsonl")], client=client, workdir=tmp_path / "w")
@@ -598,7 +635,7 @@ def test_a_non_local_filesystem_through_fsspec(corpus, tmp_path):
             fs.pipe(f"{root}/{Path(path).name}", Path(path).read_bytes())
         remote, stats = _run(f"memory://{root}/*", partition_rows=60)
         assert remote.sources == tuple(f"memory:///{root}/{Path(p).name}" for p in corpus["paths"])
-        assert stats.partitions == 11 and remote.n_documents == corpus["reference"].n_documents
+        assert stats.partitions == 17 and remote.n_documents == corpus["reference"].n_documents
         assert (remote.counts != corpus["reference"].counts).nnz == 0
         assert np.array_equal(remote.reach, corpus["reference"].reach)
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
@@ -606,7 +643,7 @@ def test_a_non_local_filesystem_through_fsspec(corpus, tmp_path):
             on_workers, stats = _run(f"memory://{root}/*", client=client, partition_rows=60, workdir=tmp_path / "w")
             assert_same(on_workers, remote)
             again, stats = _run(f"memory://{root}/*", client=client, partition_rows=60, workdir=tmp_path / "w")
-            assert (stats.resumed, stats.computed) == (11, 0)
+            assert (stats.resumed, stats.computed) == (17, 0)
             assert_same(again, remote)
         fs.pipe(f"{root}/b.jsonl", b'{"text": "changed"}\n')  # new content: that shard is counted again
         changed, stats = _run(f"memory://{root}/*", partition_rows=60, workdir=tmp_path / "w")
