@@ -247,10 +247,19 @@ def test_slices_of_a_large_row_group_cover_it_and_end_small(rows, partition_rows
         assert set(sizes[:-3]) <= {last - 1, last, last + 1}  # the slices before it: equal up to rounding
 
 
-def test_dask_runs_the_largest_partitions_first(corpus, tmp_path):
-    """One worker runs the tasks in the order they were submitted: the estimated bytes to read
-    decrease, so the small pieces (the quarter slices, the small shards) run last."""
+def test_dask_runs_the_largest_partitions_first(corpus, tmp_path, monkeypatch):
+    """One worker runs the partitions in decreasing estimated bytes to read, so the small pieces
+    (the quarter slices, the small shards) run last: also when the tokenizer reaches the worker
+    only after every partition was submitted (a loaded machine; here a slow tokenizer task),
+    which once let the first partitions to reach the worker run first."""
     distributed = pytest.importorskip("distributed")
+    import posgeo._counts as counts_module
+
+    def slow_identity(x):
+        time.sleep(1.0)
+        return x
+
+    monkeypatch.setattr(counts_module, "_identity", slow_identity)
     key_cfg = {"column": "text", "n": N, "tokenizer": tokenizer_id(None), "drop_missing": False,
                "add_special_tokens": False, "clean_html": True}
     parts = _plan(corpus["paths"], column="text", partition_rows=60, key_cfg=key_cfg, storage_options={})

@@ -1222,10 +1222,16 @@ def _run_dask(client: Any, parts: list[_Partition], backend: Any, cfg: _Config, 
     # the tokenizer travels once (as its JSON: see _ShippedTokenizer), inside a task that the
     # scheduler can rerun if its worker dies
     tok = client.submit(_identity, _ship(backend), key=f"posgeo-tokenizer-{run}")
-    # largest first (Dask runs tasks in the order they were submitted): the small pieces fill
-    # the end of the run, when some workers would otherwise wait for the last large one
+    # largest first, so that the small pieces fill the end of the run, when some workers would
+    # otherwise wait for the last large one. The order is explicit (priorities), and the
+    # partitions are submitted once the tokenizer is on a worker: submitted before, they all
+    # became ready at once when it arrived, and a worker started whichever reached it first
+    # (seen on a loaded machine: three small partitions ran before the largest). Merges come
+    # first of all, so that the partials are summed as they complete.
+    tok.exception()  # waits until it ran, without fetching it (an error reaches every partition)
     order = sorted(parts, key=lambda part: -part.weight)
-    futures = [client.submit(_count_partition, part, tok, cfg, key=f"posgeo-count-{part.key}-{run}") for part in order]
+    futures = [client.submit(_count_partition, part, tok, cfg, key=f"posgeo-count-{part.key}-{run}",
+                             priority=len(order) - i) for i, part in enumerate(order)]
     part_keys = {f.key for f in futures}
     ac = as_completed(futures, loop=client.loop)  # this client, also when it is not the default
     del futures
@@ -1239,7 +1245,7 @@ def _run_dask(client: Any, parts: list[_Partition], backend: Any, cfg: _Config, 
                 bar.update(1)
             pending.append(fut)
             while len(pending) >= 2:  # merged on a worker; the inputs are released once it ran
-                ac.add(client.submit(_merge, pending.pop(), pending.pop(), pure=False))
+                ac.add(client.submit(_merge, pending.pop(), pending.pop(), pure=False, priority=len(order) + 1))
             del fut
         result = pending[0].result()
         client.run(_release_readers)  # the workers' last row group and opened streams
