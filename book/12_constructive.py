@@ -234,19 +234,83 @@ prediction.round(2)
 # %% [markdown]
 # ## The full profile
 #
-# The `full` profile trains at a scale closer to P1's: 64 positions of SST-2 and IMDB (32
-# of the synthetic corpus), both objectives on every corpus, every table (including
+# The `full` profile trains at a scale closer to P1's: 64 positions of IMDB, 32 of SST-2
+# (masked-token prediction trains on texts that reach every position, and only 2 of
+# SST-2's 67,349 training sentences reach 64 WordPiece tokens; 3,255 reach 32) and 32 of
+# the synthetic corpus, both objectives on every corpus, every table (including
 # $P_{\mathrm{MDS}}$ at rank 8, the SMACOF table at rank 8, a low-rank learned table and
 # ALiBi), a 4-layer model of width 128 trained for 3,000 steps of 128 sequences, five
-# seeds. It needs a GPU (about 2,000 runs):
-#
-# ```bash
-# POSGEO_PROFILE=full POSGEO_DATA_DIR=/path/to/data \
-#     jupyter nbconvert --to notebook --execute book/12_constructive.ipynb
-# ```
+# seeds: 330 runs.
 
 # %%
 pd.DataFrame({p: dataclasses.asdict(ex.constructive_settings(p)) for p in ("small", "full")})
+
+# %% [markdown]
+# It needs a GPU. Its tasks are built on the CPU (they need the corpora), then trained by
+# several processes sharing the GPU, each finished run written at once:
+#
+# ```bash
+# POSGEO_DATA_DIR=/path/to/data python tools/full_profile_constructive.py prepare tasks.pkl.gz
+# python tools/full_profile_constructive.py run tasks.pkl.gz --out runs.csv --workers 14
+# ```
+#
+# One session with an NVIDIA H200 ran part of it (the commands and the rest are in the data
+# below): each run took 134 to 189 seconds with 13 or 14 runs sharing the GPU, so the whole
+# profile needs about an hour of the GPU, and the session had 15 minutes. It trained
+# **seed 0 only**, every encoding of five of the six tasks (IMDB classification is
+# missing): 55 of the 330 runs. posgeo ships them as data.
+
+# %%
+full = ex.full_profile_runs()
+assert full.meta["runs_done"] == len(full.runs) == 55
+pd.Series({k: full.meta[k] for k in ("date", "device", "torch", "runs_done", "runs_planned")}, name="full profile")
+
+# %% mystnb={"figure": {"caption": "The full profile on a GPU: held-out accuracy of every encoding after 3,000 steps of a 4-layer model, one panel per corpus and objective, seed 0 only (one point per encoding, no interval). Circles: the fixed tables built from the corpus and the fixed sinusoids; squares: the model's own positional kinds.", "name": "fig-ch12-full"}}
+ex.plot_runs(full.runs, note="full profile, seed 0: no interval")
+
+# %% [markdown]
+# Beside the small profile, where both have the task (the small profile's mean and 95%
+# interval over five seeds; the full profile's one seed, with each fixed table's plug-in
+# stress against the geometry of its corpus's trained positions):
+
+# %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0}
+# tolerance: the small profile's columns are the accuracies of the table above (0.2, as
+# there); the full profile's are read from the shipped data, the same everywhere
+comparison = ex.compare_profiles(summary, full.runs)
+comparison.round(3)
+
+# %%
+mlm = full.runs[full.runs["objective"] == "mlm"].pivot_table(index="corpus", columns="encoding", values="accuracy")
+low_rank, others = ["PMDS k=3", "PMDS k=8", "SMACOF k=3", "SMACOF k=8"], ["PMDS full", "sinusoidal (fixed)", "learned", "rope"]
+gap = pd.DataFrame({"best low-rank corpus table": mlm[low_rank].max(axis=1),
+                    "worst of full PMDS, sinusoids, learned, RoPE": mlm[others].min(axis=1),
+                    "none": mlm["none"]}).loc[["sst2", "imdb"]].rename_axis("masked tokens")
+gap.round(3)
+
+# %% [markdown]
+# What one seed shows, and cannot establish:
+#
+# - The synthetic tasks repeat the small profile at a larger scale: every positional signal
+#   solves the reversal task (accuracy 1.00 against 0.51 without positions), and on
+#   masked-token prediction all positional kinds reach 0.067 to 0.074 against 0.019
+#   without.
+# - On masked-token prediction of **real** text, which the small profile could not train,
+#   the tables differ by far more than anywhere in the small profile: on IMDB (64
+#   positions) the best of the low-rank corpus tables ($P_{\mathrm{MDS}}$ and SMACOF at
+#   ranks 3 and 8) reaches 0.22, the full-rank $P_{\mathrm{MDS}}$, the fixed sinusoids and
+#   the learned table 0.32 to 0.35, RoPE 0.37, no positions 0.14; on SST-2 (32 positions)
+#   0.20 against 0.23 to 0.26. The low-rank tables fit the geometry well (SMACOF at rank 3
+#   has a fifth of $P_{\mathrm{MDS}}$'s rank-3 stress on IMDB) and train *worse*: what
+#   they lack is dimensions, not fit. If it holds over seeds, this is evidence against
+#   P1's constructive claim in its recommended form (a rank-3 table), and it says nothing
+#   against the full-rank $P_{\mathrm{MDS}}$, which matches the other fixed tables.
+# - On SST-2 sentiment every encoding, none included, lands between 0.74 and 0.77.
+#
+# These are single runs: in the small profile the spread of one configuration over five
+# seeds reached a standard deviation of 0.07 at 80 steps, and a one-seed difference is no
+# interval. The gaps of about 0.1 on IMDB's masked tokens are large against the spreads
+# seen so far, but the book does not assert them: the remaining 275 runs (seeds 1 to 4,
+# and IMDB classification) are the test, with the commands above.
 
 # %% [markdown]
 # ## Summary
@@ -261,8 +325,11 @@ pd.DataFrame({p: dataclasses.asdict(ex.constructive_settings(p)) for p in ("smal
 #   sentiment, positions do not help at all at this scale.
 # - Stress does not reliably predict downstream accuracy (Spearman correlations with
 #   intervals that include 0 on at least two of the four tasks). P1's constructive claim is not
-#   supported by these experiments; the full profile (a GPU) is the test at a larger
-#   scale.
+#   supported by these experiments.
+# - A first part of the full profile (one seed of 55 of its 330 runs, on a GPU) trains
+#   masked-token prediction of real text, and there the low-rank corpus tables do
+#   markedly worse than the full-rank table, sinusoids, a learned table or RoPE despite
+#   their good fit; one seed cannot establish it, and the chapter says what would.
 #
 # ## References
 #

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -101,3 +102,55 @@ def test_accuracy_plot_draws_intervals_in_the_book_colours():
     assert colours["PMDS k=3"] == pg.series_colour("PMDS") and colours["none"] == pg.series_colour("none")
     rows = [r for rows in spec["datasets"].values() for r in rows]
     assert {(r["encoding"], r["kind"]) for r in rows} >= {("PMDS k=3", "fixed table (from the corpus)"), ("none", "the model's own")}
+
+
+def test_one_job_reproduces_its_row_of_the_whole_run_and_names_a_missing_corpus():
+    s = dataclasses.replace(ex.constructive_settings("small"), corpora=(("synthetic", 8, ("cls",)),),
+                            encodings=("PMDS k=3", "rope"), seeds=(0, 1), steps=20, ranks=(3,))
+    corpora = {"synthetic": ex.constructive_tasks("synthetic", 8, s)}
+    jobs = ex.constructive_jobs(s, corpora)
+    assert [(j.encoding, j.seed) for j in jobs] == [("PMDS k=3", 0), ("PMDS k=3", 1), ("rope", 0), ("rope", 1)]
+    runs = ex.run_constructive(s, corpora, progress=False, cache=False)
+    one = ex.run_constructive_job(jobs[1], s, corpora, cache=False)  # the tables computed here, not passed
+    assert one == runs.iloc[1].to_dict()
+    with pytest.raises(ValueError, match="constructive_tasks"):
+        ex.run_constructive_job(dataclasses.replace(jobs[0], corpus="imdb"), s, corpora, cache=False)
+
+
+def test_the_full_profile_trains_on_a_gpu_when_there_is_one_and_the_small_on_the_cpu():
+    assert ex.constructive_settings("small").device == "cpu"  # the book's outputs: CPU kernels
+    assert ex.constructive_settings("full").device == "auto"
+
+
+def test_the_shipped_full_profile_runs_match_the_full_profile_of_the_code():
+    stored = ex.full_profile_runs()
+    runs, meta = stored.runs, stored.meta
+    assert meta["runs_done"] == len(runs) and meta["runs_planned"] == 330 and meta["profile"] == "full"
+    assert list(runs.columns) == ["corpus", "objective", "encoding", "seed", "final_loss", "accuracy", "seconds", "stress"]
+    assert not runs.duplicated(["corpus", "objective", "encoding", "seed"]).any()
+    # stale data would be shown as the code's full profile: the settings it ran with are the code's
+    assert meta["settings"] == json.loads(json.dumps(dataclasses.asdict(ex.constructive_settings("full"))))
+    s = ex.constructive_settings("full")
+    assert set(runs["encoding"]) <= set(s.encodings) and runs["accuracy"].between(0, 1).all()
+    learned = runs["encoding"].isin(["learned", "lowrank", "none"])  # no table before training; RoPE, ALiBi: their vector forms
+    assert runs.loc[learned, "stress"].isna().all() and runs.loc[~learned, "stress"].notna().all()
+
+
+def test_compare_profiles_puts_the_small_interval_beside_the_full_runs():
+    idx = pd.MultiIndex.from_tuples([("c", "cls", "learned"), ("c", "cls", "none")], names=["corpus", "objective", "encoding"])
+    small = pd.DataFrame({"mean": [0.6, 0.5], "low": [0.55, 0.45], "high": [0.65, 0.55], "sd": 0.1, "seeds": 5.0}, index=idx)
+    full = pd.DataFrame({"corpus": "c", "objective": "cls", "encoding": ["none", "none", "learned", "alibi"],
+                         "seed": [0, 1, 0, 0], "accuracy": [0.5, 0.7, 0.9, 0.8], "stress": np.nan})
+    out = ex.compare_profiles(small, full)
+    assert list(out.index.get_level_values("encoding")) == ["none", "learned", "alibi"]  # the full runs' order
+    assert out.loc[("c", "cls", "none"), "full"] == pytest.approx(0.6) and out.loc[("c", "cls", "none"), "full seeds"] == 2
+    assert out.loc[("c", "cls", "learned"), "small low"] == 0.55 and np.isnan(out.loc[("c", "cls", "alibi"), "small mean"])
+
+
+def test_plot_runs_draws_every_run_and_no_interval():
+    runs = pd.DataFrame({"corpus": "c", "objective": "mlm", "encoding": ["learned", "none", "PMDS k=3"], "seed": 0,
+                         "accuracy": [0.3, 0.1, 0.2]})
+    spec = ex.plot_runs(runs, note="one seed").to_dict()
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["point"]
+    assert "one seed" in spec["layer"][0]["encoding"]["x"]["title"]
+    assert len(spec["datasets"][spec["data"]["name"]]) == 3

@@ -12,7 +12,8 @@ token), over several seeds, and relates each table's stress to how well its mode
 
 The recipes: :func:`constructive_settings` (profiles), :func:`position_tables` (the fixed
 tables), :func:`constructive_tasks` (tasks and held-out data per corpus and objective),
-:func:`run_constructive` (every run, tidy), :func:`summarise_runs` (means and 95%
+:func:`run_constructive` (every run, tidy; :func:`constructive_jobs` and
+:func:`run_constructive_job` for one run at a time), :func:`summarise_runs` (means and 95%
 intervals over seeds), :func:`table_stresses` and :func:`stress_performance` (does stress
 predict performance?).
 """
@@ -42,6 +43,7 @@ from posgeo import (
     load_corpus,
     positional_marginals,
     progress_bar,
+    resolve_device,
     rope_encoding,
     sinusoidal_encoding,
     stress,
@@ -64,9 +66,16 @@ __all__ = [
     "constructive_tasks",
     "fixed_table_prepare",
     "run_constructive",
+    "ConstructiveJob",
+    "constructive_jobs",
+    "run_constructive_job",
     "summarise_runs",
     "accuracy_contrasts",
     "plot_accuracy",
+    "compare_profiles",
+    "full_profile_runs",
+    "StoredRuns",
+    "plot_runs",
     "table_stresses",
     "stress_performance",
 ]
@@ -99,6 +108,7 @@ class ConstructiveSettings:
     lowrank: int = 3
     eval_sequences: int = 1024
     ranks: tuple[int, ...] = (3, 8)
+    device: str = "cpu"
 
 
 def constructive_settings(profile: str | None = None) -> ConstructiveSettings:
@@ -110,7 +120,9 @@ def constructive_settings(profile: str | None = None) -> ConstructiveSettings:
     profile affords: after 150 steps every model predicts the frequent tokens alike); eight
     encodings (``PMDS k=3``, ``PMDS k=8``, ``PMDS full``, ``SMACOF k=3``, the fixed
     sinusoids, a learned table, RoPE, none): 160 runs of about half a second. ``full``: 64 positions
-    (32 on the synthetic corpus), 4 layers of width 128, 3,000 steps of 128, 5 seeds, both
+    of IMDB, 32 of SST-2 (masked-token prediction trains on texts that reach every position:
+    3,255 of SST-2's 67,349 training sentences reach 32 WordPiece tokens, 2 reach 64) and 32
+    of the synthetic corpus, 4 layers of width 128, 3,000 steps of 128, 5 seeds, both
     objectives everywhere, every table.
 
     Parameters
@@ -134,8 +146,9 @@ def constructive_settings(profile: str | None = None) -> ConstructiveSettings:
     if p == "full":
         both = ("mlm", "cls")
         return ConstructiveSettings(
-            profile=p, corpora=(("synthetic", 32, both), ("sst2", 64, both), ("imdb", 64, both)), d_model=128,
+            profile=p, corpora=(("synthetic", 32, both), ("sst2", 32, both), ("imdb", 64, both)), d_model=128,
             n_heads=4, n_layers=4, d_ff=512, steps=3000, batch_size=128, lr=1e-3, top_k=2000, eval_sequences=4096,
+            device="auto",
         )
     return ConstructiveSettings(
         profile=p, corpora=(("synthetic", 16, ("mlm", "cls")), ("sst2", 16, ("cls",)), ("imdb", 16, ("cls",))),
@@ -381,12 +394,108 @@ def _held_out_accuracy(model: Any, task: Any) -> float:
     if isinstance(task, ClassificationTask):
         correct = 0
         with eval_mode(model), torch.no_grad():
+            device = next(model.parameters()).device
             for s in range(0, task.rows.shape[0], 512):
-                tokens = torch.from_numpy(task.rows[s : s + 512])
+                tokens = torch.from_numpy(task.rows[s : s + 512]).to(device)
                 out = model(tokens, attention_mask=tokens != task.pad_id)
-                correct += int((out.cls_logits.argmax(-1).numpy() == task.labels[s : s + 512]).sum())
+                correct += int((out.cls_logits.argmax(-1).cpu().numpy() == task.labels[s : s + 512]).sum())
         return correct / task.rows.shape[0]
     return float(evaluate(model, task, n_batches=4, batch_size=256, seed=12345))
+
+
+@dataclass(frozen=True)
+class ConstructiveJob:
+    """One training run of chapter 12 (see :func:`constructive_jobs`)."""
+
+    corpus: str
+    objective: str
+    encoding: str
+    seed: int
+
+
+def constructive_jobs(settings: ConstructiveSettings, corpora: Mapping[str, CorpusTasks]) -> list[ConstructiveJob]:
+    """Every (corpus, objective, encoding, seed) that :func:`run_constructive` trains, in its order.
+
+    Parameters
+    ----------
+    settings : ConstructiveSettings
+    corpora : mapping of str to CorpusTasks
+
+    Returns
+    -------
+    list of ConstructiveJob
+        Grouped by corpus, then objective (a task's runs are contiguous), then encoding.
+
+    Examples
+    --------
+    >>> s = constructive_settings("small")
+    >>> len(constructive_jobs(s, {"synthetic": None}))  # both objectives, 8 encodings, 5 seeds
+    80
+    """
+    objectives = {name: objs for name, _, objs in settings.corpora}
+    return [ConstructiveJob(name, objective, encoding, seed) for name in corpora
+            for objective in objectives.get(name, ("mlm", "cls")) for encoding in settings.encodings
+            for seed in settings.seeds]
+
+
+def run_constructive_job(
+    job: ConstructiveJob,
+    settings: ConstructiveSettings,
+    corpora: Mapping[str, CorpusTasks],
+    *,
+    tables: Mapping[str, np.ndarray] | None = None,
+    cache: bool = True,
+) -> dict[str, Any]:
+    """Train one run of chapter 12 and evaluate it on the held-out data.
+
+    The model is the same :class:`posgeo.Transformer` (``settings``) for every encoding;
+    a fixed table enters as a frozen learned table (``TrainConfig.freeze=("pos",)``) written
+    by a ``prepare`` hook, scaled to the token embeddings' norm ``init_std * sqrt(d_model)``.
+    It trains and evaluates on ``settings.device``.
+
+    Parameters
+    ----------
+    job : ConstructiveJob
+    settings : ConstructiveSettings
+    corpora : mapping of str to CorpusTasks
+        Must hold ``job.corpus``.
+    tables : mapping of str to numpy.ndarray, keyword-only, optional
+        The corpus' fixed tables (:func:`position_tables` with the settings' width, norm
+        and ranks), when computed once for many runs; default: computed here.
+    cache : bool, keyword-only, default True
+
+    Returns
+    -------
+    dict
+        ``corpus``, ``objective``, ``encoding``, ``seed``, ``final_loss`` (mean of the last
+        10% of the training losses), ``accuracy`` (held out).
+    """
+    s = settings
+    if job.corpus not in corpora:
+        raise ValueError(f"job {job} names corpus {job.corpus!r}, not among {sorted(corpora)}; build it with constructive_tasks")
+    ct = corpora[job.corpus]
+    norm = 0.02 * math.sqrt(s.d_model)
+    if tables is None:
+        tables = position_tables(ct.geometry, d=s.d_model, norm=norm, ranks=s.ranks)
+    table = tables.get(job.encoding)
+    task = ct.tasks[job.objective]
+    offset = 1 if job.objective == "cls" else 0
+    position = "learned" if table is not None else job.encoding
+    cfg = TransformerConfig(
+        vocab_size=ct.vocab_size, d_model=s.d_model, n_heads=s.n_heads, n_layers=s.n_layers, d_ff=s.d_ff,
+        max_len=ct.n_positions + 1, position=position, rank=s.lowrank if position == "lowrank" else None,
+        n_classes=2 if job.objective == "cls" else None, pooling="first",
+    )
+    tcfg = TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr, seed=job.seed, device=s.device,
+                       log_every=max(1, s.steps // 50), freeze=("pos",) if table is not None else ())
+    options = {"fixed_table": array_digest(table), "offset": offset} if table is not None else None
+    res = train(cfg, tcfg, task, prepare=fixed_table_prepare(table, offset) if table is not None else None,
+                cache_namespace="constructive", cache_options=options, progress=False, cache=cache)
+    losses = [h["loss"] for h in res.history if "loss" in h]
+    tail = losses[-max(1, len(losses) // 10):]
+    return {"corpus": job.corpus, "objective": job.objective, "encoding": job.encoding, "seed": job.seed,
+            "final_loss": float(np.mean(tail)),
+            "accuracy": _held_out_accuracy(res.model().to(resolve_device(s.device)), ct.held_out[job.objective])}
 
 
 def run_constructive(
@@ -396,11 +505,8 @@ def run_constructive(
     progress: bool = True,
     cache: bool = True,
 ) -> pd.DataFrame:
-    """Train every (corpus, objective, encoding, seed) of chapter 12.
-
-    Every model is the same :class:`posgeo.Transformer` (``settings``); fixed tables enter
-    as a frozen learned table (``TrainConfig.freeze=("pos",)``) written by a ``prepare``
-    hook; the token embedding norm they are scaled to is ``init_std * sqrt(d_model)``.
+    """Train every (corpus, objective, encoding, seed) of chapter 12
+    (:func:`constructive_jobs`, each by :func:`run_constructive_job`).
 
     Parameters
     ----------
@@ -415,35 +521,12 @@ def run_constructive(
         Tidy: ``corpus``, ``objective``, ``encoding``, ``seed``, ``final_loss`` (mean of the
         last 10% of the training losses), ``accuracy`` (held out).
     """
-    s = settings
-    norm = 0.02 * math.sqrt(s.d_model)
-    jobs = []
-    objectives = {name: objs for name, _, objs in s.corpora}
-    for name, ct in corpora.items():
-        tables = position_tables(ct.geometry, d=s.d_model, norm=norm, ranks=s.ranks)
-        for objective in objectives.get(name, ("mlm", "cls")):
-            for encoding in s.encodings:
-                for seed in s.seeds:
-                    jobs.append((name, ct, objective, encoding, seed, tables.get(encoding)))
-    rows = []
-    for name, ct, objective, encoding, seed, table in progress_bar(jobs, enabled=progress, desc="chapter 12", unit="run"):
-        task = ct.tasks[objective]
-        offset = 1 if objective == "cls" else 0
-        position = "learned" if table is not None else encoding
-        cfg = TransformerConfig(
-            vocab_size=ct.vocab_size, d_model=s.d_model, n_heads=s.n_heads, n_layers=s.n_layers, d_ff=s.d_ff,
-            max_len=ct.n_positions + 1, position=position, rank=s.lowrank if position == "lowrank" else None,
-            n_classes=2 if objective == "cls" else None, pooling="first",
-        )
-        tcfg = TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr, seed=seed, device="cpu",
-                           log_every=max(1, s.steps // 50), freeze=("pos",) if table is not None else ())
-        options = {"fixed_table": array_digest(table), "offset": offset} if table is not None else None
-        res = train(cfg, tcfg, task, prepare=fixed_table_prepare(table, offset) if table is not None else None,
-                    cache_namespace="constructive", cache_options=options, progress=False, cache=cache)
-        losses = [h["loss"] for h in res.history if "loss" in h]
-        tail = losses[-max(1, len(losses) // 10):]
-        rows.append({"corpus": name, "objective": objective, "encoding": encoding, "seed": seed,
-                     "final_loss": float(np.mean(tail)), "accuracy": _held_out_accuracy(res.model(), ct.held_out[objective])})
+    norm = 0.02 * math.sqrt(settings.d_model)
+    tables = {name: position_tables(ct.geometry, d=settings.d_model, norm=norm, ranks=settings.ranks)
+              for name, ct in corpora.items()}
+    jobs = constructive_jobs(settings, corpora)
+    rows = [run_constructive_job(job, settings, corpora, tables=tables[job.corpus], cache=cache)
+            for job in progress_bar(jobs, enabled=progress, desc="chapter 12", unit="run")]
     return pd.DataFrame(rows)
 
 
@@ -654,30 +737,149 @@ def plot_accuracy(summary: pd.DataFrame, *, level: str = "95%") -> Any:
     ['rule', 'point']
     """
     frame = summary.reset_index()
-    frame["encoding"] = frame["encoding"].astype(str)
-    frame["kind"] = np.where(frame["encoding"].isin(FIXED_TABLES), "fixed table (from the corpus)", "the model's own")
     if "seeds" not in frame.columns:
         frame["seeds"] = np.nan
+    return _accuracy_chart(frame, f"held-out accuracy (mean, {level} interval)", level=level,
+                           what=f"the mean over seeds (point) and its {level} interval (bar)")
+
+
+def plot_runs(runs: pd.DataFrame, *, note: str = "each seed a point") -> Any:
+    """Held-out accuracy of every run as a point, one panel per (corpus, objective): for runs
+    too few to give an interval (the full profile's single seed), or to show every seed.
+
+    Parameters
+    ----------
+    runs : pandas.DataFrame
+        Tidy, as :func:`run_constructive` returns (``corpus``, ``objective``, ``encoding``,
+        ``seed``, ``accuracy``).
+    note : str, keyword-only
+        Said in the axis title (e.g. ``"one seed: no interval"``).
+
+    Returns
+    -------
+    altair chart
+
+    Examples
+    --------
+    >>> runs = pd.DataFrame({"corpus": "c", "objective": "mlm", "encoding": ["learned", "none"], "seed": 0,
+    ...                      "accuracy": [0.3, 0.1]})
+    >>> [layer["mark"]["type"] for layer in plot_runs(runs).to_dict()["layer"]]
+    ['point']
+    """
+    frame = runs.rename(columns={"accuracy": "mean"}).assign(low=np.nan, high=np.nan, seeds=runs["seed"])
+    return _accuracy_chart(frame, f"held-out accuracy ({note})", level=None, what=f"{note}")
+
+
+def _accuracy_chart(frame: pd.DataFrame, x_title: str, *, level: str | None, what: str) -> Any:
+    frame = frame.copy()
+    frame["encoding"] = frame["encoding"].astype(str)
+    frame["kind"] = np.where(frame["encoding"].isin(FIXED_TABLES), "fixed table (from the corpus)", "the model's own")
     encodings = list(dict.fromkeys(frame["encoding"]))
     colour = alt.Color("encoding:N", scale=pg.colour_scale(encodings), title="encoding", legend=None)
     shape = alt.Shape("kind:N", title="table", scale=alt.Scale(domain=["fixed table (from the corpus)", "the model's own"],
                                                                 range=["circle", "square"]))
-    tips = [alt.Tooltip("encoding:N"), alt.Tooltip("kind:N", title="table"), alt.Tooltip("mean:Q", title="mean accuracy", format=".3f"),
-            alt.Tooltip("low:Q", title=f"{level} low", format=".3f"), alt.Tooltip("high:Q", title=f"{level} high", format=".3f"),
-            alt.Tooltip("seeds:Q")]
+    if level is not None:
+        tips = [alt.Tooltip("encoding:N"), alt.Tooltip("kind:N", title="table"),
+                alt.Tooltip("mean:Q", title="mean accuracy", format=".3f"),
+                alt.Tooltip("low:Q", title=f"{level} low", format=".3f"),
+                alt.Tooltip("high:Q", title=f"{level} high", format=".3f"), alt.Tooltip("seeds:Q")]
+    else:
+        tips = [alt.Tooltip("encoding:N"), alt.Tooltip("kind:N", title="table"),
+                alt.Tooltip("mean:Q", title="accuracy", format=".3f"), alt.Tooltip("seeds:Q", title="seed")]
     panels = []
     for (corpus, objective), task in frame.groupby(["corpus", "objective"], sort=False):
         y = alt.Y("encoding:N", sort=encodings, title=None)
-        x_title = f"held-out accuracy (mean, {level} interval)"
-        base = alt.Chart(task, title=f"{corpus}, {objective}").properties(width=pg.PANEL_WIDTH - 50, height=22 * len(task))
-        bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False),
-                                                                                axis=alt.Axis(tickCount=5)), x2="high:Q",
-                                                     y=y, color=colour, tooltip=tips)
-        points = base.mark_point(filled=True, size=60, opacity=1).encode(x="mean:Q", y=y, color=colour, shape=shape, tooltip=tips)
-        panels.append(bars + points)
+        x = alt.X("mean:Q", title=x_title, scale=alt.Scale(zero=False), axis=alt.Axis(tickCount=5))
+        rows = task["encoding"].nunique()
+        base = alt.Chart(task, title=f"{corpus}, {objective}").properties(width=pg.PANEL_WIDTH - 50, height=22 * rows)
+        points = base.mark_point(filled=True, size=60, opacity=1).encode(x=x, y=y, color=colour, shape=shape, tooltip=tips)
+        if level is not None:
+            bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=x_title, scale=alt.Scale(zero=False),
+                                                                  axis=alt.Axis(tickCount=5)), x2="high:Q",
+                                                         y=y, color=colour, tooltip=tips)
+            panels.append(bars + points)
+        else:
+            panels.append(alt.layer(points))
     return pg.finish_chart(
         pg.panel_grid(panels, columns=2),
-        description=(f"Held-out accuracy of each encoding, one panel per corpus and objective: the mean over seeds (point) "
-                     f"and its {level} interval (bar); circles are fixed tables built from the corpus, squares the "
-                     "model's own positional kinds."),
+        description=(f"Held-out accuracy of each encoding, one panel per corpus and objective: {what}; circles are "
+                     "fixed tables built from the corpus, squares the model's own positional kinds."),
     )
+
+
+@dataclass(frozen=True, eq=False)
+class StoredRuns:
+    """Runs of a profile trained elsewhere (a GPU) and committed as data (:func:`full_profile_runs`).
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        Tidy, as :func:`run_constructive` returns, with ``seconds`` (wall time of the run)
+        and ``stress`` (plug-in scale-optimal stress of a fixed table, or of RoPE's and
+        ALiBi's vector forms, as :func:`table_stresses`; empty for a learned or low-rank
+        table and for none).
+    meta : dict
+        ``what`` was trained, ``date``, ``device``, ``torch``, the ``commands`` that
+        produced it, ``runs_done`` of ``runs_planned``, the ``settings``.
+    """
+
+    runs: pd.DataFrame
+    meta: dict
+
+
+def full_profile_runs() -> StoredRuns:
+    """The full profile's runs of chapter 12, trained on a GPU and shipped with posgeo.
+
+    Returns
+    -------
+    StoredRuns
+
+    Examples
+    --------
+    >>> stored = full_profile_runs()
+    >>> stored.meta["profile"], stored.meta["runs_done"] == len(stored.runs)
+    ('full', True)
+    """
+    import json
+    from importlib.resources import files
+
+    base = files("posgeo.experiments") / "results"
+    with (base / "constructive_full.csv").open("r") as fh:
+        runs = pd.read_csv(fh)
+    meta = json.loads((base / "constructive_full.json").read_text())
+    return StoredRuns(runs, meta)
+
+
+def compare_profiles(small: pd.DataFrame, full: pd.DataFrame) -> pd.DataFrame:
+    """The small profile's mean and interval over seeds beside the full profile's runs.
+
+    Parameters
+    ----------
+    small : pandas.DataFrame
+        From :func:`summarise_runs` (index corpus, objective, encoding).
+    full : pandas.DataFrame
+        Tidy runs of the full profile (:attr:`StoredRuns.runs`); several seeds are averaged.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index (corpus, objective, encoding), in the full profile's order; columns ``small
+        mean``, ``small low``, ``small high`` (empty where the small profile has no such
+        task or encoding), ``full`` (accuracy), ``full seeds``, ``full stress`` (plug-in).
+
+    Examples
+    --------
+    >>> small = pd.DataFrame({"mean": [0.6], "low": [0.5], "high": [0.7]},
+    ...                      index=pd.MultiIndex.from_tuples([("c", "cls", "learned")], names=["corpus", "objective", "encoding"]))
+    >>> full = pd.DataFrame({"corpus": "c", "objective": "cls", "encoding": ["learned", "alibi"], "seed": 0,
+    ...                      "accuracy": [0.8, 0.7], "stress": [np.nan, 0.2]})
+    >>> compare_profiles(small, full)["small mean"].tolist()
+    [0.6, nan]
+    """
+    keys = ["corpus", "objective", "encoding"]
+    agg = {"full": ("accuracy", "mean"), "full seeds": ("seed", "nunique")}
+    if "stress" in full.columns:
+        agg["full stress"] = ("stress", "first")
+    f = full.groupby(keys, sort=False).agg(**agg)
+    s = small[["mean", "low", "high"]].rename(columns=lambda c: f"small {c}")
+    return s.reindex(f.index).join(f)
