@@ -115,6 +115,8 @@ def test_one_job_reproduces_its_row_of_the_whole_run_and_names_a_missing_corpus(
     assert one == runs.iloc[1].to_dict()
     with pytest.raises(ValueError, match="constructive_tasks"):
         ex.run_constructive_job(dataclasses.replace(jobs[0], corpus="imdb"), s, corpora, cache=False)
+    with pytest.raises(TypeError, match="ConstructiveJob"):
+        ex.run_constructive_job(("synthetic", "cls", "rope", 0), s, corpora, cache=False)
 
 
 def test_the_full_profile_trains_on_a_gpu_when_there_is_one_and_the_small_on_the_cpu():

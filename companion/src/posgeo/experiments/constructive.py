@@ -471,6 +471,8 @@ def run_constructive_job(
         10% of the training losses), ``accuracy`` (held out).
     """
     s = settings
+    if not isinstance(job, ConstructiveJob):
+        raise TypeError(f"job must be a ConstructiveJob (from constructive_jobs), got {type(job).__name__}")
     if job.corpus not in corpora:
         raise ValueError(f"job {job} names corpus {job.corpus!r}, not among {sorted(corpora)}; build it with constructive_tasks")
     ct = corpora[job.corpus]
