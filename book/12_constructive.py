@@ -263,7 +263,9 @@ pd.DataFrame({p: dataclasses.asdict(ex.constructive_settings(p)) for p in ("smal
 # %%
 full = ex.full_profile_runs()
 assert full.meta["runs_done"] == len(full.runs) == 55
-pd.Series({k: full.meta[k] for k in ("date", "device", "torch", "runs_done", "runs_planned")}, name="full profile")
+seconds = full.runs["seconds"]
+pd.Series({**{k: full.meta[k] for k in ("date", "device", "torch", "runs_done", "runs_planned")},
+           "seconds per run": f"{seconds.min():.0f} to {seconds.max():.0f}"}, name="full profile")
 
 # %% mystnb={"figure": {"caption": "The full profile on a GPU: held-out accuracy of every encoding after 3,000 steps of a 4-layer model, one panel per corpus and objective, seed 0 only (one point per encoding, no interval). Circles: the fixed tables built from the corpus and the fixed sinusoids; squares: the model's own positional kinds.", "name": "fig-ch12-full"}}
 ex.plot_runs(full.runs, note="full profile, seed 0: no interval")

@@ -19,6 +19,7 @@ import argparse
 import csv
 import gzip
 import json
+import multiprocessing
 import os
 import pickle
 import platform
@@ -49,9 +50,7 @@ def _init(path: str, threads: int) -> None:
         _STATE.update(pickle.load(f))
     from posgeo.experiments import constructive as ex
 
-    s = _STATE["settings"]
-    norm = 0.02 * (s.d_model ** 0.5)
-    _STATE["tables"] = {name: ex.position_tables(ct.geometry, d=s.d_model, norm=norm, ranks=s.ranks)
+    _STATE["tables"] = {name: ex.fixed_tables(ct.geometry, _STATE["settings"])
                         for name, ct in _STATE["corpora"].items()}
 
 
@@ -94,7 +93,7 @@ def run(path: str, out: str, workers: int, budget: float, *, skip: str | None = 
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         fh.flush()
-        ctx = __import__("multiprocessing").get_context("spawn")
+        ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(path, threads)) as pool:
             queue = list(jobs)
             running = {}

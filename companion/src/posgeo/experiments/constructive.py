@@ -61,6 +61,7 @@ __all__ = [
     "ConstructiveSettings",
     "constructive_settings",
     "position_tables",
+    "fixed_tables",
     "ClassificationTask",
     "CorpusTasks",
     "constructive_tasks",
@@ -212,6 +213,32 @@ def position_tables(D: np.ndarray, *, d: int, norm: float, ranks: tuple[int, ...
 
 
 # --------------------------------------------------------------------------- tasks
+def fixed_tables(geometry: np.ndarray, settings: ConstructiveSettings) -> dict[str, np.ndarray]:
+    """The fixed tables a model of ``settings`` trains with: :func:`position_tables` at the
+    model's width, scaled to its token embeddings' norm ``init_std * sqrt(d_model)``, at the
+    settings' ranks.
+
+    Parameters
+    ----------
+    geometry : numpy.ndarray, shape (n, n)
+        A corpus geometry (:attr:`CorpusTasks.geometry`).
+    settings : ConstructiveSettings
+
+    Returns
+    -------
+    dict of str to numpy.ndarray, each (n, settings.d_model)
+
+    Examples
+    --------
+    >>> D = np.abs(np.subtract.outer(np.arange(10.0), np.arange(10.0)))
+    >>> t = fixed_tables(D, constructive_settings("small"))
+    >>> t["PMDS k=3"].shape, round(float(np.sqrt((t["PMDS k=3"] ** 2).sum(1).mean())), 4)  # 0.02 * sqrt(32)
+    ((10, 32), 0.1131)
+    """
+    norm = 0.02 * math.sqrt(settings.d_model)
+    return position_tables(geometry, d=settings.d_model, norm=norm, ranks=settings.ranks)
+
+
 @dataclass(frozen=True)
 class ClassificationTask:
     """Sequence classification from a [CLS] token: ``rows`` (m, seq_len) start with the CLS
@@ -460,8 +487,8 @@ def run_constructive_job(
     corpora : mapping of str to CorpusTasks
         Must hold ``job.corpus``.
     tables : mapping of str to numpy.ndarray, keyword-only, optional
-        The corpus' fixed tables (:func:`position_tables` with the settings' width, norm
-        and ranks), when computed once for many runs; default: computed here.
+        The corpus' :func:`fixed_tables`, when computed once for many runs; default:
+        computed here.
     cache : bool, keyword-only, default True
 
     Returns
@@ -476,9 +503,8 @@ def run_constructive_job(
     if job.corpus not in corpora:
         raise ValueError(f"job {job} names corpus {job.corpus!r}, not among {sorted(corpora)}; build it with constructive_tasks")
     ct = corpora[job.corpus]
-    norm = 0.02 * math.sqrt(s.d_model)
     if tables is None:
-        tables = position_tables(ct.geometry, d=s.d_model, norm=norm, ranks=s.ranks)
+        tables = fixed_tables(ct.geometry, s)
     table = tables.get(job.encoding)
     task = ct.tasks[job.objective]
     offset = 1 if job.objective == "cls" else 0
@@ -523,9 +549,7 @@ def run_constructive(
         Tidy: ``corpus``, ``objective``, ``encoding``, ``seed``, ``final_loss`` (mean of the
         last 10% of the training losses), ``accuracy`` (held out).
     """
-    norm = 0.02 * math.sqrt(settings.d_model)
-    tables = {name: position_tables(ct.geometry, d=settings.d_model, norm=norm, ranks=settings.ranks)
-              for name, ct in corpora.items()}
+    tables = {name: fixed_tables(ct.geometry, settings) for name, ct in corpora.items()}
     jobs = constructive_jobs(settings, corpora)
     rows = [run_constructive_job(job, settings, corpora, tables=tables[job.corpus], cache=cache)
             for job in progress_bar(jobs, enabled=progress, desc="chapter 12", unit="run")]
@@ -587,11 +611,10 @@ def table_stresses(
     """
     from posgeo import stress_intervals
 
-    norm = 0.02 * math.sqrt(settings.d_model)
     parts = {}
     for name, ct in corpora.items():
         n = ct.n_positions
-        enc = position_tables(ct.geometry, d=settings.d_model, norm=norm, ranks=settings.ranks)
+        enc = fixed_tables(ct.geometry, settings)
         if "rope" in settings.encodings:
             enc["rope"] = rope_encoding(n, settings.d_model, head_dim=settings.d_model // settings.n_heads)
         if "alibi" in settings.encodings:
@@ -769,7 +792,7 @@ def plot_runs(runs: pd.DataFrame, *, note: str = "each seed a point") -> Any:
     ['point']
     """
     frame = runs.rename(columns={"accuracy": "mean"}).assign(low=np.nan, high=np.nan, seeds=runs["seed"])
-    return _accuracy_chart(frame, f"held-out accuracy ({note})", level=None, what=f"{note}")
+    return _accuracy_chart(frame, f"held-out accuracy ({note})", level=None, what=note)
 
 
 def _accuracy_chart(frame: pd.DataFrame, x_title: str, *, level: str | None, what: str) -> Any:
