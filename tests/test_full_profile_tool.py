@@ -62,3 +62,13 @@ def test_runs_seed_major_then_skips_what_is_done_and_filters(tasks, tmp_path):
 def test_a_spent_budget_trains_nothing_and_lists_every_run(tasks, tmp_path):
     rows, meta = _run(tasks, tmp_path / "none.csv", "--budget", "0")
     assert rows == [] and meta["runs_done"] == 0 and len(meta["not_trained"]) == 8
+
+
+def test_tasks_order_the_runs_within_a_seed_and_limit_takes_the_first(tasks, tmp_path):
+    _, meta = _run(tasks, tmp_path / "order.csv", "--budget", "0", "--tasks", "synthetic:cls,synthetic:mlm")
+    planned = [(j["objective"], j["seed"]) for j in meta["not_trained"]]
+    assert planned == [("cls", 0)] * 2 + [("mlm", 0)] * 2 + [("cls", 1)] * 2 + [("mlm", 1)] * 2
+    _, limited = _run(tasks, tmp_path / "limit.csv", "--budget", "0", "--tasks", "synthetic:mlm,synthetic:cls",
+                      "--limit", "3")
+    assert limited["runs_planned"] == 3
+    assert [(j["objective"], j["seed"]) for j in limited["not_trained"]] == [("mlm", 0), ("mlm", 0), ("cls", 0)]

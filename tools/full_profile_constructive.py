@@ -65,7 +65,7 @@ def _one(job):
 
 
 def run(path: str, out: str, workers: int, budget: float, *, skip: str | None = None, tasks: str | None = None,
-        seeds: str | None = None) -> None:
+        seeds: str | None = None, limit: int | None = None) -> None:
     import torch
 
     from posgeo.experiments import constructive as ex
@@ -82,10 +82,14 @@ def run(path: str, out: str, workers: int, budget: float, *, skip: str | None = 
             trained = {(r["corpus"], r["objective"], r["encoding"], int(r["seed"])) for r in csv.DictReader(fh)}
         jobs = [j for j in jobs if (j.corpus, j.objective, j.encoding, j.seed) not in trained]
     if tasks:  # e.g. imdb:mlm,sst2:cls
-        wanted = {tuple(t.split(":")) for t in tasks.split(",")}
-        jobs = [j for j in jobs if (j.corpus, j.objective) in wanted]
+        wanted = [tuple(t.split(":")) for t in tasks.split(",")]
+        # still seed-major; within a seed, in the order given
+        jobs = sorted((j for j in jobs if (j.corpus, j.objective) in wanted),
+                      key=lambda j: (s.seeds.index(j.seed), wanted.index((j.corpus, j.objective))))
     if seeds:
         jobs = [j for j in jobs if j.seed in {int(x) for x in seeds.split(",")}]
+    if limit is not None:
+        jobs = jobs[:limit]
     fields = ["corpus", "objective", "encoding", "seed", "final_loss", "accuracy", "seconds"]
     done, failed = [], []
     threads = max(1, (os.cpu_count() or 2) // workers)
@@ -148,13 +152,14 @@ def main(argv=None) -> None:
     r.add_argument("--workers", type=int, default=8)
     r.add_argument("--budget", type=float, default=420.0, help="no run starts after this many seconds")
     r.add_argument("--skip", help="a CSV of runs already trained (an earlier call's --out)")
-    r.add_argument("--tasks", help="only these corpus:objective pairs, comma-separated")
+    r.add_argument("--tasks", help="only these corpus:objective pairs, comma-separated (within a seed, in this order)")
     r.add_argument("--seeds", help="only these seeds, comma-separated")
+    r.add_argument("--limit", type=int, help="only the first LIMIT of the selected runs (in the order above)")
     a = ap.parse_args(argv)
     if a.cmd == "prepare":
         prepare(a.path)
     else:
-        run(a.path, a.out, a.workers, a.budget, skip=a.skip, tasks=a.tasks, seeds=a.seeds)
+        run(a.path, a.out, a.workers, a.budget, skip=a.skip, tasks=a.tasks, seeds=a.seeds, limit=a.limit)
 
 
 if __name__ == "__main__":
