@@ -292,7 +292,8 @@ comparison.round(3)
 # positional signal solves the reversal task (1.00 against 0.51 without positions), and on
 # masked-token prediction all positional kinds reach 0.067 to 0.074 against 0.019
 # without. On SST-2 and IMDB sentiment every encoding, none included, lands between 0.70
-# and 0.77 (one seed): positions still do not matter for sentiment.
+# and 0.77: one seed, so no interval, but nothing there suggests that positions matter for
+# sentiment at this scale either.
 #
 # ## Masked tokens of real text, over three seeds
 #
