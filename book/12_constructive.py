@@ -149,10 +149,7 @@ stresses.xs("PMDS k=3", level="encoding")["corrected"].rename("PMDS k=3, correct
 
 runs = ex.run_constructive(settings, corpora, progress=False)
 summary = ex.summarise_runs(runs)
-accuracy = summary.assign(
-    accuracy=lambda t: t.apply(lambda r: f"{r['mean']:.2f} [{r['low']:.2f}, {r['high']:.2f}]", axis=1)
-)["accuracy"].unstack(["corpus", "objective"])
-accuracy
+ex.interval_table(summary)
 
 # %% mystnb={"figure": {"caption": "Held-out accuracy of every encoding, one panel per corpus and objective: the mean over five seeds (point) and its 95% interval (Student's t, bar). Circles: the fixed tables built from the corpus and the fixed sinusoids; squares: the model's own positional kinds. Hover a point for its numbers.", "name": "fig-ch12-accuracy"}} tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0}
 # tolerance: the accuracies of the table above, compared to 0.2 as there
@@ -307,9 +304,7 @@ comparison.round(3)
 real = full.runs[(full.runs["objective"] == "mlm") & full.runs["corpus"].isin(["sst2", "imdb"])]
 real_summary = ex.summarise_runs(real)
 assert (real_summary["seeds"] == 3).all()
-real_summary.assign(
-    accuracy=lambda t: t.apply(lambda r: f"{r['mean']:.3f} [{r['low']:.3f}, {r['high']:.3f}]", axis=1)
-)["accuracy"].unstack(["corpus", "objective"])
+ex.interval_table(real_summary, digits=3)
 
 # %% mystnb={"figure": {"caption": "The full profile's masked-token prediction on SST-2 (32 positions) and IMDB (64 positions): the mean held-out accuracy over three seeds (point) and its 95% interval (Student's t, bar). Circles: the fixed tables built from the corpus and the fixed sinusoids; squares: the model's own positional kinds.", "name": "fig-ch12-full-mlm"}}
 ex.plot_accuracy(real_summary)

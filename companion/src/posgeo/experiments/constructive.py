@@ -71,6 +71,7 @@ __all__ = [
     "constructive_jobs",
     "run_constructive_job",
     "summarise_runs",
+    "interval_table",
     "accuracy_contrasts",
     "plot_accuracy",
     "compare_profiles",
@@ -584,6 +585,31 @@ def summarise_runs(runs: pd.DataFrame, *, metric: str = "accuracy", level: float
     out = seed_summary(runs, by=["corpus", "objective", "encoding"], metrics=metric, level=level)[metric]
     out.columns.name = None
     return out.astype({"seeds": float})
+
+
+def interval_table(summary: pd.DataFrame, *, digits: int = 2) -> pd.DataFrame:
+    """The means and intervals of :func:`summarise_runs` as text, ``"mean [low, high]"``, one
+    column per (corpus, objective), one row per encoding.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        From :func:`summarise_runs`.
+    digits : int, keyword-only, default 2
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> s = pd.DataFrame({"mean": [0.58], "low": [0.509], "high": [0.651]},
+    ...                  index=pd.MultiIndex.from_tuples([("c", "cls", "e")], names=["corpus", "objective", "encoding"]))
+    >>> interval_table(s).loc["e", ("c", "cls")]
+    '0.58 [0.51, 0.65]'
+    """
+    text = summary.apply(lambda r: f"{r['mean']:.{digits}f} [{r['low']:.{digits}f}, {r['high']:.{digits}f}]", axis=1)
+    return text.rename("accuracy").unstack(["corpus", "objective"])
 
 
 def table_stresses(
