@@ -136,6 +136,19 @@ def process_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def task_seconds(stream: list[dict]) -> dict[str, float]:
+    """Seconds the workers spent on each kind of task, from Dask's task stream: counting a
+    partition, merging two partials, the rest (the tokenizer), and moving data between workers
+    (a worker fetches while it computes, so transfers overlap the other three)."""
+    out = {"count": 0.0, "merge": 0.0, "transfer": 0.0, "other": 0.0}
+    for task in stream:
+        kind = ("count" if task["key"].startswith("posgeo-count-") else
+                "merge" if task["key"].startswith("posgeo-merge-") else "other")
+        for ss in task["startstops"]:
+            out["transfer" if ss["action"] == "transfer" else kind] += ss["stop"] - ss["start"]
+    return out
+
+
 def loadavg() -> list[float]:
     try:
         return [round(x, 2) for x in os.getloadavg()]
@@ -347,10 +360,11 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
             res["partitions"] = len(list(Path(wd).glob("*.npz")))  # one stored partial per partition
             return dt, c
 
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, get_task_stream
 
     t: dict[str, list[float]] = {"bare": [], "one": [], "dask": [], "bare_k": []}
-    cpu = {"bare": 0.0, "one": 0.0, "workers": 0.0, "client": 0.0}
+    cpu = {"bare": 0.0, "one": 0.0, "workers": 0.0, "client": 0.0, "bare_k": 0.0}
+    busy: dict[str, list[float]] = {"count": [], "merge": [], "transfer": [], "other": []}
     seqs = c_one = c_k = None
     t0 = time.perf_counter()
     with LocalCluster(n_workers=k, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -376,13 +390,18 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
                     cpu["one"] += process_cpu_s() - cpu0
                 elif what == "dask":
                     before, cpu0 = client.run(process_cpu_s), process_cpu_s()
-                    dt, c_k = run(client)
+                    with get_task_stream(client=client) as stream:  # where the workers' time went
+                        dt, c_k = run(client)
                     after = client.run(process_cpu_s)
                     t["dask"].append(dt)
+                    for name, secs in task_seconds(stream.data).items():
+                        busy[name].append(secs)
                     cpu["workers"] += sum(after[w] - before[w] for w in before)
                     cpu["client"] += process_cpu_s() - cpu0
                 else:
-                    t["bare_k"].append(bare_in_processes(str(path), k)["wall_s"])
+                    out = bare_in_processes(str(path), k)
+                    t["bare_k"].append(out["wall_s"])
+                    cpu["bare_k"] += out["cpu_s"]
             print(f"round {r + 1} of {R}: " + ", ".join(f"{key} {v[-1]:.2f} s" for key, v in t.items()), flush=True)
 
     total_tokens = int(seqs.offsets[-1])
@@ -417,6 +436,14 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
     res["workers_cpu_s"] = cpu["workers"] / R
     res["workers_client_cpu_s"] = cpu["client"] / R
     res["workers_cpu_efficiency_vs_bare"] = cpu["bare"] / cpu["workers"]
+    # the gap to k bare processes, taken apart: CPU the workers spend beyond the bare tokenizer's
+    # under the same contention, and the share of the wall time the workers were not running a task
+    res[f"bare_tokenizer_{k}_processes_cpu_s"] = cpu["bare_k"] / R
+    res[f"workers_cpu_over_bare_{k}_processes"] = cpu["workers"] / cpu["bare_k"]
+    res["workers_task_s"] = {name: float(np.median(v)) for name, v in busy.items()}
+    idle = 1 - (np.asarray(busy["count"]) + busy["merge"] + busy["other"]) / (k * dask)
+    res["workers_idle_share"] = float(np.median(idle))
+    res["workers_idle_share_range"] = [float(idle.min()), float(idle.max())]
 
     os.environ["TOKENIZERS_PARALLELISM"] = "true"  # the Rust tokenizer's own thread pool, once
     t_thr, c_thr = run()

@@ -249,6 +249,7 @@ pd.DataFrame({p: dataclasses.asdict(ex.constructive_settings(p)) for p in ("smal
 # ```bash
 # POSGEO_DATA_DIR=/path/to/data python tools/full_profile_constructive.py prepare tasks.pkl.gz
 # python tools/full_profile_constructive.py run tasks.pkl.gz --out runs.csv --workers 14
+# python tools/full_profile_constructive.py merge tasks.pkl.gz --into constructive_full.csv runs.csv
 # ```
 #
 # Two sessions with an NVIDIA H200, 15 minutes each, ran part of it (the commands and the

@@ -272,6 +272,9 @@ def test_dask_runs_the_largest_partitions_first(corpus, tmp_path, monkeypatch):
     started = sorted((t["startstops"][0]["start"], t["key"]) for t in ts.data if t["key"].startswith("posgeo-count-"))
     order = [weight[key[len("posgeo-count-"):].rsplit("-", 1)[0]] for _, key in started]
     assert len(order) == len(parts) and order == sorted(order, reverse=True)
+    # every task is named after its role (benchmarks/bench_counts.py sorts the workers' time by it)
+    kinds = [t["key"].split("-")[1] for t in ts.data]
+    assert sorted(set(kinds)) == ["count", "merge", "tokenizer"] and kinds.count("merge") == len(parts) - 1
 
 
 def test_dask_two_workers_same_counts(corpus, tmp_path):

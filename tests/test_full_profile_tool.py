@@ -72,3 +72,85 @@ def test_tasks_order_the_runs_within_a_seed_and_limit_takes_the_first(tasks, tmp
                       "--limit", "3")
     assert limited["runs_planned"] == 3
     assert [(j["objective"], j["seed"]) for j in limited["not_trained"]] == [("mlm", 0), ("mlm", 0), ("cls", 0)]
+
+
+# ----------------------------------------------------------------------------------- merge
+def _tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("full_profile_constructive", TOOL)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _fake_call(path: Path, keys, *, date="2026-12-01", device="a GPU"):
+    """A `run` call's CSV and JSON, written by hand (merging needs no training)."""
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["corpus", "objective", "encoding", "seed", "final_loss", "accuracy", "seconds"])
+        for i, (obj, enc, seed) in enumerate(keys):
+            w.writerow(["synthetic", obj, enc, seed, 2.5 + i / 100, 0.25 + i / 100, 100 + i])
+    path.with_suffix(".json").write_text(json.dumps({
+        "command": f"python tools/full_profile_constructive.py run tasks --out /device/out/{path.name}",
+        "runs_done": len(keys),
+        "wall_seconds": 123.4, "device": device, "date": date, "torch": "2.x"}))
+    return str(path)
+
+
+def test_merge_adds_runs_in_job_order_with_stress_and_commands(tasks, tmp_path):
+    tool = _tool()
+    into = str(tmp_path / "shipped.csv")
+    a = _fake_call(tmp_path / "a.csv", [("cls", "none", 0), ("mlm", "PMDS k=3", 0)])
+    b = _fake_call(tmp_path / "b.csv", [("mlm", "none", 0), ("cls", "PMDS k=3", 0)], date="2026-12-02", device="H")
+    tool.merge(str(tasks), into, [a])
+    tool.merge(str(tasks), into, [b])
+    import pandas as pd
+
+    runs = pd.read_csv(into)
+    with gzip.open(tasks) as f:
+        state = pickle.load(f)
+    jobs = [(j.objective, j.encoding, j.seed) for j in ex.constructive_jobs(state["settings"], state["corpora"])]
+    keys = [(r.objective, r.encoding, r.seed) for r in runs.itertuples()]
+    assert keys == [k for k in jobs if k in keys] and len(keys) == 4  # the library's job order
+    want = ex.table_stresses(state["corpora"], state["settings"])["plug-in"][("synthetic", "PMDS k=3")]
+    assert runs.loc[runs["encoding"] == "PMDS k=3", "stress"].tolist() == pytest.approx([want, want], rel=1e-5)
+    assert runs.loc[runs["encoding"] == "none", "stress"].isna().all()
+    meta = json.loads((tmp_path / "shipped.json").read_text())
+    assert meta["runs_done"] == 4 and meta["runs_planned"] == 8
+    assert (meta["date"], meta["device"]) == ("2026-12-02", "H")
+    assert [c.split()[2] for c in meta["commands"]] == ["run", "merge", "run", "merge"]
+    assert "synthetic masked tokens: seed 0 of every encoding" in meta["what"]
+    assert "synthetic classification: seed 0 of every encoding" in meta["what"]
+    assert meta["commands"][0].startswith("python tools/full_profile_constructive.py run tasks --out a.csv   # 2 runs")
+
+
+def test_merge_refuses_duplicates_unknown_runs_and_stale_stress(tasks, tmp_path):
+    tool = _tool()
+    into = tmp_path / "shipped.csv"
+    tool.merge(str(tasks), str(into), [_fake_call(tmp_path / "a.csv", [("cls", "none", 0), ("cls", "PMDS k=3", 1)])])
+    before = into.read_bytes(), into.with_suffix(".json").read_bytes()
+
+    def refused(new, match):
+        with pytest.raises(SystemExit, match=match):
+            tool.merge(str(tasks), str(into), [new])
+        assert (into.read_bytes(), into.with_suffix(".json").read_bytes()) == before  # nothing lost or half-written
+
+    refused(_fake_call(tmp_path / "dup.csv", [("mlm", "none", 1), ("cls", "none", 0)]), "appear twice")
+    refused(_fake_call(tmp_path / "bad.csv", [("cls", "PMDS k=99", 0)]), "not jobs of the prepared settings")
+    refused(_fake_call(tmp_path / "late.csv", [("cls", "none", 7)]), "not jobs of the prepared settings")
+    no_json = tmp_path / "nojson.csv"
+    no_json.write_text((tmp_path / "late.csv").read_text())
+    refused(str(no_json), "is missing")
+    good = _fake_call(tmp_path / "good.csv", [("mlm", "none", 1)])
+    text = into.read_text().splitlines()
+    i = next(i for i, line in enumerate(text) if ",PMDS k=3," in line)
+    text[i] = text[i][: text[i].rfind(",")] + ",0.5"  # a shipped stress the tasks do not give
+    into.write_text("\n".join(text) + "\n")
+    before = into.read_bytes(), into.with_suffix(".json").read_bytes()
+    refused(good, "other stresses")
+    meta = json.loads(before[1])
+    meta["settings"]["steps"] += 1
+    into.with_suffix(".json").write_text(json.dumps(meta))
+    before = into.read_bytes(), into.with_suffix(".json").read_bytes()
+    refused(good, "other settings")

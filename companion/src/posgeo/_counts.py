@@ -1237,6 +1237,7 @@ def _run_dask(client: Any, parts: list[_Partition], backend: Any, cfg: _Config, 
     del futures
     bar = progress_bar(None, enabled=progress, total=len(parts), desc="counting", unit="partition")
     pending: list[Any] = []
+    merges = 0
     try:
         for fut in ac:
             if fut.status == "error":
@@ -1245,7 +1246,9 @@ def _run_dask(client: Any, parts: list[_Partition], backend: Any, cfg: _Config, 
                 bar.update(1)
             pending.append(fut)
             while len(pending) >= 2:  # merged on a worker; the inputs are released once it ran
-                ac.add(client.submit(_merge, pending.pop(), pending.pop(), pure=False, priority=len(order) + 1))
+                merges += 1
+                ac.add(client.submit(_merge, pending.pop(), pending.pop(), key=f"posgeo-merge-{merges}-{run}",
+                                     priority=len(order) + 1))
             del fut
         result = pending[0].result()
         client.run(_release_readers)  # the workers' last row group and opened streams
