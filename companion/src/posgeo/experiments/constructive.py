@@ -588,8 +588,9 @@ def summarise_runs(runs: pd.DataFrame, *, metric: str = "accuracy", level: float
 
 
 def interval_table(summary: pd.DataFrame, *, digits: int = 2) -> pd.DataFrame:
-    """The means and intervals of :func:`summarise_runs` as text, ``"mean [low, high]"``, one
-    column per (corpus, objective), one row per encoding.
+    """The means and intervals of :func:`summarise_runs` as text, ``"mean [low, high]"``
+    (formatted by :func:`posgeo.interval_table`), one column per (corpus, objective), one row
+    per encoding.
 
     Parameters
     ----------
@@ -608,8 +609,10 @@ def interval_table(summary: pd.DataFrame, *, digits: int = 2) -> pd.DataFrame:
     >>> interval_table(s).loc["e", ("c", "cls")]
     '0.58 [0.51, 0.65]'
     """
-    text = summary.apply(lambda r: f"{r['mean']:.{digits}f} [{r['low']:.{digits}f}, {r['high']:.{digits}f}]", axis=1)
-    return text.rename("accuracy").unstack(["corpus", "objective"])
+    from posgeo import interval_table as format_intervals
+
+    stats = pd.concat({"value": summary[["mean", "low", "high"]]}, axis=1, names=["metric", "statistic"])
+    return format_intervals(stats, digits=digits)["value"].unstack(["corpus", "objective"])
 
 
 def table_stresses(
