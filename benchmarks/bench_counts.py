@@ -115,11 +115,13 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
 _SPIN = "import time; t = time.perf_counter(); x = 0\nfor i in range(12_000_000): x += i\nprint(time.perf_counter() - t)"
 
 
-def cpu_capacity() -> dict:
-    """How many cores this benchmark can use now: a pure-Python loop alone, then two at once.
+def cpu_capacity(pairs: int = 5) -> dict:
+    """How many cores this benchmark can use now: a pure-Python loop alone, then two at once, ``pairs``
+    times in turn (the host's speed moves within seconds: one pair once read 1.3 and then 2.5).
 
-    ``capacity = 2 * alone / together`` is about 2 on an idle 2-core machine and about 1 when
-    other jobs hold one core: the ceiling of any 2-worker speed-up at that moment."""
+    ``capacity = 2 * median(alone) / median(together)`` is about 2 on an idle 2-core machine and about 1
+    when other jobs hold one core: the ceiling of any 2-worker speed-up at that moment. Each pair's own
+    ratio is kept, so the spread shows how steady the machine was."""
     def spin(k: int) -> float:
         t0 = time.perf_counter()
         procs = [subprocess.Popen([sys.executable, "-c", _SPIN], stdout=subprocess.DEVNULL) for _ in range(k)]
@@ -127,8 +129,14 @@ def cpu_capacity() -> dict:
             p.wait()
         return time.perf_counter() - t0
 
-    alone, together = spin(1), spin(2)
-    return {"alone_s": alone, "two_at_once_s": together, "capacity_cores": 2 * alone / together}
+    alone, together = [], []
+    for _ in range(pairs):
+        alone.append(spin(1))
+        together.append(spin(2))
+    per_pair = [2 * a / t for a, t in zip(alone, together)]
+    return {"alone_s": float(np.median(alone)), "two_at_once_s": float(np.median(together)),
+            "capacity_cores": float(2 * np.median(alone) / np.median(together)), "pairs": pairs,
+            "capacity_per_pair": per_pair}
 
 
 def process_cpu_s() -> float:

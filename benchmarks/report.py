@@ -639,21 +639,66 @@ def _targets_bootstrap(rec: dict[str, Any]) -> list[Target]:
     return out
 
 
+def _capacity(cap: dict[str, Any]) -> str:
+    """A capacity check as the page states it: the ratio of the medians, and with several pairs their spread."""
+    per = cap.get("capacity_per_pair")
+    if not per or len(per) < 2:
+        return f"{cap['capacity_cores']:.2f} times the work per second of one"
+    return (f"{cap['capacity_cores']:.2f} times the work per second of one (medians of {len(per)} pairs run in "
+            f"turn, the pairs ranging from {min(per):.2f} to {max(per):.2f})")
+
+
 def _busy_machine(r: dict[str, Any], k: int) -> str | None:
-    """Why a run's parallel speed-ups say nothing about posgeo, or None: the machine's own capacity
-    (two processes at once against one, before and after the run) fell well below k, or the bare
-    tokenizer ran more than k times as fast in k processes, which k cores cannot do: the single-process
-    runs were slowed by other jobs, and every ratio against them is inflated."""
-    caps = [r[key]["capacity_cores"] for key in ("cpu_capacity_start", "cpu_capacity_end") if r.get(key)]
-    e = r["end_to_end"]
-    if caps and min(caps) < 0.9 * k:
-        return (f"the machine gave {min(caps):.2f} of its {k} cores' capacity during the run (other jobs on the "
-                "host); rerun on a quiet machine")
-    if e["machine_parallel_speedup_now"] > 1.02 * k:
-        return (f"the bare tokenizer ran {e['machine_parallel_speedup_now']:.2f} times as fast in {k} processes as "
+    """Why a run's parallel speed-ups say nothing about posgeo, or None.
+
+    The judge is the bare tokenizer timed in the same rounds as the Dask workers, alone and in k
+    processes at once: its k-process speed-up is what the machine gave to k processes while the
+    rounds ran. Below 0.9 k the host (or contention between its cores) held back any k-worker
+    run; above 1.02 k, which k cores cannot do, the single-process runs were slowed by other jobs
+    and every ratio against them is inflated. The pure-Python capacity checks before and after
+    the run are shown beside it but do not judge: they run outside the rounds, and the host's
+    speed moves within seconds (their pairs once ranged from 1.09 to 1.98 in one check)."""
+    m = r["end_to_end"]["machine_parallel_speedup_now"]
+    if m < 0.9 * k:
+        return (f"in the same rounds the bare tokenizer ran only {m:.2f} times as fast in {k} processes as in one, "
+                f"so the machine gave about {m:.2f} of its {k} cores (other jobs on the host, or contention between "
+                "its cores); rerun on a quiet machine")
+    if m > 1.02 * k:
+        return (f"the bare tokenizer ran {m:.2f} times as fast in {k} processes as "
                 f"in one, more than {k} cores can: the single-process runs were slowed by other jobs; rerun on a "
                 "quiet machine")
     return None
+
+
+def _median_interval(values: list[float], level: float = 0.9) -> tuple[float, float, float]:
+    """A distribution-free interval for the median of paired rounds: the order statistics
+    ``(x_(j), x_(R+1-j))`` with the largest ``j`` whose coverage ``1 - 2 P(Bin(R, 1/2) < j)`` is at
+    least ``level`` (``j = 1``, the range, when no ``j`` reaches it). Returns ``(low, high, coverage)``."""
+    x = sorted(values)
+    R = len(x)
+
+    def coverage(j: int) -> float:
+        return 1 - 2 * sum(math.comb(R, i) for i in range(j)) / 2 ** R
+
+    j = 1
+    while j + 1 <= (R + 1) // 2 and coverage(j + 1) >= level:
+        j += 1
+    return x[j - 1], x[R - j], coverage(j)
+
+
+def _judge_rounds(e: dict[str, Any], key: str, target: float, fmt: Any) -> "bool | str":
+    """Met only when the median's interval over the rounds (:func:`_median_interval`) lies at or above
+    the target, a gap when it lies below; otherwise the rounds cannot decide, and the page says so."""
+    rounds = e.get(key + "_rounds")
+    if not rounds or len(rounds) < 2:
+        return e[key] >= target
+    lo, hi, cov = _median_interval(rounds)
+    if lo >= target:
+        return True
+    if hi < target:
+        return False
+    return (f"the median's {cov:.0%} interval over the {len(rounds)} rounds, {fmt(lo)} to {fmt(hi)}, contains "
+            f"the target (the host's noise between rounds); more rounds or a quieter machine would decide it")
 
 
 def _targets_counts(rec: dict[str, Any]) -> list[Target]:
@@ -664,11 +709,13 @@ def _targets_counts(rec: dict[str, Any]) -> list[Target]:
         busy = _busy_machine(r, e["workers"])
         out.append((f"`positional_counts`, IMDB n = {e['n_positions']}: {e['workers']} Dask workers vs. one process",
                     "≥", _fmt_ratio3(e["speedup_target"]),
-                    _fmt_ratio3(e["speedup_workers_over_one_process"], e["speedup_target"]), busy or e["speedup_pass"]))
+                    _fmt_ratio3(e["speedup_workers_over_one_process"], e["speedup_target"]),
+                    busy or _judge_rounds(e, "speedup_workers_over_one_process", e["speedup_target"], _fmt_ratio3)))
         out.append(("each worker's throughput, as a share of the bare tokenizer's",
                     "≥", f"{e['worker_efficiency_target']:.2f}",
                     _vs_target(e["per_worker_efficiency_vs_bare"], e["worker_efficiency_target"], "f", 2),
-                    busy or e["worker_efficiency_pass"]))
+                    busy or _judge_rounds(e, "per_worker_efficiency_vs_bare", e["worker_efficiency_target"],
+                                          lambda v: f"{v:.2f}")))
         if e.get("rounds", 1) > 1:  # the medians of paired rounds: say so beside the numbers
             out[-2] = (out[-2][0] + f" (median of {e['rounds']} rounds)",) + out[-2][1:]
             out[-1] = (out[-1][0] + f" (median of {e['rounds']} rounds)",) + out[-1][1:]
@@ -810,10 +857,9 @@ def _section_counts(rec: dict[str, Any]) -> str:
         )
     cap = r.get("cpu_capacity_start")
     if cap:
-        intro += (f" Before the run, two pure-Python processes together ran "
-                  f"{cap['capacity_cores']:.2f} times as fast as one (2 on an idle 2-core machine): the ceiling of any "
-                  f"2-worker speed-up at that moment" + (f"; {r['cpu_capacity_end']['capacity_cores']:.2f} after it."
-                                                          if r.get("cpu_capacity_end") else "."))
+        intro += (f" Before the run, two pure-Python processes at once did {_capacity(cap)}, where an idle 2-core "
+                  "machine gives 2: the ceiling of any 2-worker speed-up at that moment"
+                  + (f"; after it, {_capacity(r['cpu_capacity_end'])}." if r.get("cpu_capacity_end") else "."))
     parts.append(intro)
     e = r.get("end_to_end")
     if e:
@@ -889,6 +935,14 @@ def _section_counts(rec: dict[str, Any]) -> str:
         if busy:
             parts.append(f"**This run cannot decide the two parallel targets**: {busy}. Its ratios are shown as "
                          "measured, and the targets below are marked as not resolved rather than met or missed.")
+        else:
+            parts.append(f"**The machine gave its {k} cores during the rounds**: in them the bare tokenizer ran "
+                         f"{_fmt_ratio3(e['machine_parallel_speedup_now'])} as fast in {k} processes as in one "
+                         f"(between {0.9 * k:.2f}× and {1.02 * k:.2f}×), so the rounds can judge the two parallel "
+                         "targets. The capacity checks before and after the run (above) are context, not the judge: "
+                         "they run outside the rounds. A target counts as met only when the median's interval over "
+                         "the rounds (from their order statistics) lies at or above it, and as a gap when it lies "
+                         "below; otherwise it is not resolved.")
     c = r.get("counting")
     if c:
         rate = c["sparse_tokens_per_s_per_core"]
@@ -1032,8 +1086,8 @@ def _summary(records: dict[str, dict[str, Any]]) -> str:
         _table(["what", "baseline", "time", "ratio", "note"], rows, "lllrl"),
         "### Targets",
         "The targets set in the issues, with what was measured; a target that was missed is shown as a "
-        f"*gap* with both numbers, and one that the run could not decide (the machine was busy) as *not "
-        f"resolved*. {met} of {len(targets)} targets are met"
+        "*gap* with both numbers, and one that the run could not decide (the machine was busy, or its repeated "
+        f"rounds spread across the target) as *not resolved*. {met} of {len(targets)} targets are met"
         + (f"; {len(gaps)} are gaps" if len(gaps) > 1 else "; 1 is a gap" if gaps else "")
         + (f"; {len(open_)} are not resolved." if len(open_) > 1 else "; 1 is not resolved." if open_ else "."),
         _targets_table(targets),
