@@ -397,6 +397,15 @@ def test_benchmarks_page_judges_parallel_targets_by_the_medians_interval() -> No
     assert report._judge_rounds({key: 1.9, key + "_rounds": [1.75, 1.8, 1.9, 2.0, 1.95]}, key, 1.7, fmt) is True
     assert report._judge_rounds({key: 1.5, key + "_rounds": [1.4, 1.5, 1.6, 1.45, 1.55]}, key, 1.7, fmt) is False
     assert report._judge_rounds({key: 1.75}, key, 1.7, fmt) is True  # one round: the value itself
+    # a busy machine leaves the targets against one process open, not the one against k bare processes
+    e = {"n_positions": 512, "workers": 2, "rounds": 5, "speedup_target": 1.7, "worker_efficiency_target": 0.85,
+         "machine_parallel_speedup_now": 1.6, key: 1.5, key + "_rounds": [1.4, 1.5, 1.6, 1.45, 1.55],
+         "per_worker_efficiency_vs_bare": 0.75, "per_worker_efficiency_vs_bare_rounds": [0.7, 0.75, 0.8, 0.72, 0.78],
+         "efficiency_vs_bare_2_processes": 0.95, "efficiency_vs_bare_2_processes_rounds": [0.9, 0.95, 0.97, 0.93, 0.96]}
+    rows = report._targets_counts({"results": {"end_to_end": e}})
+    assert [row[0].endswith("(median of 5 rounds)") for row in rows] == [True, True, True]
+    assert "only 1.60 times as fast" in rows[0][4] and "only 1.60 times as fast" in rows[1][4]
+    assert rows[2][4] is True and "one of 2 bare tokenizer processes" in rows[2][0]
 
 
 def test_benchmarks_page_reports_ratios_against_the_baselines() -> None:
