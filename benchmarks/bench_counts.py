@@ -117,7 +117,7 @@ _SPIN = "import time; t = time.perf_counter(); x = 0\nfor i in range(12_000_000)
 
 def cpu_capacity(pairs: int = 5) -> dict:
     """How many cores this benchmark can use now: a pure-Python loop alone, then two at once, ``pairs``
-    times in turn (the host's speed moves within seconds: one pair once read 1.3 and then 2.5).
+    times in turn (the host's speed moves within seconds, so one pair says little).
 
     ``capacity = 2 * median(alone) / median(together)`` is about 2 on an idle 2-core machine and about 1
     when other jobs hold one core: the ceiling of any 2-worker speed-up at that moment. Each pair's own

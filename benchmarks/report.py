@@ -648,6 +648,11 @@ def _capacity(cap: dict[str, Any]) -> str:
             f"turn, the pairs ranging from {min(per):.2f} to {max(per):.2f})")
 
 
+# The bare tokenizer's k-process speed-up in the rounds must lie in [_BUSY_LOW k, _BUSY_HIGH k] for the
+# rounds to judge the targets against one process (see _busy_machine).
+_BUSY_LOW, _BUSY_HIGH = 0.9, 1.02
+
+
 def _busy_machine(r: dict[str, Any], k: int) -> str | None:
     """Why a run's parallel speed-ups say nothing about posgeo, or None.
 
@@ -657,13 +662,13 @@ def _busy_machine(r: dict[str, Any], k: int) -> str | None:
     run; above 1.02 k, which k cores cannot do, the single-process runs were slowed by other jobs
     and every ratio against them is inflated. The pure-Python capacity checks before and after
     the run are shown beside it but do not judge: they run outside the rounds, and the host's
-    speed moves within seconds (their pairs once ranged from 1.09 to 1.98 in one check)."""
+    speed moves within seconds (the page shows each check's spread over its pairs)."""
     m = r["end_to_end"]["machine_parallel_speedup_now"]
-    if m < 0.9 * k:
+    if m < _BUSY_LOW * k:
         return (f"in the same rounds the bare tokenizer ran only {m:.2f} times as fast in {k} processes as in one, "
                 f"so the machine gave about {m:.2f} of its {k} cores (other jobs on the host, or contention between "
                 "its cores); rerun on a quiet machine")
-    if m > 1.02 * k:
+    if m > _BUSY_HIGH * k:
         return (f"the bare tokenizer ran {m:.2f} times as fast in {k} processes as "
                 f"in one, more than {k} cores can: the single-process runs were slowed by other jobs; rerun on a "
                 "quiet machine")
@@ -706,26 +711,23 @@ def _targets_counts(rec: dict[str, Any]) -> list[Target]:
     out: list[Target] = []
     e = r.get("end_to_end")
     if e:
-        busy = _busy_machine(r, e["workers"])
-        out.append((f"`positional_counts`, IMDB n = {e['n_positions']}: {e['workers']} Dask workers vs. one process",
+        busy, k = _busy_machine(r, e["workers"]), e["workers"]
+        rounds = f" (median of {e['rounds']} rounds)" if e.get("rounds", 1) > 1 else ""  # medians of paired rounds
+        share, key = (lambda v: f"{v:.2f}"), f"efficiency_vs_bare_{k}_processes"
+        out.append((f"`positional_counts`, IMDB n = {e['n_positions']}: {k} Dask workers vs. one process{rounds}",
                     "≥", _fmt_ratio3(e["speedup_target"]),
                     _fmt_ratio3(e["speedup_workers_over_one_process"], e["speedup_target"]),
                     busy or _judge_rounds(e, "speedup_workers_over_one_process", e["speedup_target"], _fmt_ratio3)))
-        out.append(("each worker's throughput, as a share of the bare tokenizer's",
+        out.append((f"each worker's throughput, as a share of the bare tokenizer's{rounds}",
                     "≥", f"{e['worker_efficiency_target']:.2f}",
                     _vs_target(e["per_worker_efficiency_vs_bare"], e["worker_efficiency_target"], "f", 2),
-                    busy or _judge_rounds(e, "per_worker_efficiency_vs_bare", e["worker_efficiency_target"],
-                                          lambda v: f"{v:.2f}")))
-        key, k = f"efficiency_vs_bare_{e['workers']}_processes", e["workers"]
+                    busy or _judge_rounds(e, "per_worker_efficiency_vs_bare", e["worker_efficiency_target"], share)))
         if key + "_rounds" in e:  # "tokenizer-bound": against bare tokenizers that meet the same contention
             out.append((f"each worker's throughput, as a share of one of {k} bare tokenizer processes run at once "
-                        "(the same contention)",
+                        f"(the same contention){rounds}",
                         "≥", f"{e['worker_efficiency_target']:.2f}",
                         _vs_target(e[key], e["worker_efficiency_target"], "f", 2),
-                        _judge_rounds(e, key, e["worker_efficiency_target"], lambda v: f"{v:.2f}")))
-        if e.get("rounds", 1) > 1:  # the medians of paired rounds: say so beside the numbers
-            for i in range(-3 if key + "_rounds" in e else -2, 0):
-                out[i] = (out[i][0] + f" (median of {e['rounds']} rounds)",) + out[i][1:]
+                        _judge_rounds(e, key, e["worker_efficiency_target"], share)))
     c = r.get("counting")
     if c:
         out.append(("sparse counting alone, tokens / s on one core", "≥", f"{c['rate_target'] / 1e6:.0f} M",
@@ -948,7 +950,7 @@ def _section_counts(rec: dict[str, Any]) -> str:
         else:
             parts.append(f"**The machine gave its {k} cores during the rounds**: in them the bare tokenizer ran "
                          f"{_fmt_ratio3(e['machine_parallel_speedup_now'])} as fast in {k} processes as in one "
-                         f"(between {0.9 * k:.2f}× and {1.02 * k:.2f}×), so the rounds can judge the targets against "
+                         f"(between {_BUSY_LOW * k:.2f}× and {_BUSY_HIGH * k:.2f}×), so the rounds can judge the targets against "
                          "one process. The capacity checks before and after the run (above) are context, not the "
                          "judge: they run outside the rounds.")
         if R > 1:
