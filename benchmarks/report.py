@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import judging  # benchmarks/judging.py, beside this script: the rule that judges a target from rounds
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
@@ -648,62 +650,9 @@ def _capacity(cap: dict[str, Any]) -> str:
             f"turn, the pairs ranging from {min(per):.2f} to {max(per):.2f})")
 
 
-# The bare tokenizer's k-process speed-up in the rounds must lie in [_BUSY_LOW k, _BUSY_HIGH k] for the
-# rounds to judge the targets against one process (see _busy_machine).
-_BUSY_LOW, _BUSY_HIGH = 0.9, 1.02
-
-
-def _busy_machine(r: dict[str, Any], k: int) -> str | None:
-    """Why a run's parallel speed-ups say nothing about posgeo, or None.
-
-    The judge is the bare tokenizer timed in the same rounds as the Dask workers, alone and in k
-    processes at once: its k-process speed-up is what the machine gave to k processes while the
-    rounds ran. Below 0.9 k the host (or contention between its cores) held back any k-worker
-    run; above 1.02 k, which k cores cannot do, the single-process runs were slowed by other jobs
-    and every ratio against them is inflated. The pure-Python capacity checks before and after
-    the run are shown beside it but do not judge: they run outside the rounds, and the host's
-    speed moves within seconds (the page shows each check's spread over its pairs)."""
-    m = r["end_to_end"]["machine_parallel_speedup_now"]
-    if m < _BUSY_LOW * k:
-        return (f"in the same rounds the bare tokenizer ran only {m:.2f} times as fast in {k} processes as in one, "
-                f"so the machine gave about {m:.2f} of its {k} cores (other jobs on the host, or contention between "
-                "its cores); rerun on a quiet machine")
-    if m > _BUSY_HIGH * k:
-        return (f"the bare tokenizer ran {m:.2f} times as fast in {k} processes as "
-                f"in one, more than {k} cores can: the single-process runs were slowed by other jobs; rerun on a "
-                "quiet machine")
-    return None
-
-
-def _median_interval(values: list[float], level: float = 0.9) -> tuple[float, float, float]:
-    """A distribution-free interval for the median of paired rounds: the order statistics
-    ``(x_(j), x_(R+1-j))`` with the largest ``j`` whose coverage ``1 - 2 P(Bin(R, 1/2) < j)`` is at
-    least ``level`` (``j = 1``, the range, when no ``j`` reaches it). Returns ``(low, high, coverage)``."""
-    x = sorted(values)
-    R = len(x)
-
-    def coverage(j: int) -> float:
-        return 1 - 2 * sum(math.comb(R, i) for i in range(j)) / 2 ** R
-
-    j = 1
-    while j + 1 <= (R + 1) // 2 and coverage(j + 1) >= level:
-        j += 1
-    return x[j - 1], x[R - j], coverage(j)
-
-
-def _judge_rounds(e: dict[str, Any], key: str, target: float, fmt: Any) -> "bool | str":
-    """Met only when the median's interval over the rounds (:func:`_median_interval`) lies at or above
-    the target, a gap when it lies below; otherwise the rounds cannot decide, and the page says so."""
-    rounds = e.get(key + "_rounds")
-    if not rounds or len(rounds) < 2:
-        return e[key] >= target
-    lo, hi, cov = _median_interval(rounds)
-    if lo >= target:
-        return True
-    if hi < target:
-        return False
-    return (f"the median's {cov:.0%} interval over the {len(rounds)} rounds, {fmt(lo)} to {fmt(hi)}, contains "
-            f"the target (the host's noise between rounds); more rounds or a quieter machine would decide it")
+def _judge(e: dict[str, Any], key: str, target: float, fmt: Any) -> "bool | str":
+    """The end-to-end result ``e[key]`` judged on its rounds (``e[key + '_rounds']``) by :mod:`judging`'s rule."""
+    return judging.judge_rounds(e.get(key + "_rounds"), e[key], target, fmt)
 
 
 def _targets_counts(rec: dict[str, Any]) -> list[Target]:
@@ -711,23 +660,24 @@ def _targets_counts(rec: dict[str, Any]) -> list[Target]:
     out: list[Target] = []
     e = r.get("end_to_end")
     if e:
-        busy, k = _busy_machine(r, e["workers"]), e["workers"]
+        k = e["workers"]
+        busy = judging.busy_machine(e["machine_parallel_speedup_now"], k)
         rounds = f" (median of {e['rounds']} rounds)" if e.get("rounds", 1) > 1 else ""  # medians of paired rounds
         share, key = (lambda v: f"{v:.2f}"), f"efficiency_vs_bare_{k}_processes"
         out.append((f"`positional_counts`, IMDB n = {e['n_positions']}: {k} Dask workers vs. one process{rounds}",
                     "≥", _fmt_ratio3(e["speedup_target"]),
                     _fmt_ratio3(e["speedup_workers_over_one_process"], e["speedup_target"]),
-                    busy or _judge_rounds(e, "speedup_workers_over_one_process", e["speedup_target"], _fmt_ratio3)))
+                    busy or _judge(e, "speedup_workers_over_one_process", e["speedup_target"], _fmt_ratio3)))
         out.append((f"each worker's throughput, as a share of the bare tokenizer's{rounds}",
                     "≥", f"{e['worker_efficiency_target']:.2f}",
                     _vs_target(e["per_worker_efficiency_vs_bare"], e["worker_efficiency_target"], "f", 2),
-                    busy or _judge_rounds(e, "per_worker_efficiency_vs_bare", e["worker_efficiency_target"], share)))
+                    busy or _judge(e, "per_worker_efficiency_vs_bare", e["worker_efficiency_target"], share)))
         if key + "_rounds" in e:  # "tokenizer-bound": against bare tokenizers that meet the same contention
             out.append((f"each worker's throughput, as a share of one of {k} bare tokenizer processes run at once "
                         f"(the same contention){rounds}",
                         "≥", f"{e['worker_efficiency_target']:.2f}",
                         _vs_target(e[key], e["worker_efficiency_target"], "f", 2),
-                        _judge_rounds(e, key, e["worker_efficiency_target"], share)))
+                        _judge(e, key, e["worker_efficiency_target"], share)))
     c = r.get("counting")
     if c:
         out.append(("sparse counting alone, tokens / s on one core", "≥", f"{c['rate_target'] / 1e6:.0f} M",
@@ -943,14 +893,14 @@ def _section_counts(rec: dict[str, Any]) -> str:
              "The counts are "
              + ("identical in every configuration." if e["identical_counts"] else "**not identical across configurations**.")),
         ]
-        busy = _busy_machine(r, k)
+        busy = judging.busy_machine(e["machine_parallel_speedup_now"], k)
         if busy:
             parts.append(f"**This run cannot judge the targets against one process**: {busy}. Its ratios are shown "
                          "as measured, and those targets below are marked as not resolved rather than met or missed.")
         else:
             parts.append(f"**The machine gave its {k} cores during the rounds**: in them the bare tokenizer ran "
                          f"{_fmt_ratio3(e['machine_parallel_speedup_now'])} as fast in {k} processes as in one "
-                         f"(between {_BUSY_LOW * k:.2f}× and {_BUSY_HIGH * k:.2f}×), so the rounds can judge the targets against "
+                         f"(between {judging.BUSY_LOW * k:.2f}× and {judging.BUSY_HIGH * k:.2f}×), so the rounds can judge the targets against "
                          "one process. The capacity checks before and after the run (above) are context, not the "
                          "judge: they run outside the rounds.")
         if R > 1:
