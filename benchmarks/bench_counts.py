@@ -153,16 +153,24 @@ def process_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def task_seconds(stream: list[dict]) -> dict[str, float]:
+def task_seconds(stream: list[dict], window: tuple[float, float] | None = None) -> dict[str, float]:
     """Seconds the workers spent on each kind of task, from Dask's task stream: counting a
     partition, merging two partials, the rest (the tokenizer), and moving data between workers
-    (a worker fetches while it computes, so transfers overlap the other three)."""
-    out = {"count": 0.0, "merge": 0.0, "transfer": 0.0, "other": 0.0}
+    (a worker fetches while it computes, so transfers overlap the other three).
+
+    ``window`` (wall-clock ``time.time()`` seconds of the call): each task's start and stop are
+    clipped to it, since no task of the call runs outside it; what the stream held outside the
+    window is returned as ``outside`` (0 when the stream is consistent: a full run once recorded
+    more task time in one round than 2 workers can spend in it)."""
+    out = {"count": 0.0, "merge": 0.0, "transfer": 0.0, "other": 0.0, "outside": 0.0}
+    lo, hi = window if window is not None else (-np.inf, np.inf)
     for task in stream:
         kind = ("count" if task["key"].startswith("posgeo-count-") else
                 "merge" if task["key"].startswith("posgeo-merge-") else "other")
         for ss in task["startstops"]:
-            out["transfer" if ss["action"] == "transfer" else kind] += ss["stop"] - ss["start"]
+            inside = max(0.0, min(ss["stop"], hi) - max(ss["start"], lo))
+            out["transfer" if ss["action"] == "transfer" else kind] += inside
+            out["outside"] += (ss["stop"] - ss["start"]) - inside
     return out
 
 
@@ -381,7 +389,7 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
 
     t: dict[str, list[float]] = {"bare": [], "one": [], "dask": [], "bare_k": []}
     cpu = {"bare": 0.0, "one": 0.0, "workers": 0.0, "client": 0.0, "bare_k": 0.0}
-    busy: dict[str, list[float]] = {"count": [], "merge": [], "transfer": [], "other": []}
+    busy: dict[str, list[float]] = {"count": [], "merge": [], "transfer": [], "other": [], "outside": []}
     seqs = c_one = c_k = None
     t0 = time.perf_counter()
     with LocalCluster(n_workers=k, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -408,10 +416,12 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
                 elif what == "dask":
                     before, cpu0 = client.run(process_cpu_s), process_cpu_s()
                     with get_task_stream(client=client) as stream:  # where the workers' time went
+                        w0 = time.time()
                         dt, c_k = run(client)
+                        w1 = time.time()
                     after = client.run(process_cpu_s)
                     t["dask"].append(dt)
-                    for name, secs in task_seconds(stream.data).items():
+                    for name, secs in task_seconds(stream.data, window=(w0, w1)).items():
                         busy[name].append(secs)
                     cpu["workers"] += sum(after[w] - before[w] for w in before)
                     cpu["client"] += process_cpu_s() - cpu0
@@ -457,7 +467,9 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
     # under the same contention, and the share of the wall time the workers were not running a task
     res[f"bare_tokenizer_{k}_processes_cpu_s"] = cpu["bare_k"] / R
     res[f"workers_cpu_over_bare_{k}_processes"] = cpu["workers"] / cpu["bare_k"]
-    res["workers_task_s"] = {name: float(np.median(v)) for name, v in busy.items()}
+    res["workers_task_s"] = {name: float(np.median(v)) for name, v in busy.items() if name != "outside"}
+    res["workers_task_s_rounds"] = {name: [float(x) for x in v] for name, v in busy.items()}
+    res["workers_task_outside_rounds_s"] = float(sum(busy["outside"]))  # the stream's records outside the rounds
     idle = 1 - (np.asarray(busy["count"]) + busy["merge"] + busy["other"]) / (k * dask)
     res["workers_idle_share"] = float(np.median(idle))
     res["workers_idle_share_range"] = [float(idle.min()), float(idle.max())]

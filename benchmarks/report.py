@@ -795,7 +795,19 @@ def _dask_gap(e: dict[str, Any], k: int) -> str:
             + (": the contention of the machine's cores, which the workers meet too." if cpu_k > 1.03 else
                ": less, not more: the host's other jobs stretched the single process's CPU time at least as much as "
                "running together did."
-               if cpu_k < 0.97 else ": running at once cost them no measurable CPU."))
+               if cpu_k < 0.97 else ": running at once cost them no measurable CPU.")
+            + _stream_outside(e))
+
+
+def _stream_outside(e: dict[str, Any]) -> str:
+    """A sentence when the task stream held task time outside the rounds' windows (not counted above)."""
+    out = e.get("workers_task_outside_rounds_s", 0.0)
+    if out < 0.05:
+        return ""
+    rounds = e["workers_task_s_rounds"]["outside"]
+    n = sum(x >= 0.05 for x in rounds)
+    return (f" In {n} of the {len(rounds)} rounds Dask's task stream also held {out:.1f} s of task time outside "
+            "the round's wall-clock window, which no task of the round can spend; it is left out above.")
 
 
 def _section_counts(rec: dict[str, Any]) -> str:

@@ -388,6 +388,37 @@ def test_benchmarks_page_judges_parallel_targets_by_the_rounds(report) -> None:
     assert quiet[1][4] is False  # 0.70-0.80 lies below 0.85: a gap
     above = report._targets_counts({"results": {"end_to_end": _end_to_end(1.95, [1.75, 1.8, 1.9, 2.0, 1.95])}})
     assert above[0][4] is True
+    # task time the stream held outside the rounds' windows is stated, not silently counted or dropped
+    said = report._stream_outside({"workers_task_outside_rounds_s": 31.9, "workers_task_s_rounds": {"outside": [0, 31.9, 0]}})
+    assert "In 1 of the 3 rounds" in said and "31.9 s" in said
+    assert report._stream_outside({}) == "" and report._stream_outside({"workers_task_outside_rounds_s": 0.0}) == ""
+
+
+def test_bench_counts_task_seconds_count_only_the_rounds_window() -> None:
+    """The Dask task stream's records are clipped to the round's wall-clock window: a stream holding task
+    time outside it (once seen: a round with more task time than its workers could spend) counts only the
+    part inside, and the rest is reported apart. Run in a subprocess: importing the script sets
+    thread and progress-bar variables."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+sys.path.insert(0, "benchmarks")
+from bench_counts import task_seconds
+ss = lambda a, b, action="compute": {"action": action, "start": a, "stop": b}
+stream = [{"key": "posgeo-count-1", "startstops": [ss(10.0, 12.0)]},
+          {"key": "posgeo-merge-1", "startstops": [ss(11.5, 13.0, "transfer"), ss(13.0, 13.5)]},
+          {"key": "tokenize-x", "startstops": [ss(2.0, 11.0)]}]
+full = task_seconds(stream)
+assert full == {"count": 2.0, "merge": 0.5, "transfer": 1.5, "other": 9.0, "outside": 0.0}, full
+clipped = task_seconds(stream, window=(10.0, 13.2))
+assert clipped["count"] == 2.0 and abs(clipped["merge"] - 0.2) < 1e-12 and clipped["other"] == 1.0, clipped
+assert abs(clipped["outside"] - 8.3) < 1e-12 and clipped["transfer"] == 1.5, clipped
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
 
 
 def test_benchmarks_page_reports_ratios_against_the_baselines() -> None:
