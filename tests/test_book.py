@@ -392,6 +392,14 @@ def test_benchmarks_page_judges_parallel_targets_by_the_rounds(report) -> None:
     said = report._stream_outside({"workers_task_outside_rounds_s": 31.9, "workers_task_s_rounds": {"outside": [0, 31.9, 0]}})
     assert "In 1 of the 3 rounds" in said and "31.9 s" in said
     assert report._stream_outside({}) == "" and report._stream_outside({"workers_task_outside_rounds_s": 0.0}) == ""
+    # the prose beside the range states the interval the target row judges by
+    import json
+
+    stored = json.loads((ROOT / "benchmarks" / "results" / "bench_counts.json").read_text(encoding="utf-8"))
+    if stored["results"]["end_to_end"].get("rounds", 1) > 1:
+        lo, hi, cov = report.judging.median_interval(stored["results"]["end_to_end"]["per_worker_efficiency_vs_bare_rounds"])
+        text = (BOOK / "benchmarks.md").read_text(encoding="utf-8")
+        assert f"the median's {cov:.0%} interval over the rounds, {lo:.2f} to {hi:.2f}, " in text
 
 
 def test_bench_counts_task_seconds_count_only_the_rounds_window() -> None:
