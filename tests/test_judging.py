@@ -93,3 +93,10 @@ def test_bench_counts_and_the_page_use_the_one_rule() -> None:
         text = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
         assert "import judging" in text, f"benchmarks/{script} does not judge with judging.py"
         assert "def _median_interval" not in text and "_pass\"] = bool(res[" not in text
+
+
+def test_the_modules_example_runs(judging) -> None:
+    import doctest
+
+    failed, tried = doctest.testmod(judging, verbose=False)
+    assert tried >= 2 and failed == 0
