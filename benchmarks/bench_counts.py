@@ -487,17 +487,7 @@ def part_end_to_end(args, texts: list[str]) -> tuple[dict, object]:
     res["worker_efficiency_target"] = TARGET_WORKER_EFFICIENCY
     # judged as the book's page judges them (judging.py): on the median's interval over the rounds, and
     # the targets against one process only when the machine gave the k processes its k cores
-    busy = judging.busy_machine(res["machine_parallel_speedup_now"], k)
-
-    def judged(key: str, target: float) -> str:
-        return judging.verdict(judging.judge_rounds(res[key + "_rounds"], res[key], target))
-
-    res["verdicts"] = {
-        "speedup": judging.verdict(busy) if busy else judged("speedup_workers_over_one_process", TARGET_SPEEDUP),
-        "worker_efficiency": (judging.verdict(busy) if busy
-                              else judged("per_worker_efficiency_vs_bare", TARGET_WORKER_EFFICIENCY)),
-        f"worker_efficiency_vs_bare_{k}_processes": judged(f"efficiency_vs_bare_{k}_processes", TARGET_WORKER_EFFICIENCY),
-    }
+    res["verdicts"] = {name: judging.verdict(j) for name, j in judging.judge_end_to_end(res).items()}
     return res, seqs
 
 

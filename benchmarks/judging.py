@@ -92,6 +92,27 @@ def judge_rounds(rounds: Sequence[float] | None, value: float, target: float,
             f"the target (the host's noise between rounds); more rounds or a quieter machine would decide it")
 
 
+def judge_end_to_end(e: dict, fmt_ratio: Callable[[float], str] = lambda v: f"{v:.2f}",
+                     fmt_share: Callable[[float], str] = lambda v: f"{v:.2f}") -> dict[str, bool | str]:
+    """bench_counts.py's end-to-end targets, judged: the speed-up of ``e["workers"]`` workers over one process
+    and each worker's share of one bare tokenizer (not judged on a busy machine, :func:`busy_machine`), and,
+    where the run has its rounds, each worker's share of one of k bare tokenizers run at once (the same
+    contention, so judged on any machine). Keys: ``speedup``, ``worker_efficiency``,
+    ``worker_efficiency_vs_bare_{k}_processes``; values as :func:`judge_rounds` returns them."""
+    k = e["workers"]
+    busy = busy_machine(e["machine_parallel_speedup_now"], k)
+
+    def judged(key: str, target: float, fmt: Callable[[float], str]) -> bool | str:
+        return judge_rounds(e.get(key + "_rounds"), e[key], target, fmt)
+
+    out = {"speedup": busy or judged("speedup_workers_over_one_process", e["speedup_target"], fmt_ratio),
+           "worker_efficiency": busy or judged("per_worker_efficiency_vs_bare", e["worker_efficiency_target"], fmt_share)}
+    key = f"efficiency_vs_bare_{k}_processes"
+    if key + "_rounds" in e:
+        out[f"worker_efficiency_vs_bare_{k}_processes"] = judged(key, e["worker_efficiency_target"], fmt_share)
+    return out
+
+
 def verdict(judged: bool | str) -> str:
     """``'met'``, ``'gap'`` or ``'not resolved: <why>'`` for a result of :func:`judge_rounds` or
     :func:`busy_machine`'s sentence."""

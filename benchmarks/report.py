@@ -650,34 +650,28 @@ def _capacity(cap: dict[str, Any]) -> str:
             f"turn, the pairs ranging from {min(per):.2f} to {max(per):.2f})")
 
 
-def _judge(e: dict[str, Any], key: str, target: float, fmt: Any) -> "bool | str":
-    """The end-to-end result ``e[key]`` judged on its rounds (``e[key + '_rounds']``) by :mod:`judging`'s rule."""
-    return judging.judge_rounds(e.get(key + "_rounds"), e[key], target, fmt)
-
-
 def _targets_counts(rec: dict[str, Any]) -> list[Target]:
     r = rec["results"]
     out: list[Target] = []
     e = r.get("end_to_end")
     if e:
         k = e["workers"]
-        busy = judging.busy_machine(e["machine_parallel_speedup_now"], k)
+        judged = judging.judge_end_to_end(e, _fmt_ratio3, lambda v: f"{v:.2f}")
         rounds = f" (median of {e['rounds']} rounds)" if e.get("rounds", 1) > 1 else ""  # medians of paired rounds
-        share, key = (lambda v: f"{v:.2f}"), f"efficiency_vs_bare_{k}_processes"
+        key = f"efficiency_vs_bare_{k}_processes"
         out.append((f"`positional_counts`, IMDB n = {e['n_positions']}: {k} Dask workers vs. one process{rounds}",
                     "≥", _fmt_ratio3(e["speedup_target"]),
-                    _fmt_ratio3(e["speedup_workers_over_one_process"], e["speedup_target"]),
-                    busy or _judge(e, "speedup_workers_over_one_process", e["speedup_target"], _fmt_ratio3)))
+                    _fmt_ratio3(e["speedup_workers_over_one_process"], e["speedup_target"]), judged["speedup"]))
         out.append((f"each worker's throughput, as a share of the bare tokenizer's{rounds}",
                     "≥", f"{e['worker_efficiency_target']:.2f}",
                     _vs_target(e["per_worker_efficiency_vs_bare"], e["worker_efficiency_target"], "f", 2),
-                    busy or _judge(e, "per_worker_efficiency_vs_bare", e["worker_efficiency_target"], share)))
-        if key + "_rounds" in e:  # "tokenizer-bound": against bare tokenizers that meet the same contention
+                    judged["worker_efficiency"]))
+        if f"worker_efficiency_vs_bare_{k}_processes" in judged:  # "tokenizer-bound": the same contention
             out.append((f"each worker's throughput, as a share of one of {k} bare tokenizer processes run at once "
                         f"(the same contention){rounds}",
                         "≥", f"{e['worker_efficiency_target']:.2f}",
                         _vs_target(e[key], e["worker_efficiency_target"], "f", 2),
-                        _judge(e, key, e["worker_efficiency_target"], share)))
+                        judged[f"worker_efficiency_vs_bare_{k}_processes"]))
     c = r.get("counting")
     if c:
         out.append(("sparse counting alone, tokens / s on one core", "≥", f"{c['rate_target'] / 1e6:.0f} M",
@@ -873,7 +867,8 @@ def _section_counts(rec: dict[str, Any]) -> str:
             rounds = e.get(key + "_rounds")
             if rounds and len(rounds) > 1:  # what the target row judges by (judging.py)
                 lo, hi, cov = judging.median_interval(rounds)
-                where = "lies at or above it" if lo >= target else "lies below it" if hi < target else "contains it"
+                judged = judging.judge_rounds(rounds, e[key], target)
+                where = "contains it" if isinstance(judged, str) else "lies at or above it" if judged else "lies below it"
                 said += f"; the median's {cov:.0%} interval over the rounds, {fmt(lo)} to {fmt(hi)}, {where}"
             return said
 

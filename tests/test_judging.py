@@ -27,7 +27,7 @@ def test_median_interval_is_the_order_statistics_with_binomial_coverage(judging)
     assert judging.median_interval([5, 1, 4, 2, 3]) == (1, 5, 1 - 2 / 32)
     lo, hi, cov = judging.median_interval(list(range(1, 11)))
     assert (lo, hi) == (2, 9) and cov == pytest.approx(1 - 2 * 11 / 1024)
-    # 15 rounds (the shipped run): the 4th and 12th values, 96.5%
+    # 15 rounds (run 5 of bench_counts.py): the 4th and 12th values, 96.5%
     lo, hi, cov = judging.median_interval(list(range(1, 16)))
     assert (lo, hi) == (4, 12) and cov == pytest.approx(1 - 2 * stats.binom.cdf(3, 15, 0.5))
     assert judging.median_interval([1.0, 2.0])[:2] == (1.0, 2.0)  # too few rounds for 90%: the range
@@ -47,8 +47,6 @@ def test_median_interval_holds_the_median_and_its_stated_coverage(judging, value
     widest = max((j for j in range(1, (R + 1) // 2 + 1) if cover(j) >= level), default=1)
     assert cov == pytest.approx(cover(widest), abs=1e-12)
     assert (lo, hi) == (x[widest - 1], x[R - widest])
-    if R >= 5:
-        assert cov >= min(level, cover(1)) - 1e-12
 
 
 def test_judge_rounds_met_gap_or_not_resolved(judging) -> None:
@@ -100,3 +98,17 @@ def test_the_modules_example_runs(judging) -> None:
 
     failed, tried = doctest.testmod(judging, verbose=False)
     assert tried >= 2 and failed == 0
+
+
+def test_judge_end_to_end_applies_the_busy_rule_only_against_one_process(judging) -> None:
+    e = {"workers": 2, "speedup_target": 1.7, "worker_efficiency_target": 0.85, "machine_parallel_speedup_now": 1.6,
+         "speedup_workers_over_one_process": 1.9, "speedup_workers_over_one_process_rounds": [1.8, 1.9, 2.0, 1.85, 1.95],
+         "per_worker_efficiency_vs_bare": 0.95, "per_worker_efficiency_vs_bare_rounds": [0.9, 0.95, 0.97, 0.93, 0.96],
+         "efficiency_vs_bare_2_processes": 0.8, "efficiency_vs_bare_2_processes_rounds": [0.7, 0.8, 0.82, 0.75, 0.78]}
+    busy = judging.judge_end_to_end(e)
+    assert "only 1.60 times as fast" in busy["speedup"] and "only 1.60" in busy["worker_efficiency"]
+    assert busy["worker_efficiency_vs_bare_2_processes"] is False  # judged even on a busy machine: a gap
+    quiet = judging.judge_end_to_end(e | {"machine_parallel_speedup_now": 1.95})
+    assert quiet["speedup"] is True and quiet["worker_efficiency"] is True
+    old = {key: v for key, v in e.items() if not key.startswith("efficiency_vs_bare_2")}  # an older result
+    assert set(judging.judge_end_to_end(old)) == {"speedup", "worker_efficiency"}
