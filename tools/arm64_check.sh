@@ -50,7 +50,7 @@
 # and a second process training in reverse order), so every cell of chapter 7 has passed.
 # 2026-12-05 (a new root: ROOT does not outlive the machine): chapter 12's cell 16 with the cells it
 # needs (:0-3,6,13,16) passed (3,206 s, its 160 runs trained by nbval and a second process), so
-# every cell of chapter 12 has passed. Chapter 10's cells :0-23,35-39 (8 runs, about 1,040 s each) ran
+# every cell of chapter 12 has passed. Chapter 10's cells :0-23,35-39 (8 runs, 720-1,700 s each) ran
 # until the session's end: cells 0-23 passed, nbval was stopped in cell 35.
 # Unchecked: chapters 5 and 8, chapter 10's cells 24-39. The README has a table of every chapter.
 #
