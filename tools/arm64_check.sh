@@ -30,6 +30,11 @@
 # emulated process can train a chapter's runs in another order into the same cache, so that both
 # cores train (the cache's writes are atomic). Every run it holds was trained on emulated arm64.
 #
+# PREFILL=GROUP[,GROUP] (with POSGEO_CACHE_DIR) starts that second process: tools/arm64_prefill.py
+# trains the runs of the named cells (its groups, e.g. nope-ablation: chapter 10's cells 24 and 26)
+# from the last backwards into the cache, logging each run's seconds to ROOT/work/prefill.log,
+# and is stopped when nbval ends.
+#
 # Status (2026-12-03): chapters 1 (4 cells) and 6 (18 cells) passed and chapter 4's cells 0-4,
 # run by hand under qemu's default CPU model; chapter 4's training cells (with this script, run
 # whole) failed there, and the failure was qemu's, not arm64's: see QEMU_CPU below. With
@@ -68,6 +73,11 @@ ROOT=${ROOT:-/opt/posgeo-arm64}
 export QEMU_CPU=${QEMU_CPU:-neoverse-n1}  # read by qemu-user (binfmt): the CPU the fake MIDR names
 REPO=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 DATA=${POSGEO_DATA_DIR:-$REPO/../shared/data}
+PREFILL=${PREFILL:-}
+if [ -n "$PREFILL" ] && [ -z "${POSGEO_CACHE_DIR:-}" ]; then
+  echo "PREFILL=$PREFILL needs POSGEO_CACHE_DIR=/tmp/NAME, the result cache it shares with nbval" >&2
+  exit 2
+fi
 [ "$#" -gt 0 ] || set -- book/01_introduction.ipynb book/04_permutation_equivariance.ipynb:0-2,8-11 book/06_sinusoids_circulant.ipynb
 
 command -v qemu-aarch64-static >/dev/null || apt-get install -y qemu-user-static binfmt-support debootstrap
@@ -125,12 +135,15 @@ chroot "$ROOT" /bin/sh -eu -c '
   /venv/bin/pip install -q -c tools/constraints.txt torch
   /venv/bin/pip install -q -c tools/constraints.txt -e "companion[test,book]"
 '
-cat > "$ROOT/work/run_nbval.sh" <<'EOF'
-#!/bin/sh
-cd /work/main
+cat > "$ROOT/work/env.sh" <<'EOF'
 export TQDM_DISABLE=1 HF_HUB_DISABLE_PROGRESS_BARS=1 HF_DATASETS_DISABLE_PROGRESS_BARS=1 TRANSFORMERS_VERBOSITY=error \
   TOKENIZERS_PARALLELISM=false PYTHONHASHSEED=0 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
   PYDEVD_DISABLE_FILE_VALIDATION=1 POSGEO_DATA_DIR=/work/shared/data PATH=/venv/bin:$PATH
+EOF
+cat > "$ROOT/work/run_nbval.sh" <<'EOF'
+#!/bin/sh
+cd /work/main
+. /work/env.sh
 /venv/bin/python -c "import platform, numpy, torch; print(platform.machine(), 'torch', torch.__version__, torch.backends.cpu.get_cpu_capability(), 'numpy', numpy.__version__)"
 # the emulation computes torch's float32 products right (see QEMU_CPU above), or nothing is checked
 /venv/bin/python -c "
@@ -150,4 +163,12 @@ done
 exit $rc
 EOF
 chmod +x "$ROOT/work/run_nbval.sh"
+if [ -n "$PREFILL" ]; then
+  groups=$(echo "$PREFILL" | tr , ' ')
+  chroot "$ROOT" /bin/sh -c ". /work/env.sh && cd /work/main && exec /venv/bin/python tools/arm64_prefill.py $groups" \
+    > "$ROOT/work/prefill.log" 2>&1 &
+  prefill=$!
+  trap 'kill "$prefill" 2>/dev/null || true' EXIT
+  echo "prefill ($PREFILL): process $prefill, log $ROOT/work/prefill.log"
+fi
 chroot "$ROOT" /work/run_nbval.sh "$@"

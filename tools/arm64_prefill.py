@@ -1,0 +1,116 @@
+"""Train a chapter's cached runs in reverse order into the result cache, beside nbval.
+
+    python tools/arm64_prefill.py [--list] GROUP [GROUP ...]
+
+Emulated arm64 (``tools/arm64_check.sh``) is about 30 times slower than the host, and nbval runs
+a chapter on one core. This script is the second process the check starts with
+``PREFILL=GROUP[,GROUP]``: it trains the same runs as the chapter's cells, through the same
+recipes, but from the last run backwards, into the same result cache (``$POSGEO_CACHE_DIR``;
+the cache's writes are atomic). When the two meet, each finds the other's runs in the cache and
+loads them, so both cores train and nothing is trained twice except possibly the run they meet
+on. nbval's verdicts do not depend on it: the cache holds the same runs either way.
+
+Groups (the runs of some cells, in the order nbval trains them; this script reverses it):
+
+- ``nope-seeds``: chapter 10's cells 6-10: the four tasks' seed-0 runs, then the seeds of
+  ``settings.seed_tasks``.
+- ``nope-ablation``: chapter 10's cells 24 and 26: the one-layer reversal model, then the init
+  ablation's trained grid points, ``(std, seed)`` in order.
+- ``nope-sweep``: chapter 10's cell 33: the trained depth/width sweep, ``(layers, width, seed)``.
+- ``constructive-small``: chapter 12's cell 6: the profile's constructive runs.
+
+``--list`` prints the runs in the order they would be trained and trains nothing (fast, any
+machine). Each trained run prints its label and seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+Job = tuple[str, Callable[[], object]]
+
+
+def _nope_seeds() -> Iterator[Job]:
+    from posgeo.experiments import nope as ex
+    from posgeo.experiments import tasks
+
+    settings = ex.nope_settings()
+    for task in tasks.TASKS:  # cell 6: seed 0 of every task
+        yield f"{task} seed 0", lambda task=task: ex.train_nope_model(task, settings, progress=False)
+    for task in settings.seed_tasks:  # the seed cells: seed_runs over the profile's seeds
+        for seed in settings.seeds:
+            if seed == 0 and task in tasks.TASKS:  # cell 6's run, the same cache entry
+                continue
+            yield f"{task} seed {seed}", lambda task=task, seed=seed: ex.seed_runs(settings, tasks=[task], seeds=[seed], progress=False)
+
+
+def _nope_ablation() -> Iterator[Job]:
+    from posgeo.experiments import nope as ex
+
+    settings = ex.nope_settings()
+    yield "one-layer reversal", lambda: ex.train_nope_model("reversal", settings, n_layers=1, progress=False)
+    tokens = ex.analysis_tokens(settings.ablation_task, settings.n_analysis, seed=123)
+    for mean in settings.ablation_train_means:
+        for std in settings.init_stds:
+            one = dataclasses.replace(settings, init_means=(mean,), init_stds=(std,))
+            for seed in settings.seeds:
+                yield (f"ablation mean {mean} std {std} seed {seed}",
+                       lambda one=one, seed=seed, mean=mean: ex.init_ablation_runs(one, tokens, seeds=[seed], train_means=[mean], progress=False))
+
+
+def _nope_sweep() -> Iterator[Job]:
+    from posgeo.experiments import nope as ex
+
+    settings = ex.nope_settings()
+    tokens = ex.analysis_tokens(settings.sweep_task, settings.n_analysis, seed=123)
+    for layers, width in settings.sweep_trained:
+        for seed in settings.seeds:
+            yield (f"sweep {layers} x {width} seed {seed}",
+                   lambda c=(layers, width), seed=seed: ex.sweep_training_runs(settings, tokens, configs=[c], seeds=[seed], progress=False))
+
+
+def _constructive_small() -> Iterator[Job]:
+    from posgeo.experiments import constructive as ex
+
+    settings = ex.constructive_settings()
+    corpora = {name: ex.constructive_tasks(name, n, settings) for name, n, _ in settings.corpora}
+    tables = {name: ex.fixed_tables(ct.geometry, settings) for name, ct in corpora.items()}
+    for job in ex.constructive_jobs(settings, corpora):
+        yield str(job), lambda job=job: ex.run_constructive_job(job, settings, corpora, tables=tables[job.corpus])
+
+
+GROUPS: dict[str, Callable[[], Iterator[Job]]] = {
+    "nope-seeds": _nope_seeds,
+    "nope-ablation": _nope_ablation,
+    "nope-sweep": _nope_sweep,
+    "constructive-small": _constructive_small,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("groups", nargs="+", metavar="GROUP", help=f"one of {', '.join(GROUPS)}")
+    parser.add_argument("--list", action="store_true", help="print the runs in training order; train nothing")
+    args = parser.parse_args(argv)
+    unknown = [g for g in args.groups if g not in GROUPS]
+    if unknown:
+        parser.error(f"unknown group(s) {', '.join(unknown)}; choose from {', '.join(GROUPS)}")
+    jobs = [job for group in args.groups for job in GROUPS[group]()]
+    start = time.time()
+    for i, (label, run) in enumerate(reversed(jobs), 1):
+        if args.list:
+            print(f"{i}/{len(jobs)} {label}", flush=True)
+            continue
+        t = time.time()
+        run()
+        print(f"{i}/{len(jobs)} {label}: {time.time() - t:.0f} s", flush=True)
+    if not args.list:
+        print(f"{len(jobs)} runs in {time.time() - start:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
