@@ -31,7 +31,8 @@
 # cores train (the cache's writes are atomic). Every run it holds was trained on emulated arm64.
 #
 # PREFILL=GROUP[,GROUP] (with POSGEO_CACHE_DIR) starts that second process: tools/arm64_prefill.py
-# trains the runs of the named cells (its groups, e.g. nope-ablation: chapter 10's cells 24 and 26)
+# trains the runs of the named cells (its groups, e.g. nope-ablation: chapter 10's cells 24 and 26;
+# separation-* for chapter 5, ntk-* for chapter 8, constructive-small for chapter 12)
 # from the last backwards into the cache, logging each run's seconds to ROOT/work/prefill.log,
 # and is stopped when nbval ends.
 #

@@ -12,12 +12,22 @@ on. nbval's verdicts do not depend on it: the cache holds the same runs either w
 
 Groups (the runs of some cells, in the order nbval trains them; this script reverses it):
 
-- ``nope-seeds``: chapter 10's cells 6-10: the four tasks' seed-0 runs, then the seeds of
+- ``nope-seeds``: chapter 10's cells 6 and 7: the four tasks' seed-0 runs, then the seeds of
   ``settings.seed_tasks``.
 - ``nope-ablation``: chapter 10's cells 24 and 26: the one-layer reversal model, then the init
   ablation's trained grid points, ``(std, seed)`` in order.
 - ``nope-sweep``: chapter 10's cell 33: the trained depth/width sweep, ``(layers, width, seed)``.
 - ``constructive-small``: chapter 12's cell 6: the profile's constructive runs.
+- ``separation-plain``, ``separation-probe``, ``separation-seeds``, ``separation-finetune``:
+  chapter 5's cells 6, 9, 12 and 17 (the experiments those cells name, seed 0 without and with
+  the position weight decay, the contrasted runs over the profile's seeds, and the fine-tuning
+  of the pretrained table).
+- ``ntk-scratch``, ``ntk-comparison``, ``ntk-widths``: chapter 8's cells 4 and 8 (the tables
+  trained from scratch), 16 and 17 (frozen against full training over seeds) and 21 (the width
+  sweep at both learning-rate scalings).
+
+The chapters' names are repeated here (the runs of chapter 5's cells 6 and 12); a group that no
+longer matches its cells only wastes the second core: nbval trains whatever the cache lacks.
 
 ``--list`` prints the runs in the order they would be trained and trains nothing (fast, any
 machine). Each trained run prints its label and seconds.
@@ -82,11 +92,94 @@ def _constructive_small() -> Iterator[Job]:
         yield str(job), lambda job=job: ex.run_constructive_job(job, settings, corpora, tables=tables[job.corpus])
 
 
+def _separation() -> tuple[object, object, dict]:
+    import posgeo as pg
+    from posgeo.experiments import separation as ex
+
+    settings = ex.separation_settings()
+    return ex, settings, ex.separation_experiments(settings, text=pg.load_corpus(settings.text_corpus, "train"))
+
+
+def _separation_jobs(names: list[str] | None, seeds: tuple[int, ...], decay: bool) -> Iterator[Job]:
+    ex, settings, experiments = _separation()
+    wd = settings.position_weight_decay if decay else None
+    for seed in seeds:  # run_separation_seeds: seeds outer, experiments inner
+        for name in experiments if names is None else names:
+            yield (f"{name} seed {seed}{' weight decay' if decay else ''}",
+                   lambda name=name, seed=seed: ex.run_separation_experiments(
+                       {name: experiments[name]}, settings, position_weight_decay=wd, seed=seed, progress=False))
+
+
+def _separation_plain() -> Iterator[Job]:
+    yield from _separation_jobs(["synthetic MLM", "first marker", "sst2 MLM", "(b) i.i.d. MLM"], (0,), decay=False)
+
+
+def _separation_probe() -> Iterator[Job]:
+    yield from _separation_jobs(None, (0,), decay=True)
+
+
+def _separation_seeds() -> Iterator[Job]:
+    from posgeo.experiments import separation as ex
+
+    seeds = tuple(s for s in ex.separation_settings().seeds if s != 0)  # seed 0: the probe cell's runs
+    yield from _separation_jobs(["synthetic MLM", "(b) i.i.d. MLM", "sst2 MLM", "(b) sst2 shuffled"], seeds, decay=True)
+
+
+def _separation_finetune() -> Iterator[Job]:
+    from posgeo.experiments import separation as ex
+
+    settings = ex.separation_settings()
+    yield "fine-tuning the pretrained table", lambda: ex.run_finetuning(settings, progress=False)
+
+
+def _ntk_scratch() -> Iterator[Job]:
+    import posgeo as pg
+    from posgeo.experiments import ntk as ex
+    from posgeo.experiments import separation
+
+    settings = ex.ntk_settings()
+    yield "synthetic tables from scratch", lambda: ex.from_scratch_tables(settings, progress=False)
+    for name in ("sst2", "imdb"):
+        yield (f"{name} MLM table from scratch",
+               lambda name=name: ex.from_scratch_text_tables({name: pg.load_corpus(name, "train")},
+                                                             separation.separation_settings(), progress=False))
+
+
+def _ntk_comparison() -> Iterator[Job]:
+    from posgeo.experiments import ntk as ex
+
+    settings = ex.ntk_settings()
+    for objective in ("mlm", "cls"):  # ntk_comparison's order
+        for seed in settings.seeds:
+            for regime in ("frozen", "full"):
+                yield (f"{objective} {regime} seed {seed}",
+                       lambda o=objective, r=regime, s=seed: ex.train_position_table(settings, objective=o, regime=r, seed=s, progress=False))
+
+
+def _ntk_widths() -> Iterator[Job]:
+    from posgeo.experiments import ntk as ex
+
+    settings = ex.ntk_settings()
+    for scaling in ("inverse", "constant"):
+        for width in settings.widths:
+            for seed in settings.seeds:  # both regimes per job
+                one = dataclasses.replace(settings, widths=(width,), seeds=(seed,))
+                yield (f"width {width} lr {scaling} seed {seed}",
+                       lambda one=one, scaling=scaling: ex.width_sweep(one, lr_scaling=scaling, progress=False))
+
+
 GROUPS: dict[str, Callable[[], Iterator[Job]]] = {
     "nope-seeds": _nope_seeds,
     "nope-ablation": _nope_ablation,
     "nope-sweep": _nope_sweep,
     "constructive-small": _constructive_small,
+    "separation-plain": _separation_plain,
+    "separation-probe": _separation_probe,
+    "separation-seeds": _separation_seeds,
+    "separation-finetune": _separation_finetune,
+    "ntk-scratch": _ntk_scratch,
+    "ntk-comparison": _ntk_comparison,
+    "ntk-widths": _ntk_widths,
 }
 
 
