@@ -68,6 +68,13 @@ def test_unknown_group_is_refused_with_the_choices():
     proc = subprocess.run([sys.executable, str(TOOL), "--list", "nope-bogus"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "unknown group(s) nope-bogus" in proc.stderr and "nope-ablation" in proc.stderr
+    # --check (what tools/arm64_check.sh runs on the host, before the root) answers the same
+    check = subprocess.run([sys.executable, str(TOOL), "--check", "nope-ablation", "nope-bogus"],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 2 and "nope-bogus" in check.stderr
+    ok = subprocess.run([sys.executable, str(TOOL), "--check", "nope-ablation", "ntk-widths"],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout == ""
 
 
 @pytest.mark.slow
@@ -92,6 +99,7 @@ def test_nope_prefill_fills_what_the_recipes_read(tool, tiny_nope, tmp_path, mon
     nope.init_ablation_runs(s, ab_tokens, progress=False)
     nope.train_nope_model("reversal", s, n_layers=1, progress=False)
     assert _training_runs(tmp_path) == after
+
 
 @pytest.mark.slow
 def test_ntk_prefill_fills_what_the_recipes_read(tool, tiny_ntk, tmp_path, monkeypatch):

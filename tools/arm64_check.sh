@@ -57,8 +57,9 @@
 # 2026-12-05 (a new root: ROOT does not outlive the machine): chapter 12's cell 16 with the cells it
 # needs (:0-3,6,13,16) passed (3,206 s, its 160 runs trained by nbval and a second process), so
 # every cell of chapter 12 has passed. Chapter 10's cells :0-23,35-39 (8 runs, 720-1,700 s each) ran
-# until the session's end: cells 0-23 passed, nbval was stopped in cell 35. Later on 2026-12-05, with
-# that cache kept (this time the machine, ROOT and the cache outlived the session) and PREFILL=nope-ablation, :0-2,6,11,14,22,24-30,35-39 passed (19 cells, 7,116 s).
+# until the session's end: cells 0-23 passed, nbval was stopped in cell 35. Later on 2026-12-05,
+# with that cache kept (this time the machine, ROOT and the cache outlived the session) and
+# PREFILL=nope-ablation, :0-2,6,11,14,22,24-30,35-39 passed (19 cells, 7,116 s).
 # Unchecked: chapters 5 and 8, chapter 10's cells 31-34. The README has a table of every chapter.
 #
 # The oneDNN inside torch reads the CPU's MIDR_EL1 from /sys at import and crashes without it,
@@ -80,6 +81,8 @@ if [ -n "$PREFILL" ] && [ -z "${POSGEO_CACHE_DIR:-}" ]; then
   echo "PREFILL=$PREFILL needs POSGEO_CACHE_DIR=/tmp/NAME, the result cache it shares with nbval" >&2
   exit 2
 fi
+# a misspelt group fails here, not minutes later inside the root while nbval trains alone
+[ -z "$PREFILL" ] || python3 "$REPO/tools/arm64_prefill.py" --check $(echo "$PREFILL" | tr , ' ') || exit 2
 [ "$#" -gt 0 ] || set -- book/01_introduction.ipynb book/04_permutation_equivariance.ipynb:0-2,8-11 book/06_sinusoids_circulant.ipynb
 
 command -v qemu-aarch64-static >/dev/null || apt-get install -y qemu-user-static binfmt-support debootstrap
