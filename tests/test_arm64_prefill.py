@@ -114,3 +114,36 @@ def test_ntk_prefill_fills_what_the_recipes_read(tool, tiny_ntk, tmp_path, monke
     for scaling in ("inverse", "constant"):
         ntk.width_sweep(s, lr_scaling=scaling, progress=False)
     assert _training_runs(tmp_path) == filled
+
+
+@pytest.mark.slow
+def test_prefill_stops_where_it_meets_the_runs_nbval_trained(tool, tiny_nope, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+    s = tiny_nope
+    tokens = nope.analysis_tokens(s.sweep_task, s.n_analysis, seed=123)
+    # nbval has trained the first configuration (1 x 16, seeds 0 and 1), in its order
+    nope.sweep_training_runs(s, tokens, configs=[(1, 16)], progress=False)
+    assert len(_training_runs(tmp_path)) == 2
+    assert tool.main(["nope-sweep"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [ln.split(":")[0] for ln in out[:2]] == ["1/4 sweep 2 x 16 seed 1", "2/4 sweep 2 x 16 seed 0"]
+    assert out[2].startswith("3/4 sweep 1 x 16 seed 1: already in the cache, after 2 run(s) trained here")
+    assert "stopping" in out[2] and "4/4" not in "".join(out)  # the last run is neither trained nor loaded
+    assert out[3].startswith("2 of 4 runs trained")
+    assert len(_training_runs(tmp_path)) == 4
+
+
+@pytest.mark.slow
+def test_prefill_passes_over_runs_left_by_an_earlier_check(tool, tiny_nope, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+    s = tiny_nope
+    tokens = nope.analysis_tokens(s.sweep_task, s.n_analysis, seed=123)
+    # an earlier prefill left the list's last run: no run trained here yet, so not the meeting point
+    nope.sweep_training_runs(s, tokens, configs=[(2, 16)], seeds=[1], progress=False)
+    assert tool.main(["nope-sweep"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("1/4 sweep 2 x 16 seed 1: already in the cache (")
+    assert [ln.split(":")[0] for ln in out[1:4]] == ["2/4 sweep 2 x 16 seed 0", "3/4 sweep 1 x 16 seed 1",
+                                                     "4/4 sweep 1 x 16 seed 0"]
+    assert out[4].startswith("3 of 4 runs trained")
+    assert len(_training_runs(tmp_path)) == 4

@@ -29,6 +29,13 @@ Groups (the runs of some cells, in the order nbval trains them; this script reve
 The chapters' names are repeated here (the runs of chapter 5's cells 6 and 12); a group that no
 longer matches its cells only wastes the second core: nbval trains whatever the cache lacks.
 
+It stops at the first run it finds in the cache after training one itself: nbval trains its runs
+in order, so that run and every earlier one are there (a cache left by an earlier check can hold
+runs from the end of the list: those are loaded and passed over until the script has trained a
+run; one left in the middle of the list stops it early, which costs only speed: nbval trains
+whatever the cache lacks). A run nbval stores while this script loads one can hide the meeting
+point; the script then loads the next run and stops there.
+
 ``--list`` prints the runs in the order they would be trained and trains nothing (fast, any
 machine). Each trained run prints its label and seconds.
 """
@@ -197,16 +204,34 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     jobs = [job for group in args.groups for job in GROUPS[group]()]
     start = time.time()
+    trained = 0
     for i, (label, run) in enumerate(reversed(jobs), 1):
         if args.list:
             print(f"{i}/{len(jobs)} {label}", flush=True)
             continue
         t = time.time()
+        before = _entries()
         run()
-        print(f"{i}/{len(jobs)} {label}: {time.time() - t:.0f} s", flush=True)
+        if _entries() - before:
+            trained += 1
+            print(f"{i}/{len(jobs)} {label}: {time.time() - t:.0f} s", flush=True)
+        elif trained:
+            print(f"{i}/{len(jobs)} {label}: already in the cache, after {trained} run(s) trained here: met nbval's "
+                  f"runs (it trains them in order, so the {len(jobs) - i} before it are there too); stopping", flush=True)
+            break
+        else:  # a cache left by an earlier check: not the meeting point, go on
+            print(f"{i}/{len(jobs)} {label}: already in the cache ({time.time() - t:.0f} s to load)", flush=True)
     if not args.list:
-        print(f"{len(jobs)} runs in {time.time() - start:.0f} s", flush=True)
+        print(f"{trained} of {len(jobs)} runs trained in {time.time() - start:.0f} s", flush=True)
     return 0
+
+
+def _entries() -> set[str]:
+    """The result cache's entries now (names): a run that adds none was loaded, not trained."""
+    from posgeo import cache_dir
+
+    root = cache_dir()
+    return {p.name for p in root.iterdir() if p.suffix == ".pkl"} if root.is_dir() else set()
 
 
 if __name__ == "__main__":
