@@ -6,9 +6,9 @@ Emulated arm64 (``tools/arm64_check.sh``) is about 30 times slower than the host
 a chapter on one core. This script is the second process the check starts with
 ``PREFILL=GROUP[,GROUP]``: it trains the same runs as the chapter's cells, through the same
 recipes, but from the last run backwards, into the same result cache (``$POSGEO_CACHE_DIR``;
-the cache's writes are atomic). When the two meet, each finds the other's runs in the cache and
-loads them, so both cores train and nothing is trained twice except possibly the run they meet
-on. nbval's verdicts do not depend on it: the cache holds the same runs either way.
+the cache's writes are atomic). When the two meet, nbval finds this script's runs in the cache and
+loads them and the script stops (below), so both cores train and nothing is trained twice except
+possibly the run they meet on. nbval's verdicts do not depend on it: the cache holds the same runs either way.
 
 Groups (the runs of some cells, in the order nbval trains them; this script reverses it):
 
