@@ -64,7 +64,8 @@
 # Chapter 5: cells 0-11, 15, 16 and 22 passed (2026-12-05; :0-11 in 1,035 s with 8 of the probe's
 # 9 runs left in the cache by a stopped attempt); its cells 12-14 and 17-21 (the fine-tuning runs
 # about 150 s per step emulated: 80 steps, about 3.5 hours with its set-up) and chapter 8 unchecked;
-# 14 of the 16 runs cells 12-14 add are in /opt/arm64/tmp/ch5cache (PREFILL=separation-seeds). The README has a table of every chapter.
+# 14 of the 16 runs cells 12-14 add are in /opt/arm64/tmp/ch5cache (PREFILL=separation-seeds).
+# The README has a table of every chapter.
 #
 # The oneDNN inside torch reads the CPU's MIDR_EL1 from /sys at import and crashes without it,
 # so the root gets a small fake /sys/devices/system/cpu (an Arm Neoverse N1's MIDR) instead of
