@@ -61,10 +61,11 @@
 # with that cache kept (this time the machine, ROOT and the cache outlived the session) and
 # PREFILL=nope-ablation, :0-2,6,11,14,22,24-30,35-39 passed (19 cells, 7,116 s), and with
 # PREFILL=nope-sweep, :0-2,11,31-34 passed (8 cells, 6,110 s), so every cell of chapter 10 has passed.
-# Chapter 5: cells 0-11, 15, 16 and 22 passed (2026-12-05; :0-11 in 1,035 s with 8 of the probe's
-# 9 runs left in the cache by a stopped attempt); its cells 12-14 and 17-21 (the fine-tuning runs
-# about 150 s per step emulated: 80 steps, about 3.5 hours with its set-up) and chapter 8 unchecked;
-# 14 of the 16 runs cells 12-14 add are in /opt/arm64/tmp/ch5cache (PREFILL=separation-seeds).
+# Chapter 5: cells 0-16 and 22 passed (2026-12-05; :0-11 in 1,035 s with 8 of the probe's 9 runs
+# left in the cache by a stopped attempt; :0,1,4,5,9,10,12-14 in 112 s once PREFILL=separation-seeds
+# and nbval had trained the 16 runs of cells 12-14 over two sessions); its cells 17-21 (the
+# fine-tuning runs about 150 s per step emulated: 80 steps, about 3.5 hours with its set-up) and
+# chapter 8 unchecked.
 # The README has a table of every chapter.
 #
 # The oneDNN inside torch reads the CPU's MIDR_EL1 from /sys at import and crashes without it,
