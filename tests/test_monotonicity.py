@@ -17,7 +17,7 @@ from posgeo import (
     monotonicity_violations,
     offset_reference,
 )
-from posgeo._metrics import _dense_ranks, _strict_inversions
+from posgeo._metrics import _dense_ranks, _merge_near_ties, _strict_inversions
 
 
 def _brute_force(E: np.ndarray, R: np.ndarray) -> tuple[int, int, int]:
@@ -129,6 +129,71 @@ def test_anchor_subset_adds_up() -> None:
     assert sum(p.violations for p in parts) == full.violations
     assert sum(p.comparable for p in parts) == full.comparable
     assert sum(p.ties for p in parts) == full.ties
+
+
+def _circle_counts_exact(n: int) -> tuple[int, int, int]:
+    """(comparable, violations, ties) of n points closing a circle, in integer arithmetic.
+
+    The chord to the point at signed offset ``d`` grows with ``min(d mod n, -d mod n)``, so the
+    chord order is that integer's order: chords at offsets ``t`` and ``n - t`` are equal.
+    """
+    comparable = violations = ties = 0
+    for i in range(n):
+        for j, k in itertools.permutations([x for x in range(n) if x != i], 2):
+            if abs(i - j) < abs(i - k):
+                comparable += 1
+                cj, ck = min((j - i) % n, (i - j) % n), min((k - i) % n, (i - k) % n)
+                violations += cj > ck
+                ties += cj == ck
+    return comparable, violations, ties
+
+
+@pytest.mark.parametrize("n", [8, 13, 32])
+def test_closed_circle_counts_equal_exact_arithmetic(n: int) -> None:
+    # Equal chords are rounded apart in float64 (by a few ulp, differently on other CPUs):
+    # the tie tolerance makes them the ties they are in exact arithmetic.
+    t = 2 * np.pi * np.arange(n) / n
+    for radius in (1.0, 1e-3, 250.0):
+        ring = radius * np.c_[np.cos(t), np.sin(t)]
+        for method in ("fast", "naive"):
+            res = monotonicity_violations(ring, method=method, progress=False)
+            assert _counts(res) == _circle_counts_exact(n), (radius, method)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(3, 12), st.integers(0, 2**32 - 1),
+       st.floats(1e-6, 1e6), st.sampled_from(["fast", "naive"]))
+def test_counts_do_not_move_with_rounding_noise(n: int, seed: int, scale: float, method: str) -> None:
+    # what another CPU's rounding does: relative changes of 1e-14 leave every count unchanged
+    rng = np.random.default_rng(seed)
+    E = rng.integers(0, 4, size=(n, n)).astype(float) * scale
+    noisy = E * (1 + rng.uniform(-1e-14, 1e-14, size=E.shape))
+    a = monotonicity_violations(distances=E, method=method, progress=False)
+    b = monotonicity_violations(distances=noisy, method=method, progress=False)
+    assert _counts(a) == _counts(b)
+    # compared exactly (tie_rtol=0), the unperturbed matrix gives the same counts
+    assert _counts(monotonicity_violations(distances=E, tie_rtol=0, method=method, progress=False)) == _counts(a)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 15)),
+           elements=st.floats(-10, 10, allow_nan=False)),
+    st.sampled_from([0.0, 1e-12, 1e-3]),
+)
+def test_merge_near_ties_groups_by_gaps(X: np.ndarray, rtol: float) -> None:
+    out = _merge_near_ties(X, rtol)
+    if rtol == 0.0:
+        assert out is X
+    for x, y in zip(X, out):
+        tol = rtol * np.abs(x).max()
+        order = np.argsort(x, kind="stable")
+        xs, ys = x[order], y[order]
+        assert set(ys.tolist()) <= set(xs.tolist())  # each value becomes one of the row's values
+        assert np.all(np.diff(ys) >= 0)  # the order is kept (ties may appear, never reversals)
+        for s in range(len(xs) - 1):
+            # successive values share a group exactly when their gap is at most the tolerance
+            assert (ys[s] == ys[s + 1]) == (xs[s + 1] - xs[s] <= tol or xs[s + 1] == xs[s])
 
 
 def test_accepts_torch_tensor() -> None:
@@ -274,6 +339,11 @@ def test_too_few_positions_and_bad_options() -> None:
         monotonicity_violations(distances=[["a", "b"], ["c", "d"]], progress=False)
     with pytest.raises(ValueError, match="n must be an int >= 1"):
         offset_reference(0)
+    for bad in (-1e-9, float("nan"), 0.01):
+        with pytest.raises(ValueError, match="tie_rtol.*default is 1e-12"):
+            monotonicity_violations(np.zeros((4, 2)), tie_rtol=bad, progress=False)
+    with pytest.raises(TypeError, match="tie_rtol must be a real number"):
+        monotonicity_violation_rate(np.zeros((4, 2)), tie_rtol="1e-12", progress=False)  # type: ignore[arg-type]
 
 
 def test_offset_reference_refuses_infinite_float_and_bool() -> None:

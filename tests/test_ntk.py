@@ -32,21 +32,26 @@ from posgeo.experiments.ntk import (
 
 
 def _brute_local(P: np.ndarray, w: int) -> float:
-    """Literal loops: anchors i, pairs j, k within offset w, ordered by offset, ties half."""
+    """Literal loops: anchors i, pairs j, k within offset w, ordered by offset, ties half.
+
+    Ties are equal up to rounding, as in monotonicity_violations: the points lie on a grid of
+    step 0.1, so distances equal in exact arithmetic differ by rounding (about 1e-15) and
+    distinct ones by far more than the 1e-10 used here.
+    """
     from scipy.spatial.distance import pdist, squareform
 
     n = P.shape[0]
-    E = squareform(pdist(P))  # the distances monotonicity_violations uses (same ties)
+    E = squareform(pdist(P))  # the distances monotonicity_violations uses
     viol = ties = comp = 0
     for i in range(n):
         near = [j for j in range(n) if j != i and abs(i - j) <= w]
         for j, k in itertools.permutations(near, 2):
             if abs(i - j) < abs(i - k):
                 comp += 1
-                if E[i, j] > E[i, k]:
-                    viol += 1
-                elif E[i, j] == E[i, k]:
+                if abs(E[i, j] - E[i, k]) <= 1e-10:
                     ties += 1
+                elif E[i, j] > E[i, k]:
+                    viol += 1
     return (viol + 0.5 * ties) / comp
 
 

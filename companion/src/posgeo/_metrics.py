@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 import math
 from dataclasses import dataclass
 from typing import Any
-from .validation import check_int, check_not_complex, check_real_array, check_table
+from .validation import check_float, check_int, check_not_complex, check_real_array, check_table
 
 __all__ = [
     'cosine_similarity_matrix',
@@ -341,7 +341,7 @@ class MonotonicityResult:
     comparable : int
         Pairs with ``R[i, j] < R[i, k]`` (strict), summed over anchors.
     ties : int
-        Comparable pairs with ``E[i, j] == E[i, k]``.
+        Comparable pairs with ``E[i, j] == E[i, k]`` (equal up to rounding, see ``tie_rtol``).
     ties_policy : str
         How ties entered ``rate``: ``"half"``, ``"violation"`` or ``"ignore"``.
     """
@@ -521,6 +521,30 @@ def _strict_inversions(X: NDArray[np.integer[Any]]) -> NDArray[np.int64]:
     return total
 
 
+def _merge_near_ties(X: NDArray[Any], rtol: float) -> NDArray[Any]:
+    """Rows of ``X`` with near-equal values made equal: ties up to rounding.
+
+    Per row, the sorted values form groups wherever successive gaps are at most
+    ``rtol * max|row|``; every value is replaced by its group's smallest value. So values that
+    are equal in exact arithmetic but rounded apart (the equal chords of a circle, by a few
+    units in the last place) become exact ties, the same on every machine, and values farther
+    apart keep their order. ``rtol = 0`` returns ``X`` unchanged.
+    """
+    r, m = X.shape
+    if rtol == 0.0 or m < 2 or r == 0:
+        return X
+    order = np.argsort(X, axis=1, kind="stable")
+    S = np.take_along_axis(X, order, axis=1)
+    tol = rtol * np.maximum(np.abs(S[:, :1]), np.abs(S[:, -1:]))  # the row's largest magnitude
+    new_group = np.ones((r, m), dtype=bool)
+    new_group[:, 1:] = (S[:, 1:] - S[:, :-1]) > tol
+    idx = np.broadcast_to(np.arange(m, dtype=np.int64), (r, m))
+    first = np.maximum.accumulate(np.where(new_group, idx, 0), axis=1)
+    out = np.empty_like(S)
+    np.put_along_axis(out, order, np.take_along_axis(S, first, axis=1), axis=1)
+    return out
+
+
 def _pair_counts_fast(
     A: NDArray[Any], B: NDArray[Any]
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
@@ -567,11 +591,19 @@ def monotonicity_violations(
     distances: ArrayLike | None = None,
     reference: ArrayLike | None = None,
     ties: TiesPolicy = "half",
+    tie_rtol: float = 1e-12,
     method: Literal["fast", "naive"] = "fast",
     anchors: ArrayLike | None = None,
     progress: bool = True,
 ) -> MonotonicityResult:
-    """Count monotonicity violations of an encoding (see the module docstring).
+    """Count monotonicity violations of an encoding (P1, Conjecture 5).
+
+    For every anchor ``i`` and every unordered pair ``{j, k}`` of other positions with
+    ``R[i, j] < R[i, k]`` (``R`` the offset ``|i - j|`` unless ``reference`` is given; pairs
+    with equal reference values are not comparable), the pair is a *violation* when the
+    encoding reverses the order, ``E[i, j] > E[i, k]``, and a *tie* when the two distances are
+    equal. Equality is judged up to rounding (``tie_rtol``), in ``E`` and in ``R`` alike. The
+    rate is ``(violations + ties / 2) / comparable`` under the default policy.
 
     Parameters
     ----------
@@ -585,9 +617,16 @@ def monotonicity_violations(
         Reference dissimilarity ``R`` ordering the pairs (e.g. a Hellinger matrix). Default:
         the offset ``|i - j|``. Pairs tied in ``R`` are not comparable.
     ties : {"half", "violation", "ignore"}, default "half"
-        How pairs with ``E[i, j] == E[i, k]`` (exact equality) enter the rate: half a
-        violation, a full violation, or dropped from numerator and denominator. The counts
+        How pairs with ``E[i, j] == E[i, k]`` (equal up to ``tie_rtol``) enter the rate: half
+        a violation, a full violation, or dropped from numerator and denominator. The counts
         in the result do not depend on it.
+    tie_rtol : float, default 1e-12
+        Values of an anchor's row (encoding distances, and reference values) closer than
+        ``tie_rtol`` times the row's largest value are equal: the sorted row is cut into
+        groups wherever two successive values differ by more, and each group counts as one
+        value. Distances equal in exact arithmetic (the chords at offsets ``t`` and ``n - t``
+        of a closed circle) are rounded apart by a few units in the last place, differently
+        on different CPUs; merged, they are ties on every machine. 0 compares exactly.
     method : {"fast", "naive"}, default "fast"
         ``"fast"``: per-anchor inversion counting by merge sort, ``O(n^2 log n)``.
         ``"naive"``: literal ``O(n^3)`` pair comparison (a reference for tests).
@@ -607,13 +646,17 @@ def monotonicity_violations(
     ValueError
         If both or neither of ``P``/``distances`` are given, a matrix is not square or holds
         NaN/inf, ``reference`` has another shape than the distances, ``n < 3``, an anchor is
-        out of range, or ``ties``/``method`` is unknown.
+        out of range, ``tie_rtol`` is negative or above 1e-3, or ``ties``/``method`` is
+        unknown.
     TypeError
         If an input is not numeric.
 
     Examples
     --------
     >>> import numpy as np
+    >>> ring = np.c_[np.cos(2 * np.pi * np.arange(8) / 8), np.sin(2 * np.pi * np.arange(8) / 8)]
+    >>> monotonicity_violations(ring, progress=False).ties   # equal chords at offsets t and 8 - t
+    12
     >>> line = np.arange(6.0)[:, None]          # p_i = i: perfectly monotone
     >>> monotonicity_violations(line, progress=False)
     MonotonicityResult(rate=0.0, violations=0, comparable=54, ties=0, ties_policy='half')
@@ -625,6 +668,8 @@ def monotonicity_violations(
         raise ValueError(f"ties must be one of {_MONOTONICITY_TIES}, got {ties!r}")
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    rtol = check_float(tie_rtol, "tie_rtol", minimum=0.0, maximum=1e-3,
+                       hint="it absorbs rounding (about 1e-15 of a distance); the default is 1e-12, 0 compares exactly")
     if (P is None) == (distances is None):
         raise ValueError(
             "give exactly one of P (an (n, d) encoding) and distances= (an (n, n) matrix)"
@@ -669,7 +714,7 @@ def monotonicity_violations(
     def rows(M: NDArray[Any] | None, idx: NDArray[Any]) -> NDArray[Any]:
         idx = np.asarray(idx)
         block = np.abs(idx[:, None] - np.arange(n)[None, :]) if M is None else M[idx]
-        return block[keep[idx]].reshape(len(idx), n - 1)
+        return _merge_near_ties(block[keep[idx]].reshape(len(idx), n - 1), rtol)
 
     comparable = violations = n_ties = 0
     if method == "naive":
@@ -703,14 +748,15 @@ def monotonicity_violation_rate(
     distances: ArrayLike | None = None,
     reference: ArrayLike | None = None,
     ties: TiesPolicy = "half",
+    tie_rtol: float = 1e-12,
     method: Literal["fast", "naive"] = "fast",
     anchors: ArrayLike | None = None,
     progress: bool = True,
 ) -> float:
     """Return the monotonicity violation rate of an encoding (P1, Conjecture 5).
 
-    A thin wrapper returning ``monotonicity_violations(...).rate``; see the module docstring
-    for the exact definition and :func:`monotonicity_violations` for the parameters.
+    A thin wrapper returning ``monotonicity_violations(...).rate``; see
+    :func:`monotonicity_violations` for the exact definition and the parameters.
 
     Parameters
     ----------
@@ -721,7 +767,10 @@ def monotonicity_violation_rate(
     reference : array_like of shape (n, n), optional
         Reference dissimilarity ordering the pairs; default the offset ``|i - j|``.
     ties : {"half", "violation", "ignore"}, default "half"
-        Treatment of exactly tied encoding distances.
+        Treatment of tied encoding distances.
+    tie_rtol : float, default 1e-12
+        Values closer than this share of a row's largest value are equal (ties up to
+        rounding), see :func:`monotonicity_violations`.
     method : {"fast", "naive"}, default "fast"
         Merge-sort inversion counting or the literal ``O(n^3)`` definition (same counts).
     anchors : array_like of int, optional
@@ -756,6 +805,7 @@ def monotonicity_violation_rate(
         distances=distances,
         reference=reference,
         ties=ties,
+        tie_rtol=tie_rtol,
         method=method,
         anchors=anchors,
         progress=progress,

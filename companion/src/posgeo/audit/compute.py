@@ -1273,7 +1273,8 @@ def audit(
         model_key = {**model_key, "files": [(name, size, file_digest(folder / name)) for name, size, *_ in model_key["files"]]}
     key = {"data": ds.fingerprint, "model": model_key, **{k: v for k, v in params.as_dict().items() if k != "data_dir"},
            "report": "intervals, differences, monotonicity intervals, computed_on",  # what an entry holds
-           "widening": "matched; jackknife over groups for NESTED_SPLITS"}  # how its intervals are widened
+           "widening": "matched; jackknife over groups for NESTED_SPLITS",  # how its intervals are widened
+           "monotonicity ties": "equal up to 1e-12 of a row's largest value"}  # the rule behind its rates
     return cached(
         "audit-report",
         key,
