@@ -66,8 +66,9 @@ pg.notebook_setup()
 # %% [markdown]
 # ## The violation rate
 #
-# `pg.monotonicity_violations` (whose docstring states the definition in full) counts, for every anchor $i$ and every unordered pair $\{j, k\}$ of
-# other positions with $|i - j| < |i - k|$, whether the encoding reverses the order:
+# `pg.monotonicity_violations` (whose docstring states the definition in full) counts, for
+# every anchor $i$ and every unordered pair $\{j, k\}$ of other positions with
+# $|i - j| < |i - k|$, whether the encoding reverses the order:
 #
 # - a **violation** when $\lVert p_i - p_j\rVert > \lVert p_i - p_k\rVert$;
 # - a **tie** when the two distances are equal (up to rounding, below);

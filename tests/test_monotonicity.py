@@ -193,7 +193,7 @@ def test_merge_near_ties_groups_by_gaps(X: np.ndarray, rtol: float) -> None:
         assert np.all(np.diff(ys) >= 0)  # the order is kept (ties may appear, never reversals)
         for s in range(len(xs) - 1):
             # successive values share a group exactly when their gap is at most the tolerance
-            assert (ys[s] == ys[s + 1]) == (xs[s + 1] - xs[s] <= tol or xs[s + 1] == xs[s])
+            assert (ys[s] == ys[s + 1]) == (xs[s + 1] - xs[s] <= tol)
 
 
 def test_accepts_torch_tensor() -> None:

@@ -46,6 +46,8 @@ weights.
 
 from __future__ import annotations
 
+import inspect
+
 import os
 from dataclasses import dataclass
 from functools import partial
@@ -1274,7 +1276,8 @@ def audit(
     key = {"data": ds.fingerprint, "model": model_key, **{k: v for k, v in params.as_dict().items() if k != "data_dir"},
            "report": "intervals, differences, monotonicity intervals, computed_on",  # what an entry holds
            "widening": "matched; jackknife over groups for NESTED_SPLITS",  # how its intervals are widened
-           "monotonicity ties": "equal up to 1e-12 of a row's largest value"}  # the rule behind its rates
+           # the rule behind its rates: the default tie tolerance, read where it is set
+           "monotonicity ties": inspect.signature(monotonicity_violation_rate).parameters["tie_rtol"].default}
     return cached(
         "audit-report",
         key,
