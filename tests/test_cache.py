@@ -192,6 +192,70 @@ def test_no_temporary_files_left_behind(cdir):
     assert len(names) == 3 and all(name.endswith(".pkl") for name in names)
 
 
+# ----------------------------------------------------------------------------- resume=
+
+
+def _count(limit, state, *, die_at=None, log=None):
+    """Counts to ``limit``, saving after each number; raises KeyboardInterrupt at ``die_at``."""
+    done = state.load() or 0
+    if log is not None:
+        log.append(done)
+    for i in range(done, limit):
+        if i == die_at:
+            raise KeyboardInterrupt
+        state.save(i + 1)
+    return done
+
+
+def test_resume_continues_an_interrupted_computation_and_then_forgets_its_state(cdir):
+    starts = []
+    with pytest.raises(KeyboardInterrupt):
+        cached("count", {"to": 5}, lambda st: _count(5, st, die_at=3, log=starts), resume=True)
+    assert [p.name.endswith(".partial.pkl") for p in cdir.iterdir()] == [True]
+    assert cached("count", {"to": 5}, lambda st: _count(5, st, log=starts), resume=True) == 3
+    assert starts == [0, 3]
+    assert [p.name.endswith(".partial.pkl") for p in cdir.iterdir()] == [False]  # only the entry is left
+    assert cached("count", {"to": 5}, lambda st: _count(5, st, log=starts), resume=True) == 3  # a hit
+    assert starts == [0, 3]
+
+
+def test_resume_state_is_keyed_like_the_entry(cdir):
+    with pytest.raises(KeyboardInterrupt):
+        cached("count", {"to": 5}, lambda st: _count(5, st, die_at=3), resume=True)
+    assert cached("count", {"to": 6}, lambda st: _count(6, st), resume=True) == 0  # another key: from scratch
+    assert cached("count", {"to": 5}, lambda st: _count(5, st), resume=True) == 3
+
+
+def test_resume_without_the_cache_saves_nothing(cdir):
+    with pytest.raises(KeyboardInterrupt):
+        cached("count", {"to": 5}, lambda st: _count(5, st, die_at=3), resume=True, enabled=False)
+    assert cached("count", {"to": 5}, lambda st: _count(5, st), resume=True, enabled=False) == 0
+    assert not cdir.exists()
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not a pickle", pickle.dumps({"x": 1})[:-3]])
+def test_a_corrupt_saved_state_is_discarded_and_the_computation_starts_over(cdir, garbage):
+    with pytest.raises(KeyboardInterrupt):
+        cached("count", {"to": 5}, lambda st: _count(5, st, die_at=3), resume=True)
+    (partial,) = cdir.iterdir()
+    partial.write_bytes(garbage)
+    assert cached("count", {"to": 5}, lambda st: _count(5, st), resume=True) == 0
+
+
+def test_a_finished_entry_clears_a_leftover_state(cdir):
+    cached("count", {"to": 5}, lambda st: _count(5, st), resume=True)
+    (entry,) = cdir.iterdir()
+    leftover = entry.with_name(entry.stem + ".partial.pkl")
+    leftover.write_bytes(pickle.dumps(2))  # e.g. another process stored the entry while this one ran
+    assert cached("count", {"to": 5}, lambda st: _count(5, st), resume=True) == 0  # the stored result
+    assert not leftover.exists()
+
+
+def test_resume_must_be_a_bool(cdir):
+    with pytest.raises(TypeError, match="resume must be True or False"):
+        cached("count", {"to": 5}, lambda st: 0, resume=1)
+
+
 # ----------------------------------------------------------------------------- expect=
 def test_expect_must_be_a_type_or_tuple_of_types(cdir):
     for bad in ("list", (), (list, "x"), 3):

@@ -511,6 +511,49 @@ def test_finetune_moves_only_the_rows_it_sees():  # about 10 s (loads MiniLM): n
     assert [s for s, _ in res.eval_accuracy] == [0, 3]
 
 
+def test_finetune_interrupted_resumes_from_its_checkpoint_and_ends_as_the_uninterrupted_run(tmp_path, monkeypatch):
+    """Fault injection: the run is killed after its second checkpoint; run again, it continues."""
+    import posgeo
+    from posgeo.experiments import separation as sep
+
+    texts = ["a truly wonderful film", "dull and lifeless", "great fun", "a total mess of a movie"] * 3
+    labels = [1, 0, 1, 0] * 3
+    kw = dict(eval_texts=texts[:4], eval_labels=labels[:4], steps=6, batch_size=4, lr=1e-3, max_length=8,
+              snapshot_every=2, device="cpu", progress=False)
+    whole = finetune_position_table(texts, labels, cache=False, **kw)  # the uninterrupted run
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+    real_snapshot, real_optimize = posgeo.learned_position_table, sep.optimize
+    calls, starts = [], []
+
+    def snapshot_then_die(model):  # snapshots at steps 0, 2, 4: die at step 4's, after step 2's checkpoint
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_snapshot(model)
+
+    def recording_optimize(*args, **kwargs):
+        starts.append(kwargs["start"])
+        return real_optimize(*args, **kwargs)
+
+    monkeypatch.setattr(posgeo, "learned_position_table", snapshot_then_die)
+    monkeypatch.setattr(sep, "optimize", recording_optimize)
+    with pytest.raises(KeyboardInterrupt):
+        finetune_position_table(texts, labels, **kw)
+    partial = list(tmp_path.glob("finetune-positions-*.partial.pkl"))
+    assert len(partial) == 1 and not list(tmp_path.glob("finetune-positions-*[0-9a-f].pkl"))
+    monkeypatch.setattr(posgeo, "learned_position_table", real_snapshot)
+    resumed = finetune_position_table(texts, labels, **kw)
+    assert starts == [0, 2]  # the second run took only steps 3-6
+    assert sorted(resumed.snapshots) == sorted(whole.snapshots) == [0, 2, 4, 6]
+    for step in whole.snapshots:
+        assert np.array_equal(resumed.snapshots[step], whole.snapshots[step])
+    assert resumed.history == whole.history and resumed.eval_accuracy == whole.eval_accuracy
+    assert resumed.positions_seen == whole.positions_seen
+    assert not list(tmp_path.glob("*.partial.pkl"))  # the saved state is gone once the result is stored
+    assert finetune_position_table(texts, labels, **kw).history == whole.history  # now from the cache
+    assert starts == [0, 2]
+
+
 # --------------------------------------------------------------------------- runs over seeds
 
 

@@ -301,6 +301,72 @@ def test_optimize_is_the_loop_of_train():
         optimize([{"params": [w]}], lambda step: (w.sum(), w.sum()), steps=1, lr=0.0, progress=False)
 
 
+def test_optimize_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run():
+    """Fault injection: interrupted in its checkpoint at step 6 of 10, resumed from what it saved."""
+    import copy
+
+    def run(**kwargs):
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(torch.tensor([2.0, -1.0, 0.5]))
+        g = torch.Generator().manual_seed(1)
+
+        def loss(step):  # a noisy objective: the resumed run must also continue the caller's generator
+            x = torch.randn(3, generator=g)
+            return ((w - x) ** 2).sum(), torch.tensor(0.0)
+
+        return w, g, loss
+
+    w, g, loss = run()
+    whole = optimize([{"params": [w], "weight_decay": 0.1}], loss, steps=10, lr=0.05, log_every=2, progress=False)
+    saved, checkpoints = {}, []
+
+    def save_then_die(done, state):
+        checkpoints.append(done)
+        saved.update(done=done, w=w2.detach().clone(), g=g2.get_state(), opt=copy.deepcopy(state), log=copy.deepcopy(log))
+        if done == 6:
+            raise KeyboardInterrupt
+
+    w2, g2, loss2 = run()
+    log = []
+    with pytest.raises(KeyboardInterrupt):
+        optimize([{"params": [w2], "weight_decay": 0.1}], loss2, steps=10, lr=0.05, log_every=2, history=log,
+                 checkpoint=save_then_die, checkpoint_every=3, progress=False)
+    assert checkpoints == [3, 6]
+    w3, g3, loss3 = run()
+    with torch.no_grad():
+        w3.copy_(saved["w"])
+    g3.set_state(saved["g"])
+    resumed = optimize([{"params": [w3], "weight_decay": 0.1}], loss3, steps=10, lr=0.05, log_every=2,
+                       history=saved["log"], start=saved["done"], optimizer_state=saved["opt"], progress=False)
+    assert resumed == whole and torch.equal(w3, w)
+    w4, g4, loss4 = run()  # the same 4 steps from the same point without AdamW's moments: another run
+    with torch.no_grad():
+        w4.copy_(saved["w"])
+    g4.set_state(saved["g"])
+    optimize([{"params": [w4], "weight_decay": 0.1}], loss4, steps=4, lr=0.05, progress=False)
+    assert not torch.allclose(w4, w, rtol=0, atol=1e-4)
+
+
+def test_optimize_resume_and_checkpoint_options_are_checked():
+    w = torch.nn.Parameter(torch.tensor([1.0]))
+    args = ([{"params": [w]}], lambda step: ((w**2).sum(), torch.tensor(0.0)))
+    with pytest.raises(ValueError, match="needs optimizer_state"):
+        optimize(*args, steps=5, lr=0.1, start=2, progress=False)
+    with pytest.raises(ValueError, match="past the last step"):
+        optimize(*args, steps=5, lr=0.1, start=6, optimizer_state={}, progress=False)
+    with pytest.raises(ValueError, match="start"):
+        optimize(*args, steps=5, lr=0.1, start=-1, progress=False)
+    with pytest.raises(ValueError, match="checkpoint and checkpoint_every together"):
+        optimize(*args, steps=5, lr=0.1, checkpoint=lambda done, state: None, progress=False)
+    with pytest.raises(ValueError, match="checkpoint and checkpoint_every together"):
+        optimize(*args, steps=5, lr=0.1, checkpoint_every=2, progress=False)
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        optimize(*args, steps=5, lr=0.1, checkpoint=lambda done, state: None, checkpoint_every=0, progress=False)
+    done = []
+    optimize(*args, steps=4, lr=0.1, checkpoint=lambda d, state: done.append(d), checkpoint_every=2, progress=False)
+    assert done == [2]  # not after the last step: the result itself is stored then
+
+
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [

@@ -119,11 +119,12 @@ def cache_key(name: str, key: dict[str, Any]) -> str:
 def cached(
     name: str,
     key: dict[str, Any],
-    compute: Callable[[], T],
+    compute: Callable[..., T],
     *,
     enabled: bool = True,
     directory: str | os.PathLike[str] | None = None,
     expect: type | tuple[type, ...] | None = None,
+    resume: bool = False,
 ) -> T:
     """Return ``compute()``, reading it from the cache when an identical call was stored.
 
@@ -147,7 +148,7 @@ def cached(
         Describe local files with :func:`file_digest`, arrays with :func:`array_digest` and
         functions with :func:`function_digest`, never by a path or a name alone.
     compute : callable
-        Zero-argument function producing a picklable result.
+        Zero-argument function producing a picklable result (one argument with ``resume=True``).
     enabled : bool, default True
         ``False`` bypasses the cache entirely (always computes, never writes).
     directory : path, optional
@@ -155,6 +156,14 @@ def cached(
     expect : type or tuple of types, optional
         The type(s) of a valid result: a stored entry of another type is purged and
         recomputed, and a computed result of another type raises ``TypeError``.
+    resume : bool, default False
+        For long computations that can continue from a saved state (training): ``compute`` is
+        then called with one argument, a handle whose ``load()`` returns the state the last
+        interrupted computation of this key saved (``None`` if none) and whose ``save(state)``
+        stores a picklable state beside the entry (atomically, like an entry), under the same key:
+        a state is only ever resumed by an identical call. The state is deleted once the result
+        is stored; a state that does not unpickle is deleted and ``load()`` returns ``None``.
+        With ``enabled=False`` nothing is saved and ``load()`` returns ``None``.
 
     Returns
     -------
@@ -186,18 +195,70 @@ def cached(
     1
     >>> cached("answer", {"q": 1}, lambda: [42], directory=d, expect=list)  # the stored int is purged
     [42]
+
+    A computation that saves its state as it goes resumes where an interrupted call stopped:
+
+    >>> def count_to(limit, state):
+    ...     done = state.load() or 0
+    ...     for i in range(done, limit):
+    ...         if i == 3 and not calls:
+    ...             calls.append("interrupted")
+    ...             raise KeyboardInterrupt
+    ...         state.save(i + 1)
+    ...     return f"counted from {done}"
+    >>> calls.clear()
+    >>> try:
+    ...     cached("count", {"to": 5}, lambda state: count_to(5, state), directory=d, resume=True)
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> cached("count", {"to": 5}, lambda state: count_to(5, state), directory=d, resume=True)
+    'counted from 3'
     """
     expect = _check_expect(expect)
+    if not isinstance(resume, bool):
+        raise TypeError(f"resume must be True or False, got {resume!r}")
     if not enabled:
-        return _checked(compute(), expect, name)
+        return _checked(compute(_Resume(None, name)) if resume else compute(), expect, name)
     root = Path(directory) if directory is not None else cache_dir()
     path = root / f"{cache_key(name, key)}.pkl"
+    state = _Resume(root, name, path.with_name(path.stem + ".partial.pkl")) if resume else None
     hit, value = _load(path, expect)
     if hit:
+        if state is not None:
+            state.clear()  # a finished computation's leftover state (another process stored the entry)
         return value
-    result = _checked(compute(), expect, name)
+    result = _checked(compute(state) if state is not None else compute(), expect, name)
     _store(root, path, result, name)
+    if state is not None:
+        state.clear()
     return result
+
+
+class _Resume:
+    """The handle :func:`cached` passes to a resumable computation: its saved state, by key.
+
+    ``root=None``: a disabled cache (nothing saved, nothing loaded).
+    """
+
+    def __init__(self, root: Path | None, name: str, path: Path | None = None) -> None:
+        self._root, self._name, self._path = root, name, path
+
+    def load(self) -> Any:
+        """The state saved by the last interrupted computation of this key, or ``None``."""
+        if self._path is None:
+            return None
+        hit, value = _load(self._path, None)
+        return value if hit else None
+
+    def save(self, state: Any) -> None:
+        """Store ``state`` (picklable) atomically; a failure to write warns once and is not raised."""
+        if self._root is not None and self._path is not None:
+            _store(self._root, self._path, state, f"{self._name} (saved state)")
+
+    def clear(self) -> None:
+        if self._path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._path)
 
 
 # --------------------------------------------------------------------------- reading and writing entries

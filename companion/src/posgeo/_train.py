@@ -709,6 +709,10 @@ def optimize(
     history: list[dict[str, float]] | None = None,
     progress: bool = True,
     desc: str = "train",
+    start: int = 0,
+    optimizer_state: Mapping[str, Any] | None = None,
+    checkpoint: Callable[[int, dict[str, Any]], None] | None = None,
+    checkpoint_every: int | None = None,
 ) -> list[dict[str, float]]:
     """The library's one optimisation loop: AdamW steps on a loss, with logging and hooks.
 
@@ -739,11 +743,30 @@ def optimize(
         Append the log to this list (so ``after_step`` can interleave its own records).
     progress : bool, keyword-only, default True
     desc : str, keyword-only, default "train"
+    start : int, keyword-only, default 0
+        Steps already taken: resume an interrupted run at step ``start`` (``0 <= start <= steps``).
+        The caller restores what it owns as it was after that step (the parameters, its batch
+        and dropout generators, ``history``); the loop restores AdamW from ``optimizer_state``.
+    optimizer_state : mapping, keyword-only, optional
+        ``torch.optim.AdamW.state_dict()`` as ``checkpoint`` received it; required when
+        ``start > 0`` (AdamW's moments are part of the run).
+    checkpoint : callable, keyword-only, optional
+        ``checkpoint(done, optimizer_state)``, called after ``after_step`` every
+        ``checkpoint_every`` steps (not after the last): save what a resumed run needs. The
+        state dict refers to the optimizer's live tensors: serialise or copy it there.
+    checkpoint_every : int, keyword-only, optional
+        Required with ``checkpoint``.
 
     Returns
     -------
     list of dict
         ``history``: ``{"step", "loss", "accuracy"}`` records (plus any ``after_step`` added).
+
+    Raises
+    ------
+    ValueError
+        Bad sizes, ``start > 0`` without ``optimizer_state``, or ``checkpoint`` without
+        ``checkpoint_every``.
 
     Examples
     --------
@@ -752,17 +775,55 @@ def optimize(
     ...                steps=50, lr=0.1, log_every=25, progress=False)
     >>> [r["step"] for r in log], abs(float(w.detach())) < 3.0
     ([0, 25, 49], True)
+
+    Interrupted after step 30 and resumed from its checkpoint, a run ends where the
+    uninterrupted one does:
+
+    >>> import copy
+    >>> loss = lambda step: ((w**2).sum(), torch.tensor(0.0))
+    >>> w = torch.nn.Parameter(torch.tensor([3.0]))
+    >>> _ = optimize([{"params": [w], "weight_decay": 0.0}], loss, steps=50, lr=0.1, progress=False)
+    >>> uninterrupted, saved = float(w.detach()), {}
+    >>> def save_then_stop_at_30(done, optimizer_state):
+    ...     saved.update(done=done, w=w.detach().clone(), opt=copy.deepcopy(optimizer_state))
+    ...     if done == 30:
+    ...         raise KeyboardInterrupt
+    >>> w = torch.nn.Parameter(torch.tensor([3.0]))
+    >>> try:
+    ...     _ = optimize([{"params": [w], "weight_decay": 0.0}], loss, steps=50, lr=0.1,
+    ...                  checkpoint=save_then_stop_at_30, checkpoint_every=10, progress=False)
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> w = torch.nn.Parameter(saved["w"])
+    >>> _ = optimize([{"params": [w], "weight_decay": 0.0}], loss, steps=50, lr=0.1,
+    ...              start=saved["done"], optimizer_state=saved["opt"], progress=False)
+    >>> float(w.detach()) == uninterrupted, saved["done"]
+    (True, 30)
     """
     steps = check_int(steps, "steps")
     log_every = check_int(log_every, "log_every")
     lr = check_float(lr, "lr", minimum=0.0, strict_minimum=True)
+    start = check_int(start, "start", minimum=0)
+    if start > steps:
+        raise ValueError(f"start={start} is past the last step (steps={steps}); resume with start <= steps")
+    if start > 0 and optimizer_state is None:
+        raise ValueError(
+            f"start={start} needs optimizer_state (the AdamW state saved with the run's checkpoint): "
+            "without its moments the resumed run is another run"
+        )
+    if (checkpoint is None) != (checkpoint_every is None):
+        raise ValueError("pass checkpoint and checkpoint_every together (a callable and a step interval), or neither")
+    if checkpoint_every is not None:
+        checkpoint_every = check_int(checkpoint_every, "checkpoint_every")
     groups = [dict(g) for g in param_groups]
     if not groups or any("params" not in g for g in groups):
         raise ValueError("param_groups must be a non-empty sequence of dicts with 'params'")
     opt = torch.optim.AdamW(groups, lr=lr)
+    if optimizer_state is not None:
+        opt.load_state_dict(dict(optimizer_state))
     clip = list(clip_parameters) if clip_parameters is not None else [p for g in groups for p in g["params"]]
     log: list[dict[str, float]] = [] if history is None else history
-    bar = progress_bar(range(steps), enabled=progress, desc=desc, leave=False)
+    bar = progress_bar(range(start, steps), enabled=progress, desc=desc, leave=False, initial=start, total=steps)
     for step in bar:
         loss, acc = step_loss(step)
         opt.zero_grad(set_to_none=True)
@@ -777,6 +838,8 @@ def optimize(
             bar.set_postfix(loss=f"{loss_v:.4f}")
         if after_step is not None:
             after_step(done)
+        if checkpoint is not None and checkpoint_every is not None and done % checkpoint_every == 0 and done < steps:
+            checkpoint(done, opt.state_dict())
     bar.close()
     return log
 

@@ -744,11 +744,19 @@ def _hash_texts(texts: Sequence[str], labels: NDArray[np.int64]) -> str:
 
 def _finetune(
     texts: list[str], labels: NDArray[np.int64], eval_texts: list[str], eval_labels: NDArray[np.int64],
-    model: str | None, cfg: dict[str, Any], progress: bool,
+    model: str | None, cfg: dict[str, Any], progress: bool, resume: Any,
 ) -> FinetuneResult:
+    """The run of :func:`finetune_position_table`; ``resume`` is :func:`posgeo.cached`'s handle.
+
+    Every ``snapshot_every`` steps it saves what the rest of the run depends on (the encoder's
+    and head's parameters, AdamW's state, the batch and dropout generators, the records so far);
+    a run called again after an interruption continues from there, step for step the run it
+    would have been.
+    """
     from posgeo import MINILM, learned_position_table, load_pretrained
 
     start = time.perf_counter()
+    saved = resume.load()
     device = resolve_device(cfg["device"])
     tokenizer = _tokenizer_for(model)
     n_classes = int(max(labels.max(), eval_labels.max(initial=0))) + 1
@@ -780,10 +788,22 @@ def _finetune(
             return correct / len(eval_texts)
 
         evals: list[tuple[int, float]] = []
-        if eval_texts:
-            evals.append((0, accuracy()))
-        snapshots = {0: learned_position_table(base)}
-        seen = 0
+        history: list[dict[str, float]] = []
+        done, elapsed = 0, 0.0
+        if saved is None:
+            if eval_texts:
+                evals.append((0, accuracy()))
+            snapshots = {0: learned_position_table(base)}
+            seen = 0
+        else:  # an interrupted run of this key: continue from its last checkpoint
+            base.load_state_dict(saved["encoder"])
+            head.load_state_dict(saved["head"])
+            rng.bit_generator.state = saved["batches"]
+            torch.set_rng_state(saved["dropout"])
+            if device.type == "cuda":
+                torch.cuda.set_rng_state(saved["dropout_cuda"], device)
+            evals, history, snapshots = list(saved["evals"]), list(saved["history"]), dict(saved["snapshots"])
+            seen, done, elapsed = int(saved["seen"]), int(saved["done"]), float(saved["elapsed"])
         base.train()
         head.train()
 
@@ -800,9 +820,20 @@ def _finetune(
             if done % cfg["snapshot_every"] == 0 or done == cfg["steps"]:
                 snapshots[done] = learned_position_table(base)
 
-        history = optimize(
+        def checkpoint(done: int, optimizer_state: dict[str, Any]) -> None:
+            resume.save({
+                "done": done, "encoder": base.state_dict(), "head": head.state_dict(), "optimizer": optimizer_state,
+                "batches": rng.bit_generator.state, "dropout": torch.get_rng_state(),
+                "dropout_cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                "evals": evals, "history": history, "snapshots": snapshots, "seen": seen,
+                "elapsed": elapsed + time.perf_counter() - start,
+            })
+
+        optimize(
             [{"params": params, "weight_decay": cfg["weight_decay"]}], step_loss, steps=cfg["steps"], lr=cfg["lr"],
-            grad_clip=1.0, log_every=10, after_step=after_step, progress=progress, desc="fine-tune",
+            grad_clip=1.0, log_every=10, after_step=after_step, history=history, progress=progress, desc="fine-tune",
+            start=done, optimizer_state=None if saved is None else saved["optimizer"],
+            checkpoint=checkpoint, checkpoint_every=cfg["snapshot_every"],
         )
         if eval_texts:
             evals.append((cfg["steps"], accuracy()))
@@ -813,7 +844,7 @@ def _finetune(
         eval_accuracy=tuple(evals),
         max_length=int(cfg["max_length"]),
         positions_seen=seen,
-        wall_time=time.perf_counter() - start,
+        wall_time=elapsed + time.perf_counter() - start,
         settings=dict(cfg),
     )
 
@@ -871,7 +902,11 @@ def finetune_position_table(
     progress : bool, keyword-only, default True
     cache : bool, keyword-only, default True
         Cache the result through :func:`posgeo.cached`, keyed on the model name, a hash of the
-        texts and labels, and every setting.
+        texts and labels, and every setting. The run also saves its state there every
+        ``snapshot_every`` steps: called again with the same arguments after an interruption
+        (a crash, a kill, a session's end) it continues from the last save, and ends as the
+        uninterrupted run would (same batches, dropout and optimiser state); the saved state is
+        deleted once the result is stored.
 
     Returns
     -------
@@ -924,7 +959,8 @@ def finetune_position_table(
     }
     with _torch_threads(threads):
         return cached(
-            "finetune-positions", key, lambda: _finetune(text_list, y, ev_texts, ev_y, model, cfg, progress), enabled=cache
+            "finetune-positions", key, lambda state: _finetune(text_list, y, ev_texts, ev_y, model, cfg, progress, state),
+            enabled=cache, resume=True,
         )
 
 
