@@ -476,8 +476,9 @@ pretrained_stats[["min_dist", "i", "j", "normalised"]]
 # `ex.run_finetuning` fine-tunes a copy of the model for sentiment classification: a linear
 # head on the final [CLS] vector, AdamW with learning rate $5 \cdot 10^{-5}$ and weight decay
 # 0.01, batches of 16 SST-2 training sentences truncated to 64 tokens, 80 steps. The whole
-# position table is recorded every 20 steps. Accuracy on 256 validation sentences before and
-# after:
+# position table is recorded every 20 steps, and with it the run's state (in the result cache):
+# a fine-tuning stopped midway continues from there when run again, and ends as it would have.
+# Accuracy on 256 validation sentences before and after:
 
 # %%
 finetuned = ex.run_finetuning(settings, progress=False)
