@@ -554,6 +554,35 @@ def test_finetune_interrupted_resumes_from_its_checkpoint_and_ends_as_the_uninte
     assert starts == [0, 2]
 
 
+def test_finetune_ignores_a_saved_state_it_did_not_write(tmp_path, monkeypatch):
+    import pickle
+
+    import posgeo
+    from posgeo.experiments import separation as sep
+
+    texts, labels = ["good", "bad", "fine film", "poor film"] * 2, [1, 0, 1, 0] * 2
+    kw = dict(steps=2, batch_size=2, max_length=6, snapshot_every=1, device="cpu", progress=False)
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+    real_snapshot, real_optimize = posgeo.learned_position_table, sep.optimize
+    calls, starts = [], []
+
+    def snapshot_then_die(model):
+        calls.append(1)
+        if len(calls) == 3:  # the snapshot of step 2, after step 1's checkpoint
+            raise KeyboardInterrupt
+        return real_snapshot(model)
+
+    monkeypatch.setattr(posgeo, "learned_position_table", snapshot_then_die)
+    monkeypatch.setattr(sep, "optimize", lambda *a, **k: starts.append(k["start"]) or real_optimize(*a, **k))
+    with pytest.raises(KeyboardInterrupt):
+        finetune_position_table(texts, labels, **kw)
+    (partial,) = tmp_path.glob("*.partial.pkl")
+    partial.write_bytes(pickle.dumps({"done": 1}))  # e.g. saved by another version of the function
+    monkeypatch.setattr(posgeo, "learned_position_table", real_snapshot)
+    res = finetune_position_table(texts, labels, **kw)
+    assert starts == [0, 0] and sorted(res.snapshots) == [0, 1, 2]
+
+
 # --------------------------------------------------------------------------- runs over seeds
 
 

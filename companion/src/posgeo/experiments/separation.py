@@ -742,6 +742,13 @@ def _hash_texts(texts: Sequence[str], labels: NDArray[np.int64]) -> str:
     return h.hexdigest()[:16]
 
 
+_FINETUNE_STATE = frozenset({
+    "done", "encoder", "head", "optimizer", "batches", "dropout", "dropout_cuda", "evals", "history", "snapshots",
+    "seen", "elapsed",
+})
+"""What :func:`_finetune` saves; a saved state without all of it (another version's) is not resumed."""
+
+
 def _finetune(
     texts: list[str], labels: NDArray[np.int64], eval_texts: list[str], eval_labels: NDArray[np.int64],
     model: str | None, cfg: dict[str, Any], progress: bool, resume: Any,
@@ -757,6 +764,8 @@ def _finetune(
 
     start = time.perf_counter()
     saved = resume.load()
+    if not (isinstance(saved, dict) and _FINETUNE_STATE.issubset(saved)):
+        saved = None  # none, or saved by another version of this function: start over
     device = resolve_device(cfg["device"])
     tokenizer = _tokenizer_for(model)
     n_classes = int(max(labels.max(), eval_labels.max(initial=0))) + 1
