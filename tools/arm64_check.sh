@@ -69,7 +69,10 @@
 # equalities that rounding decided: 73 on x86-64, 68 on arm64); with ties judged up to rounding
 # (posgeo's tie_rtol) :0-15 passed (3,267 s) and :0,1,4,14,16-20 (829 s, the 20 runs of
 # ntk-comparison trained by nbval and a second process), and chapter 11 again (205 s); chapter
-# 8's cells 21-24 (the width sweep, 40 runs of 10-25 minutes emulated) unchecked.
+# 8's cells 21-24 (the width sweep, 40 runs of 2-25 minutes emulated) unchecked: 29 of its runs are in
+# the kept cache (2026-12-06, a stopped :0,1,4,16,21-24 with PREFILL=ntk-widths). Chapter 5's
+# fine-tuning now saves its state every 20 steps and resumes, so it is trained over sessions into the
+# kept cache (40 of 80 steps so far), then checked with :0,1,4,15-21 (cells 17-21 with those they need).
 # The README has a table of every chapter.
 #
 # The oneDNN inside torch reads the CPU's MIDR_EL1 from /sys at import and crashes without it,
