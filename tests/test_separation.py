@@ -511,21 +511,19 @@ def test_finetune_moves_only_the_rows_it_sees():  # about 10 s (loads MiniLM): n
     assert [s for s, _ in res.eval_accuracy] == [0, 3]
 
 
-def test_finetune_interrupted_resumes_from_its_checkpoint_and_ends_as_the_uninterrupted_run(tmp_path, monkeypatch):
-    """Fault injection: the run is killed after its second checkpoint; run again, it continues."""
+def _die_at_third_snapshot(monkeypatch):
+    """Fault injection for the fine-tuning: its third position-table snapshot raises KeyboardInterrupt.
+
+    Returns the list of ``start`` values ``optimize`` is called with (recorded from now on) and a
+    function that removes the fault.
+    """
     import posgeo
     from posgeo.experiments import separation as sep
 
-    texts = ["a truly wonderful film", "dull and lifeless", "great fun", "a total mess of a movie"] * 3
-    labels = [1, 0, 1, 0] * 3
-    kw = dict(eval_texts=texts[:4], eval_labels=labels[:4], steps=6, batch_size=4, lr=1e-3, max_length=8,
-              snapshot_every=2, device="cpu", progress=False)
-    whole = finetune_position_table(texts, labels, cache=False, **kw)  # the uninterrupted run
-    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
     real_snapshot, real_optimize = posgeo.learned_position_table, sep.optimize
     calls, starts = [], []
 
-    def snapshot_then_die(model):  # snapshots at steps 0, 2, 4: die at step 4's, after step 2's checkpoint
+    def snapshot_then_die(model):
         calls.append(1)
         if len(calls) == 3:
             raise KeyboardInterrupt
@@ -537,11 +535,24 @@ def test_finetune_interrupted_resumes_from_its_checkpoint_and_ends_as_the_uninte
 
     monkeypatch.setattr(posgeo, "learned_position_table", snapshot_then_die)
     monkeypatch.setattr(sep, "optimize", recording_optimize)
+    return starts, lambda: monkeypatch.setattr(posgeo, "learned_position_table", real_snapshot)
+
+
+def test_finetune_interrupted_resumes_from_its_checkpoint_and_ends_as_the_uninterrupted_run(tmp_path, monkeypatch):
+    """Fault injection: the run is killed after its second checkpoint; run again, it continues."""
+    texts = ["a truly wonderful film", "dull and lifeless", "great fun", "a total mess of a movie"] * 3
+    labels = [1, 0, 1, 0] * 3
+    kw = dict(eval_texts=texts[:4], eval_labels=labels[:4], steps=6, batch_size=4, lr=1e-3, max_length=8,
+              snapshot_every=2, device="cpu", progress=False)
+    whole = finetune_position_table(texts, labels, cache=False, **kw)  # the uninterrupted run
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+    # snapshots at steps 0, 2, 4: die at step 4's, after step 2's checkpoint
+    starts, restore = _die_at_third_snapshot(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         finetune_position_table(texts, labels, **kw)
     partial = list(tmp_path.glob("finetune-positions-*.partial.pkl"))
     assert len(partial) == 1 and not list(tmp_path.glob("finetune-positions-*[0-9a-f].pkl"))
-    monkeypatch.setattr(posgeo, "learned_position_table", real_snapshot)
+    restore()
     resumed = finetune_position_table(texts, labels, **kw)
     assert starts == [0, 2]  # the second run took only steps 3-6
     assert sorted(resumed.snapshots) == sorted(whole.snapshots) == [0, 2, 4, 6]
@@ -557,28 +568,15 @@ def test_finetune_interrupted_resumes_from_its_checkpoint_and_ends_as_the_uninte
 def test_finetune_ignores_a_saved_state_it_did_not_write(tmp_path, monkeypatch):
     import pickle
 
-    import posgeo
-    from posgeo.experiments import separation as sep
-
     texts, labels = ["good", "bad", "fine film", "poor film"] * 2, [1, 0, 1, 0] * 2
     kw = dict(steps=2, batch_size=2, max_length=6, snapshot_every=1, device="cpu", progress=False)
     monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
-    real_snapshot, real_optimize = posgeo.learned_position_table, sep.optimize
-    calls, starts = [], []
-
-    def snapshot_then_die(model):
-        calls.append(1)
-        if len(calls) == 3:  # the snapshot of step 2, after step 1's checkpoint
-            raise KeyboardInterrupt
-        return real_snapshot(model)
-
-    monkeypatch.setattr(posgeo, "learned_position_table", snapshot_then_die)
-    monkeypatch.setattr(sep, "optimize", lambda *a, **k: starts.append(k["start"]) or real_optimize(*a, **k))
+    starts, restore = _die_at_third_snapshot(monkeypatch)  # the snapshot of step 2, after step 1's checkpoint
     with pytest.raises(KeyboardInterrupt):
         finetune_position_table(texts, labels, **kw)
     (partial,) = tmp_path.glob("*.partial.pkl")
     partial.write_bytes(pickle.dumps({"done": 1}))  # e.g. saved by another version of the function
-    monkeypatch.setattr(posgeo, "learned_position_table", real_snapshot)
+    restore()
     res = finetune_position_table(texts, labels, **kw)
     assert starts == [0, 0] and sorted(res.snapshots) == [0, 1, 2]
 

@@ -47,7 +47,6 @@ weights.
 from __future__ import annotations
 
 import inspect
-
 import os
 from dataclasses import dataclass
 from functools import partial
