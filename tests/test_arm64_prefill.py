@@ -117,6 +117,23 @@ def test_ntk_prefill_fills_what_the_recipes_read(tool, tiny_ntk, tmp_path, monke
 
 
 @pytest.mark.slow
+def test_ntk_widths_train_the_run_both_scalings_share_once(tool, tiny_ntk, tmp_path, monkeypatch, capsys):
+    # at the settings' own width the two lr scalings give the same learning rate, hence the same
+    # cache entries: listed twice, the second would look like nbval's and stop the script early
+    s = dataclasses.replace(tiny_ntk, widths=(8, tiny_ntk.d_model))
+    monkeypatch.setattr(ntk, "ntk_settings", lambda profile=None: s)
+    monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
+    assert tool.main(["ntk-widths"]) == 0
+    out = capsys.readouterr().out
+    assert "already in the cache" not in out and out.splitlines()[-1].startswith("6 of 6 runs trained")
+    filled = _training_runs(tmp_path)
+    assert len(filled) == 2 * 2 * 2 + 2 * 2  # inverse: 2 widths x 2 seeds x 2 regimes; constant: width 8 only
+    for scaling in ("inverse", "constant"):
+        ntk.width_sweep(s, lr_scaling=scaling, progress=False)
+    assert _training_runs(tmp_path) == filled
+
+
+@pytest.mark.slow
 def test_prefill_stops_where_it_meets_the_runs_nbval_trained(tool, tiny_nope, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("POSGEO_CACHE_DIR", str(tmp_path))
     s = tiny_nope

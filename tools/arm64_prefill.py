@@ -169,6 +169,8 @@ def _ntk_widths() -> Iterator[Job]:
     settings = ex.ntk_settings()
     for scaling in ("inverse", "constant"):
         for width in settings.widths:
+            if scaling == "constant" and width == settings.d_model:
+                continue  # the same learning rate as the inverse scaling's run: the same cache entry
             for seed in settings.seeds:  # both regimes per job
                 one = dataclasses.replace(settings, widths=(width,), seeds=(seed,))
                 yield (f"width {width} lr {scaling} seed {seed}",
