@@ -69,10 +69,13 @@
 # equalities that rounding decided: 73 on x86-64, 68 on arm64); with ties judged up to rounding
 # (posgeo's tie_rtol) :0-15 passed (3,267 s) and :0,1,4,14,16-20 (829 s, the 20 runs of
 # ntk-comparison trained by nbval and a second process), and chapter 11 again (205 s); chapter
-# 8's cells 21-24 (the width sweep, 40 runs of 2-25 minutes emulated) unchecked: 29 of its runs are in
-# the kept cache (2026-12-06, a stopped :0,1,4,16,21-24 with PREFILL=ntk-widths). Chapter 5's
-# fine-tuning now saves its state every 20 steps and resumes, so it is trained over sessions into the
-# kept cache (40 of 80 steps so far), then checked with :0,1,4,15-21 (cells 17-21 with those they need).
+# 8's cells 21-24 (the width sweep: 35 runs, 1,028-1,213 s each at width 64 emulated, about 5 hours of
+# one emulated core) unchecked; since 2026-12-06 they need only the set-up cells (:0,1,21-24 with
+# PREFILL=ntk-widths). Chapter 5's fine-tuning saves its state every 20 steps and resumes, so it can be
+# trained over sessions into a kept cache, then checked with :0,1,4,15-21 (cells 17-21 with those they
+# need); but ROOT and its cache did not outlive the machine (29 width-sweep runs and 40 fine-tuning steps
+# lost), and on 2026-12-06, from nothing, :0,1,4,15-21 passed cells 0, 1, 4, 15 and 16 and reached step
+# 60 of the fine-tuning (7,249 s; every snapshot within 6.1e-7 of x86-64's) when the session ended.
 # The README has a table of every chapter.
 #
 # The oneDNN inside torch reads the CPU's MIDR_EL1 from /sys at import and crashes without it,
