@@ -473,9 +473,8 @@ line_check["corpus distances, offset order"]
 comparison = ex.ntk_comparison(settings)
 metrics = ["rate (offset)", "rate (Hellinger)", "local rate (offset <= 4)", "initial rate",
            "stress* vs corpus", "attention change", "accuracy", "stress* vs frozen"]
-bounded = {m: (0, 1) for m in metrics if "rate" in m or m == "accuracy"} | {
-    m: (0, None) for m in metrics if "stress" in m or m == "attention change"}  # intervals cut to the range
-summary = pg.seed_summary(comparison.reset_index(), by=["objective", "regime"], metrics=metrics, bounds=bounded)
+summary = pg.seed_summary(comparison.reset_index(), by=["objective", "regime"], metrics=metrics,
+                          bounds=ex.metric_bounds(metrics))  # intervals cut to the metric's range
 pg.interval_table(summary).T
 
 # %% [markdown]
@@ -614,9 +613,8 @@ sweeps = {
     "constant lr": ex.width_sweep(settings, lr_scaling="constant"),
 }
 shown = ["attention change", "stress* full vs frozen", "rate frozen", "rate full", "accuracy frozen"]
-in_range = {m: (0, 1) if "rate" in m or "accuracy" in m else (0, None) for m in shown}  # intervals cut to the range
-sweep_summary = {
-    label: pg.seed_summary(sweep.reset_index(), by="d_model", metrics=shown, bounds=in_range)
+sweep_summary = {  # intervals cut to the metric's range, as above
+    label: pg.seed_summary(sweep.reset_index(), by="d_model", metrics=shown, bounds=ex.metric_bounds(shown))
     for label, sweep in sweeps.items()
 }
 pd.concat({label: pg.interval_table(t) for label, t in sweep_summary.items()}, names=["lr scaling"])

@@ -22,6 +22,7 @@ from posgeo.experiments.ntk import (
     OrderDetectionTask,
     attention_prefixes,
     local_violation_rate,
+    metric_bounds,
     monotonicity_table,
     ntk_marginals,
     ntk_settings,
@@ -189,6 +190,23 @@ def test_comparison_and_sweep_train_every_seed_and_pair_the_regimes() -> None:
     sweep = width_sweep(s, progress=False)
     assert sweep.index.names == ["d_model", "seed"] and list(sweep.index) == [(8, 0), (8, 1), (16, 0), (16, 1)]
     assert sweep.loc[(8, 0), "lr factor"] == 1.0 and sweep.loc[(16, 1), "lr factor"] == 0.5
+    # every column of both tables has a range, and each run lies in it
+    for table in (comp, sweep):
+        for metric, (low, high) in metric_bounds(table.columns).items():
+            assert (table[metric] >= low).all() and (high is None or (table[metric] <= high).all()), metric
+
+
+def test_metric_bounds_by_kind_and_bad_names() -> None:
+    assert metric_bounds(["rate (offset)", "accuracy frozen", "stress* vs corpus", "attention change"]) == {
+        "rate (offset)": (0.0, 1.0), "accuracy frozen": (0.0, 1.0),
+        "stress* vs corpus": (0.0, None), "attention change": (0.0, None)}
+    assert metric_bounds("lr factor") == {"lr factor": (0.0, None)}
+    with pytest.raises(ValueError, match=r"no known range for \['loss'\].*columns are"):
+        metric_bounds(["accuracy", "loss"])  # a signed or unknown metric is not guessed
+    with pytest.raises(TypeError, match="sequence of column names"):
+        metric_bounds(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sequence of column names"):
+        metric_bounds(["accuracy", 1])  # type: ignore[list-item]
 
 
 # ----------------------------------------------------------------- local violation rate

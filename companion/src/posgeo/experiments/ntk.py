@@ -63,6 +63,7 @@ __all__ = [
     'violation_intervals',
     'ntk_comparison',
     'width_sweep',
+    'metric_bounds',
     'from_scratch_tables',
     'from_scratch_text_tables',
     'plot_anchor_distances',
@@ -851,6 +852,57 @@ def width_sweep(
                 "accuracy full": fu.accuracy,
             })
     return pd.DataFrame(rows).set_index(["d_model", "seed"])
+
+
+# The range of every column of ntk_comparison and width_sweep: violation rates and accuracies are
+# fractions; stresses, changes, the learning-rate factor and a position index cannot be negative.
+_FRACTION_METRICS = ("rate (offset)", "rate (Hellinger)", "local rate (offset <= 4)", "initial rate", "accuracy",
+                     "rate frozen", "rate full", "accuracy frozen", "accuracy full")
+_NONNEGATIVE_METRICS = ("stress* vs corpus", "attention change", "stress* vs frozen", "farthest from 0",
+                        "lr factor", "stress* full vs frozen")
+
+
+def metric_bounds(metrics: str | Sequence[str]) -> dict[str, tuple[float, float | None]]:
+    """The range each metric of :func:`ntk_comparison` and :func:`width_sweep` cannot leave.
+
+    For :func:`posgeo.seed_summary`'s ``bounds``, so that an interval over seeds is cut to
+    what the metric can take: violation rates and accuracies to ``[0, 1]``; stresses,
+    relative changes, the learning-rate factor and ``farthest from 0`` to ``[0, inf)``.
+
+    Parameters
+    ----------
+    metrics : str or sequence of str
+        Column names of :func:`ntk_comparison` or :func:`width_sweep` (a table's ``columns``
+        will do).
+
+    Returns
+    -------
+    dict
+        ``{metric: (lower, upper)}``, ``upper`` None where there is none.
+
+    Raises
+    ------
+    TypeError
+        ``metrics`` is not a string or a sequence of strings.
+    ValueError
+        A name that is not a column of either table (the message lists those that are).
+
+    Examples
+    --------
+    >>> metric_bounds(["accuracy", "attention change"])
+    {'accuracy': (0.0, 1.0), 'attention change': (0.0, None)}
+    """
+    try:
+        names = [metrics] if isinstance(metrics, str) else list(metrics)
+    except TypeError:
+        names = [None]
+    if not all(isinstance(m, str) for m in names):
+        raise TypeError(f"metrics must be a column name or a sequence of column names, got {metrics!r}")
+    unknown = [m for m in names if m not in _FRACTION_METRICS + _NONNEGATIVE_METRICS]
+    if unknown:
+        raise ValueError(f"no known range for {unknown}: not a column of ntk_comparison or width_sweep, whose "
+                         f"columns are {list(_FRACTION_METRICS + _NONNEGATIVE_METRICS)}")
+    return {m: (0.0, 1.0) if m in _FRACTION_METRICS else (0.0, None) for m in names}
 
 
 # --------------------------------------------------------------------------- from scratch
