@@ -28,6 +28,7 @@ from posgeo.experiments.ntk import (
     ntk_settings,
     ntk_task,
     train_position_table,
+    width_learning_rate,
     width_sweep,
 )
 
@@ -169,6 +170,12 @@ def test_bad_arguments_raise() -> None:
         train_position_table(s, regime="lazy", progress=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lr_scaling"):
         width_sweep(s, lr_scaling="sqrt", progress=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lr_scaling"):
+        width_learning_rate(s, 8, lr_scaling="sqrt")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="d_model must be an int >= 1"):
+        width_learning_rate(s, 0)
+    with pytest.raises(TypeError, match="d_model must be an int"):
+        width_learning_rate(s, 16.0)  # type: ignore[arg-type]
 
 
 def test_comparison_and_sweep_train_every_seed_and_pair_the_regimes() -> None:

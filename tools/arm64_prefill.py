@@ -167,10 +167,13 @@ def _ntk_widths() -> Iterator[Job]:
     from posgeo.experiments import ntk as ex
 
     settings = ex.ntk_settings()
+    listed: set[tuple[int, float]] = set()
     for scaling in ("inverse", "constant"):
         for width in settings.widths:
-            if scaling == "constant" and width == settings.d_model:
-                continue  # the same learning rate as the inverse scaling's run: the same cache entry
+            lr = ex.width_learning_rate(settings, width, lr_scaling=scaling)
+            if (width, lr) in listed:
+                continue  # both scalings' learning rate (at the settings' width): the same cache entries
+            listed.add((width, lr))
             for seed in settings.seeds:  # both regimes per job
                 one = dataclasses.replace(settings, widths=(width,), seeds=(seed,))
                 yield (f"width {width} lr {scaling} seed {seed}",

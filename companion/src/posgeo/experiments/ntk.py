@@ -48,6 +48,7 @@ from posgeo import current_profile
 from posgeo import progress_bar
 from posgeo import MarginalSampler, synthetic_marginals
 from posgeo import Batch, FirstMarkerTask, MLMTask, TrainConfig, train
+from posgeo.validation import check_int
 
 __all__ = [
     'NTKSettings',
@@ -63,6 +64,7 @@ __all__ = [
     'violation_intervals',
     'ntk_comparison',
     'width_sweep',
+    'width_learning_rate',
     'metric_bounds',
     'from_scratch_tables',
     'from_scratch_text_tables',
@@ -823,12 +825,10 @@ def width_sweep(
     ValueError
         Unknown ``lr_scaling``.
     """
-    if lr_scaling not in ("inverse", "constant"):
-        raise ValueError(f"unknown lr_scaling {lr_scaling!r}; use 'inverse' (lr ~ 1/width) or 'constant'")
-
     def lr_at(d: int) -> float:
-        return settings.lr * (settings.d_model / d if lr_scaling == "inverse" else 1.0)
+        return width_learning_rate(settings, d, lr_scaling=lr_scaling)
 
+    lr_at(settings.d_model)  # an unknown lr_scaling fails before any training
     jobs = [(d, s, r) for d in settings.widths for s in settings.seeds for r in _REGIMES]
     runs: dict[tuple[int, int, str], NTKRun] = {}
     for d, s, r in progress_bar(jobs, enabled=progress, desc="width sweep"):
@@ -852,6 +852,45 @@ def width_sweep(
                 "accuracy full": fu.accuracy,
             })
     return pd.DataFrame(rows).set_index(["d_model", "seed"])
+
+
+def width_learning_rate(
+    settings: NTKSettings, d_model: int, *, lr_scaling: Literal["inverse", "constant"] = "inverse"
+) -> float:
+    """The learning rate :func:`width_sweep` trains width ``d_model`` with.
+
+    ``settings.lr * settings.d_model / d_model`` (``lr_scaling="inverse"``, the AdamW analogue
+    of the NTK step size) or ``settings.lr`` (``"constant"``); the two coincide at
+    ``d_model == settings.d_model``, where both scalings train the same runs.
+
+    Parameters
+    ----------
+    settings : NTKSettings
+    d_model : int
+        The width, at least 1.
+    lr_scaling : {"inverse", "constant"}, keyword-only
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Unknown ``lr_scaling`` or a width below 1.
+
+    Examples
+    --------
+    >>> s = ntk_settings("small")
+    >>> width_learning_rate(s, 2 * s.d_model) == s.lr / 2
+    True
+    >>> width_learning_rate(s, 2 * s.d_model, lr_scaling="constant") == s.lr
+    True
+    """
+    if lr_scaling not in ("inverse", "constant"):
+        raise ValueError(f"unknown lr_scaling {lr_scaling!r}; use 'inverse' (lr ~ 1/width) or 'constant'")
+    d = check_int(d_model, "d_model", minimum=1)
+    return settings.lr * (settings.d_model / d if lr_scaling == "inverse" else 1.0)
 
 
 # The range of every column of ntk_comparison and width_sweep: violation rates and accuracies are
