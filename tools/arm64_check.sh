@@ -61,21 +61,20 @@
 # with that cache kept (this time the machine, ROOT and the cache outlived the session) and
 # PREFILL=nope-ablation, :0-2,6,11,14,22,24-30,35-39 passed (19 cells, 7,116 s), and with
 # PREFILL=nope-sweep, :0-2,11,31-34 passed (8 cells, 6,110 s), so every cell of chapter 10 has passed.
-# Chapter 5: cells 0-16 and 22 passed (2026-12-05; :0-11 in 1,035 s with 8 of the probe's 9 runs
-# left in the cache by a stopped attempt; :0,1,4,5,9,10,12-14 in 112 s once PREFILL=separation-seeds
-# and nbval had trained the 16 runs of cells 12-14 over two sessions); its cells 17-21 (the
-# fine-tuning runs about 150 s per step emulated: 80 steps, about 3.5 hours with its set-up)
-# unchecked. Chapter 8: a first run of :0-15 failed in cells 2-3 (the circle's ties, exact
-# equalities that rounding decided: 73 on x86-64, 68 on arm64); with ties judged up to rounding
-# (posgeo's tie_rtol) :0-15 passed (3,267 s) and :0,1,4,14,16-20 (829 s, the 20 runs of
-# ntk-comparison trained by nbval and a second process), and chapter 11 again (205 s); chapter
-# 8's cells 21-24 (the width sweep: 35 runs, 1,028-1,213 s each at width 64 emulated, about 5 hours of
-# one emulated core) unchecked; since 2026-12-06 they need only the set-up cells (:0,1,21-24 with
-# PREFILL=ntk-widths). Chapter 5's fine-tuning saves its state every 20 steps and resumes, so it can be
-# trained over sessions into a kept cache, then checked with :0,1,4,15-21 (cells 17-21 with those they
-# need); but ROOT and its cache did not outlive the machine (29 width-sweep runs and 40 fine-tuning steps
-# lost), and on 2026-12-06, from nothing, :0,1,4,15-21 passed cells 0, 1, 4, 15 and 16 and reached step
-# 60 of the fine-tuning (7,249 s; every snapshot within 6.1e-7 of x86-64's) when the session ended.
+# Chapter 5: every cell passed: cells 0-16 and 22 on 2026-12-05 (:0-11 in 1,035 s with 8 of the
+# probe's 9 runs left in the cache by a stopped attempt; :0,1,4,5,9,10,12-14 in 112 s once
+# PREFILL=separation-seeds and nbval had trained the 16 runs of cells 12-14 over two sessions), and
+# cells 17-21 with :0,1,4,15-21 on 2026-12-06: the fine-tuning (about 105 s per step emulated)
+# saves its state every 20 steps and resumes, so it ran over two sessions on a machine whose ROOT
+# and cache outlived the first (7,249 s to step 60, then 3,075 s for the rest and the cells); every
+# snapshot within 6.2e-7 of x86-64's. Chapter 8: a first run of :0-15 failed in cells 2-3 (the
+# circle's ties, exact equalities that rounding decided: 73 on x86-64, 68 on arm64); with ties
+# judged up to rounding (posgeo's tie_rtol) :0-15 passed (3,267 s) and :0,1,4,14,16-20 (829 s, the
+# 20 runs of ntk-comparison trained by nbval and a second process), and chapter 11 again (205 s); chapter
+# 8's cells 21-24 (the width sweep: 35 runs of both regimes, 169-1,217 s each emulated) passed on
+# 2026-12-06 with :0,1,21-24 (5,523 s; nbval and a second process, tools/arm64_prefill.py ntk-widths,
+# into the cache kept from the session before, which had trained 4 runs), so every cell of every
+# chapter has passed on emulated arm64.
 # The README has a table of every chapter.
 #
 # The oneDNN inside torch reads the CPU's MIDR_EL1 from /sys at import and crashes without it,
