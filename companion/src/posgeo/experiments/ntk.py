@@ -825,15 +825,13 @@ def width_sweep(
     ValueError
         Unknown ``lr_scaling``.
     """
-    def lr_at(d: int) -> float:
-        return width_learning_rate(settings, d, lr_scaling=lr_scaling)
-
-    lr_at(settings.d_model)  # an unknown lr_scaling fails before any training
+    # every rate before any training (and settings.d_model's, so a bad lr_scaling raises even with no widths)
+    lr_at = {d: width_learning_rate(settings, d, lr_scaling=lr_scaling) for d in (settings.d_model, *settings.widths)}
     jobs = [(d, s, r) for d in settings.widths for s in settings.seeds for r in _REGIMES]
     runs: dict[tuple[int, int, str], NTKRun] = {}
     for d, s, r in progress_bar(jobs, enabled=progress, desc="width sweep"):
         runs[(d, s, r)] = train_position_table(
-            settings, objective=objective, regime=r, d_model=d, lr=lr_at(d), seed=s,  # type: ignore[arg-type]
+            settings, objective=objective, regime=r, d_model=d, lr=lr_at[d], seed=s,  # type: ignore[arg-type]
             progress=False,
         )
     rows = []
@@ -843,7 +841,7 @@ def width_sweep(
             rows.append({
                 "d_model": d,
                 "seed": s,
-                "lr factor": lr_at(d) / settings.lr,
+                "lr factor": lr_at[d] / settings.lr,
                 "attention change": fu.attention_change,
                 "rate frozen": monotonicity_violations(fr.table, progress=False).rate,
                 "rate full": monotonicity_violations(fu.table, progress=False).rate,
