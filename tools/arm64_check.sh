@@ -36,46 +36,10 @@
 # from the last backwards into the cache, logging each run's seconds to ROOT/work/prefill.log,
 # and is stopped when nbval ends.
 #
-# Status (2026-12-03): chapters 1 (4 cells) and 6 (18 cells) passed and chapter 4's cells 0-4,
-# run by hand under qemu's default CPU model; chapter 4's training cells (with this script, run
-# whole) failed there, and the failure was qemu's, not arm64's: see QEMU_CPU below. With
-# QEMU_CPU=neoverse-n1, four of chapter 4's sixteen training runs, trained directly, ended within
-# the chapter's tolerance of the stored x86-64 values (the README has the numbers); and this
-# script's nbval of chapter 4's training cells (ROOT=/opt/arm64 sh tools/arm64_check.sh
-# book/04_permutation_equivariance.ipynb:0-2,8-11) passed with it: 7 cells in 6,779 s, every tagged number within
-# half its tolerance. Chapter 12 (ROOT=/opt/arm64 ... book/12_constructive.ipynb) passed: 13 cells
-# in 5,462 s. Chapter 9 failed in 3 cells, on a tie order of np.argsort and on a strictly compared
-# float32 view; both mended, it then passed (21 cells, 4,872 s). Chapter 11 passed (261 s), chapters
-# 1 and 6 passed again on the Neoverse N1 model; chapter 3 failed in 2 cells that showed float64
-# rounding of 0 strictly, both mended. 2026-12-04: the mended chapter 3's cells
-# (:0-4,14,16,22,23) passed (891 s), chapter 4's cells 0-7 passed (2,258 s; so every cell of
-# chapters 3 and 4 has passed), and chapter 2 passed in five parts (:0-9, :0,1,10,11,
-# :0-3,12-17,23-25, :0,1,18-20, :0,1,21,22). Later on 2026-12-04: chapter 7's cells 0-11 passed (3,783 s) and
-# chapter 12's full-profile cells (:0,1,13-15,17-22, 87 s). Late on 2026-12-04, chapter 7's training cells
-# (:0,1,12-19) passed (1,206 s, POSGEO_CACHE_DIR kept from two attempts stopped at the cell limit,
-# and a second process training in reverse order), so every cell of chapter 7 has passed.
-# 2026-12-05 (a new root: ROOT does not outlive the machine): chapter 12's cell 16 with the cells it
-# needs (:0-3,6,13,16) passed (3,206 s, its 160 runs trained by nbval and a second process), so
-# every cell of chapter 12 has passed. Chapter 10's cells :0-23,35-39 (8 runs, 720-1,700 s each) ran
-# until the session's end: cells 0-23 passed, nbval was stopped in cell 35. Later on 2026-12-05,
-# with that cache kept (this time the machine, ROOT and the cache outlived the session) and
-# PREFILL=nope-ablation, :0-2,6,11,14,22,24-30,35-39 passed (19 cells, 7,116 s), and with
-# PREFILL=nope-sweep, :0-2,11,31-34 passed (8 cells, 6,110 s), so every cell of chapter 10 has passed.
-# Chapter 5: every cell passed: cells 0-16 and 22 on 2026-12-05 (:0-11 in 1,035 s with 8 of the
-# probe's 9 runs left in the cache by a stopped attempt; :0,1,4,5,9,10,12-14 in 112 s once
-# PREFILL=separation-seeds and nbval had trained the 16 runs of cells 12-14 over two sessions), and
-# cells 17-21 with :0,1,4,15-21 on 2026-12-06: the fine-tuning (about 105 s per step emulated)
-# saves its state every 20 steps and resumes, so it ran over two sessions on a machine whose ROOT
-# and cache outlived the first (7,249 s to step 60, then 3,075 s for the rest and the cells); every
-# snapshot within 6.2e-7 of x86-64's. Chapter 8: a first run of :0-15 failed in cells 2-3 (the
-# circle's ties, exact equalities that rounding decided: 73 on x86-64, 68 on arm64); with ties
-# judged up to rounding (posgeo's tie_rtol) :0-15 passed (3,267 s) and :0,1,4,14,16-20 (829 s, the
-# 20 runs of ntk-comparison trained by nbval and a second process), and chapter 11 again (205 s); chapter
-# 8's cells 21-24 (the width sweep: 35 runs of both regimes, 169-1,217 s each emulated) passed on
-# 2026-12-06 with :0,1,21-24 (5,523 s; nbval and a second process, tools/arm64_prefill.py ntk-widths,
-# into the cache kept from the session before, which had trained 4 runs), so every cell of every
-# chapter has passed on emulated arm64.
-# The README has a table of every chapter.
+# Status (2026-12-06): every cell of every chapter (1-12) has passed with this script, the
+# long chapters in parts (CHAPTER.ipynb:CELLS) over several sessions; chapters 3, 8 and 9 first
+# failed on rounding (zeros and ties) and were mended. tools/ARM64.md has the record: each
+# chapter's commands, cells, times and differences from the stored x86-64 outputs.
 #
 # The oneDNN inside torch reads the CPU's MIDR_EL1 from /sys at import and crashes without it,
 # so the root gets a small fake /sys/devices/system/cpu (an Arm Neoverse N1's MIDR) instead of
