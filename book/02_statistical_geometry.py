@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -172,11 +172,12 @@ pg.plot_noise_floor(list(geometries.values()))
 # $$
 #
 # No assumption about how noise scales with $N$ enters: both terms compare half-samples.
-# In the figure above, the green curves are this corrected distance, the red dashed
+# In the figure above, the vermillion dashed curves are the corrected distance (the hybrid
+# estimator, a refinement of this one chosen by the calibration below), the black dotted
 # curves the noise floor $\sqrt{(s_i^2 + s_j^2)/2}$.
 #
 # The table puts the typical distances beside the noise: `adjacent` and `mean` (plug-in,
-# at offset 1 and over all pairs), `*_corrected` (matched estimator),
+# at offset 1 and over all pairs), `*_corrected` (the hybrid estimator),
 # `adjacent_first_order` (the $1/N$ correction), the split-half distance at the first and
 # last analysed position, the number of flagged positions, and `noise_share`, the share of
 # the squared plug-in distances $\sum_{i<j} \hat d^2_{ij}$ that the correction removes.
@@ -186,9 +187,10 @@ summary = ex.geometry_summary(geometries)
 summary
 
 # %% [markdown]
-# On the synthetic corpus (20,000 sequences over 64 tokens) the noise is small: a few
-# percent of the squared distances. The matched estimator does not resolve shares that
-# small and reports 0, because it slightly *under*-corrects: for two different positions
+# On the synthetic corpus (20,000 sequences over 64 tokens) the noise is small: half a
+# percent of the squared distances (`noise_share` 0.005). The matched estimator alone does
+# not resolve shares that small (its share is -0.005, reported as 0), because it slightly
+# *under*-corrects: for two different positions
 # the cross-half noise is a little larger than the same-position noise it subtracts. Its
 # corrected distances are therefore, if anything, still too large, and its noise shares
 # are lower bounds here (on 64 tokens; the calibration below shows they are not at the
@@ -286,7 +288,8 @@ pg.display_table(calibration)  # n/a: undefined in the stationary regime (below)
 # are not lower bounds in general; with equal, small samples at every position it
 # over-corrects (see the `calibration` module). The hybrid estimator has the smallest bias
 # in every case and the true ranking in every non-stationary one; its RMSE is the lowest on
-# SST-2 and slightly above the matched one on IMDB. From here on, the book's "corrected"
+# SST-2, and on IMDB slightly above the matched one in the `smooth` and `rare` regimes and
+# half of it in the `stationary` one. From here on, the book's "corrected"
 # geometry is the hybrid estimate (`corpus_geometry(...).hybrid`).
 
 # %%
@@ -437,7 +440,7 @@ coverage.rename(columns={"median_width": "width", "pairs_widened": "pairs, widen
 # %% [markdown]
 # Per pair, the intervals reach their nominal 95% only in IMDB's stationary case. Elsewhere
 # they hold the truth for 60 to 86% of the pairs: the estimator's systematic error (the
-# bias column of the calibration) is not part of a sampling interval, and it is largest in
+# bias column of the calibration) is not part of a sampling interval. Coverage is lowest in
 # the `rare` regime, whose differences sit in the tail that the hybrid estimator sees only
 # through its reference approximation. That is below this book's target of 90% in every
 # case but one: a sampling interval alone is not enough.
@@ -488,8 +491,9 @@ orders.astype({c: int for c in ("claims", "wrong_claims", "claims_widened", "wro
 # of a stress is biased upwards, and the bias differs between encodings), but in these
 # calibrations not one interval that excluded 0 had the wrong sign, widened or not.
 # Widening costs few claims: most pairs stay separated. That is the evidence behind the
-# later chapters' orderings, with two limits: it covers three regimes of independent
-# sequences and these five encodings, and a claim's sign being right in every case here
+# later chapters' orderings, with two limits: it covers two regimes of independent
+# sequences (`smooth` and `rare`, at both sizes; the `stationary` one has no true order)
+# and these five encodings, and a claim's sign being right in every case here
 # bounds its error rate only to a few percent.
 
 # %% [markdown]
@@ -543,7 +547,7 @@ nested[["rel_bias_mean", "rmse", "spearman", "ranking_tau", "pairs"]].round(3)
 #
 # Two limits. These corpora are nested like SST-2 but are not SST-2, and the jackknife
 # was designed after the matched estimator was seen to fall short on them, so the table
-# is not an independent test of it. And on SST-2 itself the three estimates are far
+# is not an independent test of it. And on SST-2 itself the four corrections are far
 # apart (next table).
 
 # %%
@@ -727,8 +731,8 @@ pd.DataFrame({name: fisher_rao_over_chord(g) for name, g in geometries.items()})
 # $N$ is. (The same draw over a uniform vocabulary of 64 tokens follows the law within 5%.)
 # In this regime a full sample is barely less noisy than a half-sample, its bias
 # is close to $s_i^2/2$ per position rather than $s_i^2/4$, and the first-order correction
-# removes too little: on IMDB `adjacent_first_order` (0.27) stays far above the matched
-# estimate `adjacent_corrected` (0.028).
+# removes too little: on IMDB `adjacent_first_order` (0.27) stays far above the corrected
+# (hybrid) estimate `adjacent_corrected` (0.030).
 # ```
 #
 # ## References

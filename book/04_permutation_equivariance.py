@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -197,9 +197,10 @@ ex.equivariance_table(errors)
 ex.plot_equivariance_errors(errors)
 
 # %% [markdown]
-# Without positions, the posgeo encoder and the pretrained encoder in float64 are
-# equivariant to within a few float64 epsilons, and the pretrained encoder in float32 to
-# within float32 rounding (some tens of epsilons, accumulated over six layers). With any
+# Without positions, the posgeo encoder is equivariant to within a few float64 epsilons,
+# the pretrained encoder in float64 to within a few tens of them (accumulated over six
+# layers), and the pretrained encoder in float32 to within float32 rounding (some tens of
+# float32 epsilons). With any
 # positional signal, and with a causal mask, the deviation is as large as the outputs
 # themselves. The assertions encode the two groups:
 

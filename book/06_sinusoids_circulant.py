@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -238,8 +238,8 @@ assert (floors.drop(columns="Toeplitz floor").min(axis=1) >= floors["Toeplitz fl
 # The bound holds everywhere (it is a theorem; the assertion checks the code). On the
 # plug-in geometries the sinusoids sit between 1.7 and 4.6 times the floor. On
 # corrected IMDB the floor itself is large: its geometry is far from translation-invariant
-# (the opening positions of a review differ from all others), and a fifth of it is out of
-# reach of every offset-based encoding.
+# (the opening positions of a review differ from all others), and 45% of it (of its
+# squared distances) is out of reach of every offset-based encoding.
 
 # %% [markdown]
 # ## An exactly circulant corpus
@@ -374,8 +374,9 @@ ex.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real, knob=0.5)
 #   the non-stationary component (71%). Allowing any frequency raises this to 29–65%,
 #   still below the synthetic corpus at any knob (81% at knob 100).
 #
-# The one eigenvector that *is* a sinusoid is the first. Its best-matching sinusoid has
-# far less than half a cycle over the window:
+# The one eigenvector that *is* nearly a sinusoid (over 90% of its energy at one
+# frequency) is the first, on every geometry but corrected IMDB. Its best-matching
+# sinusoid has less than half a cycle over the window (0.06 to 0.32):
 
 # %%
 top_modes = {
@@ -446,8 +447,8 @@ ex.plot_fourier_modes(
 #   complete less than half a cycle in 48 positions and are nearly linear there. This is
 #   a property of slow sinusoids, not of Fourier analysis.
 #
-# The sinusoidal encoding fits real corpora within a factor of about two of the best any
-# translation-invariant encoding could do (the Toeplitz floor), and no better. The stationarity assumption that would make it
+# The sinusoidal encoding's stress on the real corpora is 1.2 to 2 times the best any
+# translation-invariant encoding could reach (the Toeplitz floor), never at it. The stationarity assumption that would make it
 # *optimal* is not met.
 
 # %% [markdown]

@@ -522,7 +522,7 @@ def lowrank_settings(profile: str | None = None) -> LowRankSettings:
 
     ``small`` (2 CPU cores, about a minute and a half): d_model 32, one layer, 400 steps,
     ranks 1, 2, 3, 8; rank 2 and the free table over five seeds, the other encodings over
-    seed 0 (14 runs). ``full`` (paper scale, a GPU or a patient CPU): d_model 128 (P1's d),
+    seed 0 (15 runs). ``full`` (paper scale, a GPU or a patient CPU): d_model 128 (P1's d),
     2 layers, 4000 steps of 128 sequences, ranks 1, 2, 3, 4, 8, 16, 32, every encoding over
     five seeds (50 runs).
 
