@@ -111,6 +111,10 @@ for name in corpora:
     t = stresses.loc[name]
     corpus_tables = [e for e in t.index if e.startswith(("PMDS", "SMACOF"))]
     assert t.loc["PMDS full", "plug-in"] < 1e-9
+    if name == "synthetic":  # "every table built from it fits its geometry almost exactly"
+        assert (t.loc[corpus_tables, "plug-in"] < 1e-3).all()
+    else:  # "rank-3 P_MDS ... fits worse than both the sinusoids and RoPE"
+        assert t.loc["PMDS k=3", "plug-in"] > t.loc[["sinusoidal (fixed)", "rope"], "plug-in"].max()
     if name == "sst2":  # "on SST-2 every corrected interval reaches 0"
         assert (t["corrected low"] < 1e-6).all()
         continue
