@@ -125,7 +125,7 @@ stresses.xs("PMDS k=3", level="encoding")["corrected"].rename("PMDS k=3, correct
 # %% [markdown]
 # The premise holds on the synthetic corpus: every table built from it fits its geometry
 # almost exactly (plug-in stress below 0.001, against 0.057 for the fixed sinusoids and
-# 0.21 for RoPE's vector form). On SST-2 and IMDB it holds only at high rank: full-rank
+# 0.21 for RoPE's vector form). On SST-2 and IMDB it holds only in part: full-rank
 # $P_{\mathrm{MDS}}$ reproduces the plug-in distances exactly, the rank-8 table leaves a
 # stress of about 0.04 (level with the fixed sinusoids on SST-2, below them on IMDB), the
 # rank-3 SMACOF table about 0.05 (between the sinusoids and RoPE on SST-2, below both on
