@@ -145,7 +145,7 @@ import posgeo.experiments
 print(f"posgeo {posgeo.__version__}: {len(posgeo.__all__) - 1} names in the library namespace")
 
 EXPERIMENTS = ("statistics", "calibration", "stress", "equivariance", "separation", "circulant", "lowrank", "ntk", "layers",
-               "nope", "tasks", "papers")
+               "nope", "tasks", "constructive", "papers")  # in the order of the chapters
 parts = [("library", f"posgeo ({m.__name__.removeprefix('posgeo.')})", m) for m in posgeo.LIBRARY_MODULES]
 parts += [("library", "posgeo.validation", importlib.import_module("posgeo.validation"))]
 parts += [("experiments", f"posgeo.experiments.{t}", importlib.import_module(f"posgeo.experiments.{t}")) for t in EXPERIMENTS]

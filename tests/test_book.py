@@ -198,6 +198,20 @@ def test_intro_api_table_lists_the_package_as_it_is() -> None:
         if stored != sorted(module.__all__) or int(count) != len(module.__all__):
             stale.append(f"{label}: table has {sorted(set(stored) ^ set(module.__all__))} out of step")
     assert not stale, "chapter 1's API table is stale; run make execute CHAPTERS=book/01_introduction.ipynb: " + "; ".join(stale)
+    import pkgutil
+
+    import posgeo
+    import posgeo.experiments
+
+    expected = {f"posgeo ({m.__name__.removeprefix('posgeo.')})" for m in posgeo.LIBRARY_MODULES}
+    expected |= {"posgeo.validation", "posgeo.audit"}
+    expected |= {f"posgeo.experiments.{m.name}" for m in pkgutil.iter_modules(posgeo.experiments.__path__)
+                 if not m.name.startswith("_")}
+    shown = {label for label, _, _ in rows}
+    assert shown == expected, (
+        f"chapter 1's API table misses {sorted(expected - shown)} and has {sorted(shown - expected)} too many; "
+        "list every module in the cell (EXPERIMENTS) and re-execute the chapter"
+    )
 
 
 # ------------------------------------------------------------------ API reference (appendix)
