@@ -233,6 +233,9 @@ rank_ci.round(1)
 rank_width = (rank_ci["high"] - rank_ci["low"]).xs("rank 90%", level=1)
 assert rank_ci.loc[("imdb", "rank 90%"), "low"] > 2 * ranks.loc["synthetic", ("corrected", "rank 90%")]
 assert rank_width["imdb"] < 10 and rank_width["sst2"] > 30  # "within a few dimensions" / "from about 8 dimensions to 50"
+assert rank_ci.loc[("imdb", "rank 90%"), ["low", "high"]].round(1).tolist() == [136.5, 145.5]
+# the previous section's "414 dimensions to 141" (IMDB) and "34 to 29" (SST-2), 90% of the energy
+assert ranks.loc[["imdb", "sst2"], [("plug-in", "rank 90%"), ("corrected", "rank 90%")]].to_numpy().tolist() == [[414, 141], [34, 29]]
 sst2_rank = rank_ci.loc[("sst2", "rank 90%")]
 assert ranks.loc["synthetic", ("corrected", "rank 90%")] < sst2_rank["low"] < 10 and 45 < sst2_rank["high"] < 55
 rank_width.rename("width of the rank-90% interval")
@@ -396,6 +399,8 @@ for k in (1, 2, 3):
     assert (raw.loc[f"SMACOF k={k}"] <= raw.loc[f"PMDS k={k}"] + 1e-12).all()
 assert (raw.loc["sinusoidal d=768"] > raw.loc["sinusoidal d=384"]).all()
 assert (raw.loc["sinusoidal d=384"] > 100).all()
+sinusoid_raw = raw.loc[["sinusoidal d=384", "sinusoidal d=768"]].to_numpy()
+assert np.round([sinusoid_raw.min(), sinusoid_raw.max()]).tolist() == [227, 2007]  # "227 to 2,007"
 assert (optimal.loc["ALiBi 12 heads"] > optimal.loc["sinusoidal d=384"]).all()
 assert optimal.loc["random d=384", "imdb"] < optimal.loc["sinusoidal d=384", "imdb"]
 (raw.loc["sinusoidal d=768"] / raw.loc["sinusoidal d=384"]).rename("raw stress ratio d=768 / d=384")

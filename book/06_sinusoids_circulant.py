@@ -232,7 +232,10 @@ floors
 
 # %%
 assert (floors.drop(columns="Toeplitz floor").min(axis=1) >= floors["Toeplitz floor"] - 1e-12).all()
-(floors["sinusoidal d=384"] / floors["Toeplitz floor"]).rename("sinusoidal stress / floor")
+floor_ratio = floors["sinusoidal d=384"] / floors["Toeplitz floor"]
+assert round(floors.loc[("corrected", "imdb"), "Toeplitz floor"], 2) == 0.45  # "45% of it"
+assert floor_ratio.drop("synthetic", level=1).round(1).agg(["min", "max"]).tolist() == [1.2, 2.0]  # "1.2 to 2 times"
+floor_ratio.rename("sinusoidal stress / floor")
 
 # %% [markdown]
 # The bound holds everywhere (it is a theorem; the assertion checks the code). On the
@@ -408,6 +411,7 @@ assert real["DFT alignment"].round(2).agg(["min", "max"]).tolist() == [0.22, 0.5
 assert real["sinusoid alignment"].round(2).agg(["min", "max"]).tolist() == [0.29, 0.65]
 assert placement["Toeplitz distance (D)"].drop("imdb corrected").round(1).agg(["min", "max"]).tolist() == [0.8, 2.6]
 assert (first_mode["best frequency (cycles)"] < 0.5).all()
+assert first_mode["best frequency (cycles)"].round(2).agg(["min", "max"]).tolist() == [0.06, 0.32]  # "0.06 to 0.32"
 assert (first_mode["energy"].drop("imdb corrected") > 0.9).all() and 0.5 < first_mode.loc["imdb corrected", "energy"] < 0.7
 assert (first_mode["energy, eigenvectors 2-3"] < 0.9).all()
 knob2_alignment = ex.fourier_alignment(pg.double_centered_gram(pg.hellinger_matrix(pg.synthetic_marginals(32, 64, nonstationarity=2.0))), k=3)

@@ -100,6 +100,7 @@ assert (ranks.loc[plug_in, "negative share"] == 0).all()
 assert ranks.loc["synthetic plug-in", "rank 99%"] <= 16
 for name in ("sst2", "imdb"):
     assert ranks.loc[f"{name} corrected", "rank 90%"] < ranks.loc[f"{name} plug-in", "rank 90%"]
+assert ranks.loc[["sst2 corrected", "imdb corrected"], "rank 90%"].tolist() == [29, 141]  # the summary's dimensions for 90%
 pg.plot_spectra(ex.gram_spectra(targets))
 
 # %% [markdown]
@@ -283,6 +284,7 @@ pd.Series(dataclasses.asdict(settings), dtype=object).to_frame("value")
 # path (ATEN_CPU_CAPABILITY=default) every run's metrics moved by at most 0.0008 (rank 2, seed 4),
 # far less than the spread over seeds (sd 0.014 of the rank-2 information)
 runs = ex.lowrank_training_runs(settings, threads=1 if pg.current_profile() == "small" else None)
+assert len(runs) == 15 or pg.current_profile() != "small"  # "15 runs"
 trained = ex.lowrank_training_sweep(settings, runs=runs)
 pg.display_table(trained.drop(columns="table rank 99%"), digits=3)  # n/a: the model without positions has no table to score
 

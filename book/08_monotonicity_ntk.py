@@ -190,6 +190,7 @@ pg.display_table(rates, digits=3)  # n/a: the tables trained from scratch exist 
 
 # %%
 assert ((rates.xs("random d=384").xs("offset", level=1) - 0.5).abs() < 0.03).all()
+assert rates.loc["random d=384"].round(2).agg(["min", "max"]).tolist() == [0.49, 0.52]  # "0.49 to 0.52"
 assert (rates.loc["ALiBi 12 heads", (slice(None), "offset")] == 0.0).all()
 assert (rates.loc["PMDS full", (slice(None), "hellinger")] < 1e-3).all()
 assert rates.loc["sinusoidal d=384", ("imdb", "offset")] > 10 * rates.loc["sinusoidal d=384", ("sst2", "offset")]

@@ -118,6 +118,7 @@ linearisation
 # No training here, but float32 rounding: other CPU kernel paths change the trailing digits
 # (by 7e-8 of the value), so compared to 1e-6 of it.
 assert linearisation["median"] < 0.1 and linearisation["median cosine"] > 0.99
+assert linearisation[["median", "90%", "max"]].round(2).tolist() == [0.05, 0.11, 0.19]  # the text's 5%, 11%, 19%
 linearisation["median"]
 
 # %% [markdown]
@@ -191,6 +192,10 @@ by_layer
 raw_rank = by_layer.xs("raw", axis=1, level="measure").drop(index=0).rank()
 ratio_rank = by_layer.xs("distance ratio", axis=1, level="measure").drop(index=0).rank()
 assert (raw_rank == ratio_rank).all().all()
+# the text's ranges: raw stress 38 to 218,168, projected distances 7 to 690 times the corpus's
+for measure, quoted in (("raw", [38, 218168]), ("distance ratio", [7, 690])):
+    values = by_layer.xs(measure, axis=1, level="measure").to_numpy()
+    assert np.round([values.min(), values.max()]).tolist() == quoted
 peaks = pd.DataFrame(
     {
         measure: by_layer.xs(measure, axis=1, level="measure").drop(index=0).idxmax()
@@ -405,6 +410,9 @@ assert sst2_opt.idxmax() == model.config.num_hidden_layers
 corrected_opt = pd.concat(hidden_tables, axis=1).xs("optimal", axis=1, level=2).xs("corrected", axis=1, level=1)
 assert corrected_opt.loc[0, "sst2"] < corrected_opt.loc[4:5, "sst2"].min() and corrected_opt["sst2"].idxmax() == model.config.num_hidden_layers
 assert corrected_opt["imdb"].iloc[-1] < corrected_opt.loc[0, "imdb"] and (corrected_opt["imdb"] > 0.45).all()
+imdb_plug = hidden_tables[("imdb", "plug-in")]["optimal"]
+assert imdb_plug.idxmax() == 3 and imdb_plug.max() - imdb_plug.loc[4:].max() < 0.002  # "one or two thousandths"
+assert hidden_raw.loc[model.config.num_hidden_layers].round(1).tolist() == [0.5, 3.1, 4.7, 229.5]  # "0.5 to 4.7; 230"
 hidden_raw.loc[[0, model.config.num_hidden_layers]]
 
 # %% [markdown]

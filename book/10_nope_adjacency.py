@@ -111,11 +111,10 @@ settings.table()
 # rounded, and the count depends on the vocabulary and context length):
 
 # %%
+n_params = {profile: pg.count_parameters(pg.Transformer(ex.nope_settings(profile).model_config(max_len=40))) for profile in pg.PROFILES}
+assert round(n_params["full"] / 1e6, 1) == 10.7 and abs(n_params["full"] / papers.P2_REPORTED.n_params - 1) < 0.01  # "10.7M", "within 1%"
 pd.Series(
-    {
-        profile: pg.count_parameters(pg.Transformer(ex.nope_settings(profile).model_config(max_len=40)))
-        for profile in pg.PROFILES
-    }
+    n_params
     | {"P2 (reported)": papers.P2_REPORTED.n_params}
 ).to_frame("parameters")
 

@@ -182,6 +182,10 @@ def test_intro_api_table_lists_the_package_as_it_is() -> None:
     CHAPTERS=book/01_introduction.ipynb).
     """
     import importlib
+    import pkgutil
+
+    import posgeo
+    import posgeo.experiments
 
     intro = nbformat.read(BOOK / "01_introduction.ipynb", as_version=4)
     cells = [c for c in intro.cells if c.cell_type == "code" and "public names" in c.source]
@@ -198,11 +202,6 @@ def test_intro_api_table_lists_the_package_as_it_is() -> None:
         if stored != sorted(module.__all__) or int(count) != len(module.__all__):
             stale.append(f"{label}: table has {sorted(set(stored) ^ set(module.__all__))} out of step")
     assert not stale, "chapter 1's API table is stale; run make execute CHAPTERS=book/01_introduction.ipynb: " + "; ".join(stale)
-    import pkgutil
-
-    import posgeo
-    import posgeo.experiments
-
     expected = {f"posgeo ({m.__name__.removeprefix('posgeo.')})" for m in posgeo.LIBRARY_MODULES}
     expected |= {"posgeo.validation", "posgeo.audit"}
     expected |= {f"posgeo.experiments.{m.name}" for m in pkgutil.iter_modules(posgeo.experiments.__path__)
