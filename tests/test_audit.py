@@ -219,7 +219,10 @@ def test_json_is_plain_and_complete(text_report: AuditReport) -> None:
     text = json.dumps(data, allow_nan=False)  # no NaN, no numpy types
     assert json.loads(text) == data
     assert set(data) == {"schema", "posgeo_version", "computed_on", "command", "parameters", "dataset", "model", "corpus",
-                         "stress", "separation", "monotonicity", "layers", "paper", "verdict", "intervals", "notes"}
+                         "stress", "separation", "monotonicity", "layers", "paper", "verdict", "intervals", "notes",
+                         "random_baseline"}
+    assert set(data["random_baseline"]) == {"plug-in", "corrected", "monotonicity"}
+    assert data["random_baseline"]["plug-in"]["tables"] == audit_compute.RANDOM_TABLES
     assert data["monotonicity"]["hellinger"] == {"model": pytest.approx(text_report.monotonicity.loc["model", "hellinger"]),
                                                  "random": pytest.approx(text_report.monotonicity.loc["random", "hellinger"])}
     assert "stress/sst2/rope" not in data["paper"]  # P1's encoder stresses are SST-2 numbers
@@ -896,7 +899,12 @@ def test_verdict_judges_the_model_against_order_free_baselines(text_report: Audi
     assert (noise > 0.5) == any("Sampling noise" in w for w in v["warnings"])
     names = [c["baseline"] for c in v["comparisons"]]
     assert names == ["random vectors", "sinusoidal vectors", "the regular simplex (no order)"]
-    for c in v["comparisons"]:
+    rnd, *others = v["comparisons"]
+    row = text_report.random.loc[v["target"]]  # against the spread of the random tables, not one draw
+    assert (rnd["low"], rnd["high"], rnd["stress"]) == (row["low"], row["high"], row["median"])
+    assert rnd["verdict"] == ("fit better than" if row["margin high"] < 0 else
+                              "fit worse than" if row["margin low"] > 0 else "fit no better than")
+    for c in others:
         rel = (c["stress"] - c["model"]) / c["stress"]
         expected = "fit better than" if rel > 0.05 else ("fit worse than" if rel < -0.05 else "fit no better than")
         assert c["verdict"] == expected
@@ -922,10 +930,10 @@ def test_intervals_are_the_library_s_and_drive_the_verdict(text_report: AuditRep
     if v["target"] == "corrected":
         paired = {c["baseline"]: c["verdict"] for c in v["comparisons"]}
         d = text_report.differences
-        row = d[((d["better"] == "model") & (d["worse"] == "random")) | ((d["worse"] == "model") & (d["better"] == "random"))]
+        row = d[((d["better"] == "model") & (d["worse"] == "sinusoidal")) | ((d["worse"] == "model") & (d["better"] == "sinusoidal"))]
         expect = ("fit no better than" if not row["separated"].iloc[0]
                   else "fit better than" if row["better"].iloc[0] == "model" else "fit worse than")
-        assert paired["random vectors"] == expect
+        assert paired["sinusoidal vectors"] == expect
 
 
 def test_intervals_are_widened_by_the_grouped_matched_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -981,6 +989,151 @@ def test_intervals_option_is_checked_and_can_be_switched_off(tmp_path) -> None:
         audit(f, n_positions=5, progress=False, cache=False, intervals=1)
     with pytest.raises((TypeError, ValueError), match="intervals"):
         audit(f, n_positions=5, progress=False, cache=False, intervals=-3)
+
+
+# --------------------------------------------------------------------------- the random baseline
+def test_random_tables_are_unit_distance_rows_of_their_own_gaussian_stream() -> None:
+    E = audit_compute.random_tables(7, 5, seed=3, n_tables=60)
+    assert E.shape == (60, 21) and E.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1, atol=1e-6)
+    rng = np.random.default_rng([3, 0x52414E44])
+    first = posgeo.pairwise_distances(rng.standard_normal((7, 5)))[np.triu_indices(7, 1)]
+    np.testing.assert_allclose(E[0], first / np.linalg.norm(first), rtol=1e-6)
+    single = posgeo.pairwise_distances(random_encoding(7, 5, seed=3))[np.triu_indices(7, 1)]
+    assert not np.allclose(E[0], single / np.linalg.norm(single))  # not the table shown as "random"
+    D = posgeo.pairwise_distances(np.arange(7.0)[:, None] ** 0.5)
+    s = audit_compute.random_table_stresses(E, D)
+    expected = [stress(rng.standard_normal((7, 5)), D, scale="optimal") for _ in range(2)]
+    np.testing.assert_allclose(s[1:3], expected, atol=1e-6)
+    assert audit_compute.random_tables(7, 5, seed=3, n_tables=10).shape[0] == 50  # never fewer than 50
+    assert np.isnan(audit_compute.random_table_stresses(E, np.zeros((7, 7)))).all()
+
+
+def test_the_random_baseline_is_the_spread_of_the_tables(text_report: AuditReport) -> None:
+    r = text_report
+    n, width = r.parameters["n_positions"], r.model["dimension"]
+    rows = audit_compute.random_tables(n, width, seed=r.parameters["seed"])
+    for target, D in (("plug-in", r.hellinger), ("corrected", r.hellinger_corrected)):
+        theirs = audit_compute.random_table_stresses(rows, D)
+        row = r.random.loc[target]
+        assert row["tables"] == len(theirs) == audit_compute.RANDOM_TABLES
+        assert (row["low"], row["high"]) == pytest.approx(tuple(np.quantile(theirs, [0.025, 0.975])))
+        assert row["median"] == pytest.approx(np.median(theirs))
+        assert row["model"] == pytest.approx(r.stress[target].loc["model", "optimal"], abs=1e-9)
+        assert row["share below"] == pytest.approx(np.mean(theirs < row["model"]))
+        if target == "corrected" and r.intervals is not None:  # the sampling interval only widens the margins
+            assert row["margin high"] >= row["model"] - row["low"] - 1e-12
+            assert row["margin low"] <= row["model"] - row["high"] + 1e-12
+        else:
+            assert (row["margin high"], row["margin low"]) == pytest.approx((row["model"] - row["low"], row["model"] - row["high"]))
+    rates = [monotonicity_violation_rate(distances=pairwise_square(e.astype(np.float64)), progress=False) for e in rows[:20]]
+    assert r.monotonicity.loc["random", "offset"] == pytest.approx(np.mean(rates))
+    assert r.random_monotonicity["offset"] == pytest.approx((min(rates), max(rates)))
+    assert "95% of them" in r.verdict()["sentences"][0] and "How to read this.</strong> Random vectors are not one draw" in r.to_html()
+
+
+def pairwise_square(tri: np.ndarray) -> np.ndarray:
+    n = int((1 + np.sqrt(1 + 8 * tri.size)) / 2)
+    M = np.zeros((n, n))
+    M[np.triu_indices(n, 1)] = tri
+    return M + M.T
+
+
+def noisy_lines(m: int, seed: int = 0, drift: float = 0.6) -> list[str]:
+    """Lines of 40 common words whose distribution drifts slowly with the position (a Zipf law
+    mixed with its reverse, the mixture's weight growing by ``drift`` over the line): a corpus
+    with a positional geometry (a line) whose plug-in distances are mostly sampling noise, like
+    the issue's 300 IMDB reviews."""
+    rng = np.random.default_rng(seed)
+    words = ("time people year way day man thing woman life child world school state family student group "
+             "country problem hand part place case week company system program question work government number "
+             "night point home water room mother area money story fact month lot right study book eye job word "
+             "business issue side kind head house service friend father power hour game line end member law car "
+             "city community name president team minute idea kid body information back parent face others level "
+             "office door health person art war history party result change morning reason research girl guy "
+             "moment air teacher force education").split()
+    p = 1 / np.arange(1, len(words) + 1)
+    p /= p.sum()
+    w = drift * np.arange(40)[:, None] / 39
+    P = (1 - w) * p + w * p[::-1]  # (position, word)
+    cum = P.cumsum(axis=1)
+    draws = (rng.random((m, 40, 1)) > cum[None]).sum(axis=2).clip(0, len(words) - 1)
+    return [" ".join(words[k] for k in row) for row in draws]
+
+
+def gpt2_folder(root: Path, tokenizer_files: Path, seed: int, table: np.ndarray | None = None) -> Path:
+    """A GPT-2-style model (no special tokens prepended) whose position table is i.i.d. N(0, 0.02)
+    (GPT-2's initialisation, drawn with ``seed``) or ``table``."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModel, GPT2Config, PreTrainedTokenizerFast
+
+    folder = root / f"gpt2-{seed}"
+    torch.manual_seed(seed)
+    model = AutoModel.from_config(GPT2Config(vocab_size=64, n_embd=64, n_layer=1, n_head=2, n_positions=64))
+    if table is not None:
+        with torch.no_grad():
+            model.wpe.weight[: table.shape[0]] = torch.as_tensor(table, dtype=torch.float32)
+    model.save_pretrained(folder)
+    backend = Tokenizer.from_file(str(tokenizer_files / "tokenizer.json"))
+    backend.post_processor = None
+    PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]").save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_a_random_table_is_rarely_called_better_than_random_vectors(tokenizer_files: Path, tmp_path: Path) -> None:
+    """Issue 46, defect 1: a GPT-2 table of i.i.d. N(0, 0.02) entries was called "better than random
+    vectors" for 5 of 14 seeds (and "worse" for 1), because the interval covered the corpus sampling
+    but not the draw of the one random baseline. Over 40 tables and seeds, "better" may come at most
+    4 times (the rule's rate is at most 2.5%), and "worse" as rarely."""
+    data = tmp_path / "noisy.txt"
+    data.write_text("\n".join(noisy_lines(300)), encoding="utf-8")
+    words = []
+    for seed in range(40):
+        r = audit(data, model=gpt2_folder(tmp_path, tokenizer_files, seed), n_positions=32, seed=seed, progress=False)
+        assert r.verdict()["target"] == "corrected" and r.intervals is not None  # the issue's case: intervals
+        words.append(r.verdict()["comparisons"][0]["verdict"])
+    assert words.count("fit better than") <= 4 and words.count("fit worse than") <= 4, words
+
+
+needs_imdb = pytest.mark.skipif(
+    not DATA_DIR or not (Path(DATA_DIR) / "imdb" / "test.parquet").is_file(),
+    reason="set POSGEO_DATA_DIR to the data directory (e.g. /work/shared/data) to run the IMDB audit",
+)
+
+
+@pytest.mark.slow
+@needs_imdb
+def test_the_issue_s_random_gpt2_on_imdb_is_no_better_than_random_vectors(tokenizer_files: Path, tmp_path: Path) -> None:
+    """Issue 46's reproduction as it was reported: a 2-layer GPT-2 (width 768) with random weights,
+    audited on 300 IMDB test reviews at 32 positions with --seed 0..13, was called better than random
+    vectors 5 times and worse once; it must say "no better" at least 12 times of 14."""
+    import torch
+    from transformers import AutoModel, GPT2Config
+
+    folder = gpt2_folder(tmp_path, tokenizer_files, 0)
+    torch.manual_seed(0)
+    AutoModel.from_config(GPT2Config(vocab_size=64, n_embd=768, n_layer=2, n_head=12)).save_pretrained(folder)
+    words = [audit("imdb", split="test", model=folder, n_positions=32, max_sequences=300, seed=seed, data_dir=DATA_DIR,
+                   progress=False).verdict()["comparisons"][0]["verdict"] for seed in range(14)]
+    assert words.count("fit no better than") >= 12, words
+
+
+def test_a_table_that_follows_the_corpus_is_still_called_better(tokenizer_files: Path, tmp_path: Path) -> None:
+    """The calibrated rule keeps its power: a table built from the corpus geometry itself (classical
+    MDS of its corrected distances, in 16 of the model's 64 dimensions, plus noise) fits better than
+    random vectors, as it did under the old rule."""
+    data = tmp_path / "noisy.txt"
+    data.write_text("\n".join(noisy_lines(300)), encoding="utf-8")
+    first = audit(data, model=gpt2_folder(tmp_path, tokenizer_files, 0), n_positions=32, progress=False)
+    X = classical_mds(first.hellinger_corrected, 16).coords
+    table = np.zeros((32, 64))
+    table[:, :16] = X
+    table += np.random.default_rng(1).normal(scale=0.01 * np.abs(X).mean(), size=table.shape)
+    r = audit(data, model=gpt2_folder(tmp_path, tokenizer_files, 1, table), n_positions=32, progress=False)
+    row = r.random.loc["corrected"]
+    assert r.verdict()["comparisons"][0]["verdict"] == "fit better than" and row["margin high"] < 0 and row["share below"] == 0
 
 
 # --------------------------------------------------------------------------- posgeo audit --counts

@@ -62,7 +62,7 @@ from posgeo import (NESTED_SPLITS, bootstrap_geometry, hybrid_hellinger_matrix, 
 from posgeo.validation import check_int
 from posgeo import alibi_encoding, random_encoding, rope_encoding, sinusoidal_encoding
 from posgeo import classical_mds, effective_rank, layer_stress_table, separation_stats, tokenize
-from posgeo import find_position_embedding, learned_position_table, monotonicity_violation_rate
+from posgeo import find_position_embedding, learned_position_table, monotonicity_violation_rate, pairwise_distances
 
 from .inputs import (
     AuditError,
@@ -94,6 +94,9 @@ __all__ = [
     'geometry_step',
     'StressStep',
     'stress_step',
+    'RANDOM_TABLES',
+    'random_tables',
+    'random_table_stresses',
     'LayersStep',
     'layers_step',
 ]
@@ -739,27 +742,49 @@ class StressStep:
         Index ``corpus``, ``model``, ``random``; columns ``offset``, ``hellinger``.
     baselines : dict of str to numpy.ndarray
         ``"sinusoidal"`` and ``"random"`` vectors, shape (n, width) (sinusoidal: the even
-        width at or above).
+        width at or above). ``"random"`` is one draw, shown in the tables and charts; the
+        verdict uses :attr:`random_rows`.
+    random_rows : numpy.ndarray, shape (k, n * (n - 1) // 2)
+        :func:`random_tables` of the model's width: the verdict's random baseline.
+    random_monotonicity : dict of str to tuple of float
+        Range (min, max) of the random tables' violation rates behind the ``random`` row of
+        :attr:`monotonicity` (its mean), per column.
     """
 
     stress: dict[str, pd.DataFrame | None]
     separation: dict[str, Any] | None
     monotonicity: pd.DataFrame
     baselines: dict[str, np.ndarray]
+    random_rows: np.ndarray | None = None
+    random_monotonicity: dict[str, tuple[float, float]] | None = None
 
 
-def _monotonicity_table(D: np.ndarray, P: np.ndarray | None, R: np.ndarray) -> pd.DataFrame:
+def _square(tri: np.ndarray, n: int) -> np.ndarray:
+    M = np.zeros((n, n))
+    M[np.triu_indices(n, 1)] = tri
+    return M + M.T
+
+
+def _monotonicity_table(
+    D: np.ndarray, P: np.ndarray | None, rows: np.ndarray
+) -> tuple[pd.DataFrame, dict[str, tuple[float, float]]]:
+    """Violation rates of the corpus, the model and random tables (the mean over the first
+    :data:`_MONOTONICITY_TABLES` of ``rows``, with their range)."""
     rate = monotonicity_violation_rate
     nan = float("nan")
+    n = D.shape[0]
+    random = np.array([(rate(distances=R, progress=False), rate(distances=R, reference=D, progress=False))
+                       for R in (_square(r.astype(np.float64), n) for r in rows[:_MONOTONICITY_TABLES])])
     table = {
         "corpus": {"offset": rate(distances=D, progress=False), "hellinger": nan},
         "model": {"offset": rate(P, progress=False) if P is not None else nan,
                   "hellinger": rate(P, reference=D, progress=False) if P is not None else nan},
-        "random": {"offset": rate(R, progress=False), "hellinger": rate(R, reference=D, progress=False)},
+        "random": {"offset": float(random[:, 0].mean()), "hellinger": float(random[:, 1].mean())},
     }
     out = pd.DataFrame.from_dict(table, orient="index", columns=["offset", "hellinger"])
     out.index.name = "encoding"
-    return out
+    spread = {col: (float(random[:, j].min()), float(random[:, j].max())) for j, col in enumerate(("offset", "hellinger"))}
+    return out, spread
 
 
 def stress_step(
@@ -811,8 +836,148 @@ def stress_step(
         "corrected": stress_table(corrected, encodings, mds_dims=dims) if corrected is not None else None,
     }
     separation = separation_stats(vectors).as_dict() if vectors is not None else None
-    monotonicity = _monotonicity_table(distances, vectors, baselines["random"])
-    return StressStep(stress=stress, separation=separation, monotonicity=monotonicity, baselines=baselines)
+    rows = random_tables(n_positions, width, seed=seed)
+    monotonicity, spread = _monotonicity_table(distances, vectors, rows)
+    return StressStep(stress=stress, separation=separation, monotonicity=monotonicity, baselines=baselines,
+                      random_rows=rows, random_monotonicity=spread)
+
+
+# --------------------------------------------------------------------------- 4'. the random baseline
+RANDOM_TABLES = 100
+"""Gaussian random tables drawn for the verdict's random baseline (its null distribution)."""
+_RANDOM_QUANTILES = (0.025, 0.975)  # "better" below the first, "worse" above the second
+_RANDOM_TABLE_BYTES = 2**29  # the unit distance rows of the tables, float32, at most this (fewer tables beyond)
+_MONOTONICITY_TABLES = 20  # random tables averaged for the monotonicity baseline
+
+
+def _random_stream(seed: int) -> np.random.Generator:
+    """The random tables' own stream: ``seed`` and a tag, so that it never repeats the single
+    ``random`` baseline of :func:`stress_step` (``random_encoding(seed=seed)``)."""
+    return np.random.default_rng([int(seed), 0x52414E44])  # "RAND"
+
+
+def random_tables(n_positions: int, width: int, *, seed: int, n_tables: int = RANDOM_TABLES) -> np.ndarray:
+    """Distances of Gaussian random tables, each row normalised to unit length.
+
+    Scale-optimal stress does not depend on a table's scale, so the entries' variance does
+    not matter. Fewer than ``n_tables`` (never fewer than 50) are drawn when the rows would
+    exceed 512 MiB.
+
+    Parameters
+    ----------
+    n_positions, width : int
+        Shape of each table.
+    seed : int, keyword-only
+    n_tables : int, keyword-only, default :data:`RANDOM_TABLES`
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, n_positions * (n_positions - 1) // 2), float32
+        The upper triangle (``numpy.triu_indices(n, 1)``) of each table's pairwise
+        distances, unit norm.
+
+    Examples
+    --------
+    >>> E = random_tables(6, 8, seed=0, n_tables=50)
+    >>> E.shape, bool(np.allclose(np.linalg.norm(E, axis=1), 1, atol=1e-6))
+    ((50, 15), True)
+    """
+    n, width = check_int(n_positions, "n_positions", minimum=2), check_int(width, "width")
+    pairs = n * (n - 1) // 2
+    k = max(50, min(check_int(n_tables, "n_tables", minimum=2), _RANDOM_TABLE_BYTES // (4 * pairs)))
+    iu = np.triu_indices(n, 1)
+    rng = _random_stream(seed)
+    out = np.empty((k, pairs), dtype=np.float32)
+    for t in range(k):
+        d = pairwise_distances(rng.standard_normal((n, width)))[iu]
+        out[t] = d / np.linalg.norm(d)
+    return out
+
+
+def random_table_stresses(rows: np.ndarray, distances: np.ndarray) -> np.ndarray:
+    """Scale-optimal stress of every random table against a distance matrix.
+
+    Parameters
+    ----------
+    rows : numpy.ndarray, shape (k, n * (n - 1) // 2)
+        From :func:`random_tables` (any unit-norm distance triangles).
+    distances : numpy.ndarray, shape (n, n), or its upper triangle
+
+    Returns
+    -------
+    numpy.ndarray, shape (k,)
+        ``1 - (e . d)^2 / (d . d)`` for each unit row ``e``, as :func:`posgeo.stress` with
+        ``scale="optimal"`` gives (NaN against an all-zero matrix).
+
+    Examples
+    --------
+    >>> from posgeo import stress
+    >>> D = pairwise_distances(np.arange(6.0)[:, None])
+    >>> s = random_table_stresses(random_tables(6, 8, seed=0, n_tables=50), D)
+    >>> P = np.random.default_rng([0, 0x52414E44]).standard_normal((6, 8))  # the first table
+    >>> bool(np.isclose(s[0], stress(P, D, scale="optimal"), atol=1e-6))
+    True
+    """
+    d = np.asarray(distances, dtype=np.float64)
+    if d.ndim == 2:
+        d = d[np.triu_indices(d.shape[0], 1)]
+    dd = float(d @ d)
+    if dd == 0.0:
+        return np.full(rows.shape[0], np.nan)
+    return np.clip(1.0 - (rows.astype(np.float64) @ d) ** 2 / dd, 0.0, None)
+
+
+def _unit_triangle(P: np.ndarray) -> np.ndarray:
+    d = pairwise_distances(np.asarray(P, dtype=np.float64))[np.triu_indices(P.shape[0], 1)]
+    norm = float(np.linalg.norm(d))
+    return (d / norm if norm > 0 else d)[None, :]
+
+
+def _margins(model: np.ndarray, rows: np.ndarray):  # type: ignore[no-untyped-def]
+    """The statistic of the random-baseline verdict on a distance triangle: the model's stress
+    minus the random tables' 2.5% and 97.5% quantiles (``model``: :func:`_unit_triangle`)."""
+
+    def statistic(d: np.ndarray) -> np.ndarray:
+        mine = random_table_stresses(model, d)[0]
+        return mine - np.quantile(random_table_stresses(rows, d), _RANDOM_QUANTILES)
+
+    return statistic
+
+
+def random_baseline_table(
+    targets: Mapping[str, np.ndarray | None],
+    vectors: np.ndarray | None,
+    rows: np.ndarray,
+    margins: Mapping[str, tuple[float, float]] | None = None,
+) -> pd.DataFrame | None:
+    """Where the model lies among random tables, per target distance matrix (the verdict's
+    random baseline; ``None`` without position vectors).
+
+    Columns: ``tables``; ``median``, ``low``, ``high`` (the 2.5% and 97.5% quantiles of the
+    tables' scale-optimal stress); ``model``; ``share below`` (tables fitting better than the
+    model); ``margin high``, the upper end of the 95% interval of ``model - low`` (the model
+    fits better than random tables where it is below 0); ``margin low``, the lower end of that
+    of ``model - high`` (worse where it is above 0). Without ``margins`` (no sampling
+    intervals) the margins are the estimates themselves.
+    """
+    if vectors is None:
+        return None
+    mine = _unit_triangle(vectors)
+    records = {}
+    for target, D in targets.items():
+        if D is None:
+            continue
+        d = np.asarray(D, dtype=np.float64)[np.triu_indices(D.shape[0], 1)]
+        theirs = random_table_stresses(rows, d)
+        model = float(random_table_stresses(mine, d)[0])
+        low, high = (float(q) for q in np.quantile(theirs, _RANDOM_QUANTILES))
+        hi_margin, lo_margin = (margins or {}).get(target, (model - low, model - high))
+        records[target] = {"tables": int(rows.shape[0]), "median": float(np.median(theirs)), "low": low,
+                           "high": high, "model": model, "share below": float(np.mean(theirs < model)),
+                           "margin high": float(hi_margin), "margin low": float(lo_margin)}
+    table = pd.DataFrame.from_dict(records, orient="index")
+    table.index.name = "target"
+    return table
 
 
 # --------------------------------------------------------------------------- 4b. intervals
@@ -837,6 +1002,10 @@ class IntervalsStep:
         Halvings (0: no intervals).
     notes : dict of str to str
         Why there are no intervals, when there are none.
+    random_margins : dict or None
+        ``{"corrected": (margin high, margin low)}``: the upper end of the 95% interval of
+        the model's stress minus the random tables' 2.5% quantile, and the lower end of that
+        of its stress minus their 97.5% quantile (see :func:`random_baseline_table`).
     """
 
     stress: pd.DataFrame | None
@@ -844,6 +1013,7 @@ class IntervalsStep:
     n_boot: int
     notes: dict[str, str]
     monotonicity: pd.DataFrame | None = None
+    random_margins: dict[str, tuple[float, float]] | None = None
 
 
 def intervals_step(
@@ -854,6 +1024,7 @@ def intervals_step(
     n_boot: int,
     seed: int,
     progress: bool = False,
+    random_rows: np.ndarray | None = None,
 ) -> IntervalsStep:
     """Step 4b: 95% intervals of the scale-optimal stresses against the corrected (hybrid)
     geometry, with paired intervals of their differences.
@@ -882,6 +1053,9 @@ def intervals_step(
         Halvings; 0 skips the step.
     seed : int
     progress : bool, default False
+    random_rows : numpy.ndarray, optional
+        :func:`random_tables`: with a ``model`` encoding, the interval of its margins to the
+        random tables' quantiles (:attr:`IntervalsStep.random_margins`).
 
     Returns
     -------
@@ -926,12 +1100,17 @@ def intervals_step(
                 lambda D, P=P: rate(P, reference=D, progress=False))
     mono = pd.DataFrame({label: dict(zip(("estimate", "low", "high"), boot.interval(f))) for label, f in rates.items()}).T
     mono.index.name = "violation rate"
+    margins = None
+    if random_rows is not None and "model" in encodings:
+        _, low, high = boot.interval(_margins(_unit_triangle(encodings["model"]), random_rows), triangle=True)
+        margins = {"corrected": (float(high[0]), float(low[1]))}
     return IntervalsStep(
         stress=stress_intervals(boot, encodings, n_permutations=100, seed=seed),
         differences=stress_differences(boot, encodings),
         n_boot=n_boot,
         notes=notes,
         monotonicity=mono,
+        random_margins=margins,
     )
 
 
@@ -1084,7 +1263,7 @@ def compute_report(
             intervals = IntervalsStep(None, None, 0, {})  # the reason is in data.notes
         elif geometry.corrected:
             intervals = intervals_step(data.corpus, encodings, n_positions=n, n_boot=params.intervals,
-                                       seed=params.seed, progress=progress)
+                                       seed=params.seed, progress=progress, random_rows=stress.random_rows)
         else:
             intervals = IntervalsStep(None, None, 0, {"intervals": "no corrected geometry to give intervals for"})
         bar.update()
@@ -1108,6 +1287,9 @@ def compute_report(
         differences=intervals.differences,
         monotonicity_intervals=intervals.monotonicity,
         computed_on=_computed_on(),
+        random=random_baseline_table({"plug-in": g.distances, "corrected": geometry.corrected_distances},
+                                     model.vectors, stress.random_rows, intervals.random_margins),
+        random_monotonicity=stress.random_monotonicity,
     )
 
 
@@ -1273,7 +1455,9 @@ def audit(
         folder = Path(ref.identifier)
         model_key = {**model_key, "files": [(name, size, file_digest(folder / name)) for name, size, *_ in model_key["files"]]}
     key = {"data": ds.fingerprint, "model": model_key, **{k: v for k, v in params.as_dict().items() if k != "data_dir"},
-           "report": "intervals, differences, monotonicity intervals, computed_on",  # what an entry holds
+           "report": "intervals, differences, monotonicity intervals, computed_on, random",  # what an entry holds
+           # the random baseline: how many tables, their stream and the quantiles that decide
+           "random tables": [RANDOM_TABLES, _MONOTONICITY_TABLES, "rng([seed, 0x52414E44])", list(_RANDOM_QUANTILES)],
            "widening": "matched; jackknife over groups for NESTED_SPLITS",  # how its intervals are widened
            # the rule behind its rates: the default tie tolerance, read where it is set
            "monotonicity ties": inspect.signature(monotonicity_violation_rate).parameters["tie_rtol"].default}

@@ -141,6 +141,15 @@ class AuditReport:
     computed_on : str or None
         UTC date (``YYYY-MM-DD``) the numbers were computed (a cached report keeps its date);
         ``$SOURCE_DATE_EPOCH`` fixes it for reproducible builds.
+    random : pandas.DataFrame or None
+        The verdict's random baseline (:func:`posgeo.audit.compute.random_baseline_table`):
+        per target (``plug-in``, ``corrected``), the spread of the scale-optimal stress of
+        100 Gaussian random tables of the model's width (``tables``, ``median``, ``low``,
+        ``high``), the model's stress, the share of tables below it, and the two margins
+        that decide "better" and "worse". ``None`` without position vectors.
+    random_monotonicity : dict or None
+        ``{"offset" | "hellinger": (min, max)}``: the range of the random tables' violation
+        rates whose mean is the ``random`` row of :attr:`monotonicity`.
     """
 
     parameters: dict[str, Any]
@@ -161,6 +170,8 @@ class AuditReport:
     differences: pd.DataFrame | None = None
     computed_on: str | None = None
     monotonicity_intervals: pd.DataFrame | None = None
+    random: pd.DataFrame | None = None
+    random_monotonicity: dict[str, tuple[float, float]] | None = None
 
     # ----------------------------------------------------------------- derived values
     @property
@@ -214,20 +225,29 @@ class AuditReport:
 
         The comparison uses the noise-corrected distances when sampling noise is more than
         half of the squared plug-in distances (and a correction exists), else the plug-in
-        ones. The model's scale-optimal stress is compared with random vectors and
-        sinusoids of its width and with the regular simplex (every position equidistant: no
-        order). With intervals (:attr:`differences`), "better" or "worse" needs the 95%
-        paired interval of the difference to exclude 0; without them a difference under 5%
-        of the baseline's stress reads "no better than". Whether the table's *order* matters is
-        tested against 100 random row permutations of the table itself
-        (:func:`posgeo.order_free_baselines`).
+        ones. The model's scale-optimal stress is compared with three baselines:
+
+        - **random vectors**: 100 Gaussian random tables of the model's width
+          (:attr:`random`). "Better" needs the model's stress below the tables' 2.5%
+          quantile, "worse" above their 97.5% quantile; where there are sampling intervals
+          the whole 95% interval of the margin must lie on that side of 0. A table that is
+          itself random is called better about 2.5% of the time or less, worse as often.
+        - **sinusoids** of its width and **the regular simplex** (every position equidistant:
+          no order), which are not random: "better" or "worse" needs the 95% paired interval
+          of the difference (:attr:`differences`) to exclude 0; without intervals a
+          difference under 5% of the baseline's stress reads "no better than".
+
+        Whether the table's *order* matters is tested against 100 random row permutations of
+        the table itself (:func:`posgeo.order_free_baselines`).
 
         Returns
         -------
         dict
             ``target`` ("plug-in" or "corrected"), ``warnings`` (list of str),
-            ``comparisons`` (list of {baseline, stress, model, verdict}), ``order``
-            ({p, permuted_mean, model} or None) and ``sentences`` (list of str).
+            ``comparisons`` (list of {baseline, stress, model, verdict}; for random vectors
+            ``stress`` is the tables' median and ``low``, ``high``, ``margin_high``,
+            ``margin_low`` are added), ``order`` ({p, permuted_mean, model} or None) and
+            ``sentences`` (list of str).
         """
         c = self.corpus
         noise, reach_last = float(c["noise_share"]), int(c["reach_last"])
@@ -252,11 +272,13 @@ class AuditReport:
         D = self.hellinger_corrected if target == "corrected" else self.hellinger
         ofb = order_free_baselines(D, {"model": self.encoding}, n_permutations=100, seed=int(self.parameters.get("seed", 0)))
         model = float(table.loc["model", "optimal"])
-        baselines = [("random vectors", float(table.loc["random", "optimal"])),
-                     ("sinusoidal vectors", float(table.loc["sinusoidal", "optimal"])),
-                     ("the regular simplex (no order)", float(ofb.loc["regular simplex", "optimal"]))]
         paired = self._paired() if target == "corrected" else {}
-        for (name, value), key in zip(baselines, ("random", "sinusoidal", "regular simplex")):
+        if self.random is not None and target in self.random.index:
+            out["comparisons"].append(self._random_comparison(target))
+            out["sentences"].append(out["comparisons"][-1].pop("sentence"))
+        baselines = [("sinusoidal vectors", "sinusoidal", float(table.loc["sinusoidal", "optimal"])),
+                     ("the regular simplex (no order)", "regular simplex", float(ofb.loc["regular simplex", "optimal"]))]
+        for name, key, value in baselines:
             if key in paired:  # the 95% paired interval of stress(model) - stress(baseline)
                 lo, hi = paired[key]
                 word = "fit better than" if hi < 0 else ("fit worse than" if lo > 0 else "fit no better than")
@@ -284,6 +306,28 @@ class AuditReport:
                 f"(permuted mean {perm:.3g}, p = {pval:.2g})."
             )
         return out
+
+    def _random_comparison(self, target: str) -> dict[str, Any]:
+        """The verdict against random tables (see :meth:`verdict`), with its sentence."""
+        r = self.random.loc[target]  # type: ignore[union-attr]
+        k, model, low, high = int(r["tables"]), float(r["model"]), float(r["low"]), float(r["high"])
+        hi_margin, lo_margin = float(r["margin high"]), float(r["margin low"])
+        with_intervals = target == "corrected" and self.intervals is not None
+        word = "fit better than" if hi_margin < 0 else ("fit worse than" if lo_margin > 0 else "fit no better than")
+        spread = f"{k} Gaussian random tables of its width: median {float(r['median']):.3g}, 95% of them {low:.3g} to {high:.3g}"
+        if word == "fit no better than" and (model < low or model > high):
+            side, margin = ("below", hi_margin) if model < low else ("above", lo_margin)
+            why = (f"{spread}; it lies {side} that range on the estimate, but not across its sampling interval "
+                   f"(margin {margin:+.3g})")
+        elif with_intervals and word != "fit no better than":
+            margin = hi_margin if word == "fit better than" else lo_margin
+            why = f"{spread}; the 95% interval of its margin to that range ends at {margin:+.3g}"
+        else:
+            why = spread
+        sentence = (f"Against the {target} distances the model's positions {word} random vectors "
+                    f"(scale-optimal stress {model:.3g}; {why}).")
+        return {"baseline": "random vectors", "stress": float(r["median"]), "model": model, "verdict": word,
+                "low": low, "high": high, "margin_high": hi_margin, "margin_low": lo_margin, "sentence": sentence}
 
     def _paired(self) -> dict[str, tuple[float, float]]:
         """Interval of stress(model) - stress(baseline) for each baseline, from :attr:`differences`."""
@@ -319,6 +363,9 @@ class AuditReport:
           "distance_ratio"}}}`` (layer ``"0"`` is the positional input) or ``null``;
         - ``paper``: P1's reported values that apply (:meth:`paper_reference`);
         - ``verdict``: :meth:`verdict` (the conclusion and its warnings);
+        - ``random_baseline``: ``{"plug-in" | "corrected": {"tables", "median", "low", "high",
+          "model", "share_below", "margin_high", "margin_low"}}`` (:attr:`random`) and
+          ``"monotonicity"``: ``{"offset" | "hellinger": [min, max]}``, or ``null``;
         - ``intervals``: ``{"level", "halvings", "target", "stress": {row: {"stress", "low",
           "high", "permuted mean", ...}}, "differences": [{"better", "worse", "difference",
           "low", "high", "separated"}]}`` or ``null``;
@@ -358,6 +405,10 @@ class AuditReport:
             "layers": None if self.layers is None else {t: _table_records(df) for t, df in self.layers.items()},
             "paper": self.paper_reference(),
             "verdict": self.verdict(),
+            "random_baseline": None if self.random is None else {
+                **_table_records(self.random),  # type: ignore[dict-item]
+                "monotonicity": {k: list(v) for k, v in (self.random_monotonicity or {}).items()},
+            },
             "intervals": None if self.intervals is None else {
                 "level": 0.95,
                 "halvings": int(self.parameters.get("intervals", 0)),
@@ -422,9 +473,10 @@ class AuditReport:
         rows += [
             ("baselines", "sinusoidal, raw stress", plug.loc["sinusoidal", "raw"], sin_p1),
             ("baselines", "sinusoidal, scale-optimal stress", plug.loc["sinusoidal", "optimal"], None),
-            ("baselines", "random, scale-optimal stress", plug.loc["random", "optimal"], None),
-            ("baselines", "random, monotonicity violation rate (offset)", self.monotonicity.loc["random", "offset"],
-             paper["monotonicity/random"]),
+            ("baselines", "random (median of the tables), scale-optimal stress",
+             self.random.loc["plug-in", "median"] if self.random is not None else plug.loc["random", "optimal"], None),
+            ("baselines", "random (mean of the tables), monotonicity violation rate (offset)",
+             self.monotonicity.loc["random", "offset"], paper["monotonicity/random"]),
         ]
         if self.layers is not None:
             t = self.layers["plug-in"].drop(index=0)
@@ -1105,8 +1157,12 @@ def _glance(r: AuditReport) -> list[str]:
                 f"scale-optimal stress {mine:.3g}, lower than a stress-optimal embedding in {kmax} dimensions "
                 f"({table.loc[f'SMACOF k={kmax}', 'optimal']:.3g})."
             )
+        rnd = r.random.loc[target] if r.random is not None and target in r.random.index else None
+        random_text = (f"random vectors {rnd['median']:.3g} (median of {int(rnd['tables'])} tables; 95% of them "
+                       f"{rnd['low']:.3g} to {rnd['high']:.3g})" if rnd is not None else
+                       f"random vectors {table.loc['random', 'optimal']:.3g}")
         lines.append(
-            f"Baselines of the same width: random vectors {table.loc['random', 'optimal']:.3g}, sinusoidal "
+            f"Baselines of the same width: {random_text}, sinusoidal "
             f"{table.loc['sinusoidal', 'optimal']:.3g} (scale-optimal stress, lower is better)."
         )
         mono = r.monotonicity
@@ -1158,6 +1214,19 @@ def _render_html(r: AuditReport, *, static: bool = False) -> str:
     for w in v["warnings"]:
         add(f'<p class="note"><strong>Warning:</strong> {_esc(w)}</p>')
     add("<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in v["sentences"]) + "</ul>")
+    if r.random is not None:
+        k = int(r.random["tables"].iloc[0])
+        add('<p class="read"><strong>How to read this.</strong> Random vectors are not one draw: the model is '
+            f"compared with {k} tables of Gaussian random vectors of its width. It fits <em>better</em> than random "
+            "vectors only if its scale-optimal stress lies below 97.5% of theirs (their 2.5% quantile, "
+            "<em>low</em>), and <em>worse</em> only if above 97.5% of them (<em>high</em>). With sampling "
+            "intervals (corrected distances) the whole 95% interval of the margin must lie on that side: "
+            "<em>margin high</em> is the upper end of the interval of the model's stress minus <em>low</em> "
+            "(below 0: better), <em>margin low</em> the lower end of its stress minus <em>high</em> (above 0: "
+            "worse). A table that is itself random is called better at most about one time in forty. Sinusoids "
+            "and the regular simplex are not random: against them a difference counts where its paired 95% "
+            "interval excludes 0, or, without intervals, where it exceeds 5% of the baseline's stress.</p>")
+        add(_frame_table(r.random, "random tables"))
     add("<h2>At a glance</h2>")
     add("<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in _glance(r)) + "</ul>")
     if r.notes:
@@ -1255,7 +1324,11 @@ def _render_html(r: AuditReport, *, static: bool = False) -> str:
         f"corpus row is the rate of the corpus distances themselves (PMDS at full rank has the same); P1 reports "
         f"{_fmt(paper['monotonicity/pmds'])} for PMDS, {_fmt(paper['monotonicity/pretrained'])} for a pretrained "
         f"model and {_fmt(paper['monotonicity/random'])} for random vectors, without saying at which n: rates grow "
-        "with the range of positions.</p>")
+        "with the range of positions."
+        + ("" if not r.random_monotonicity else
+           " The random row is the mean over 20 Gaussian random tables of the model's width (offset order: "
+           f"{_fmt(r.random_monotonicity['offset'][0])} to {_fmt(r.random_monotonicity['offset'][1])}).")
+        + "</p>")
     if has_model:
         model_rows = [["raw stress (plug-in)", plug.loc["model", "raw"]],
                       ["scale-optimal stress (plug-in)", plug.loc["model", "optimal"]],
