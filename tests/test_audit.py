@@ -469,6 +469,65 @@ def test_more_positions_than_the_table_holds(tmp_path: Path) -> None:
         audit(path, n_positions=515, progress=False)
 
 
+def test_a_model_folder_without_tokenizer_files_is_refused_naming_them(text_file: Path, tmp_path: Path) -> None:
+    """Issue 46, defect 6: transformers builds an empty tokenizer (a vocabulary of 1) for a folder
+    without tokenizer files; the audit blamed the dataset ("is empty: it has no tokens")."""
+    import torch
+    from transformers import AutoModel, GPT2Config
+
+    torch.manual_seed(0)
+    AutoModel.from_config(GPT2Config(vocab_size=64, n_embd=16, n_layer=1, n_head=2, n_positions=32)).save_pretrained(
+        tmp_path / "no-tokenizer")
+    with pytest.raises(AuditError, match=r"tokenizer of the model .*no-tokenizer.* is empty .*tokenizer\.json") as err:
+        audit(text_file, model=tmp_path / "no-tokenizer", n_positions=5, progress=False)
+    assert "dataset" not in str(err.value)
+
+
+def test_data_errors_come_before_any_weight_is_read(
+    text_file: Path, tokenizer_files: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46, defect 7: the column, the split, the reach of --positions and the table's size are
+    checked before the weights are read (a weights loader that fails the test if called), and a model
+    folder without weights reports the data error first."""
+    import torch
+    from transformers import AutoModel, BertConfig
+
+    def no_weights(*args, **kwargs):
+        pytest.fail("the weights were read before the data was checked")
+
+    monkeypatch.setattr(posgeo, "load_pretrained", no_weights)
+    parquet = tmp_path / "d.parquet"
+    pd.DataFrame({"body": corpus_lines(40)}).to_parquet(parquet)
+    with pytest.raises(AuditError, match="has no column 'text'"):
+        audit(parquet, column="text", n_positions=5, progress=False)
+    with pytest.raises(AuditError, match="cannot tell which column"):
+        audit(parquet, n_positions=5, progress=False)
+    with pytest.raises((ValueError, FileNotFoundError), match="split"):
+        audit("sst2", split="no-such-split", n_positions=5, progress=False, data_dir=DATA_DIR or tmp_path)
+    with pytest.raises(AuditError, match=r"reach position 29.*pass --positions"):
+        audit(text_file, n_positions=30, progress=False)
+    with pytest.raises(AuditError, match=r"512 rows .*so at most 511 positions fit"):
+        audit(text_file, n_positions=600, progress=False)
+    folder = model_folder(tmp_path, "bert-without-weights", BertConfig(
+        hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32), tokenizer_files, weights=False)
+    monkeypatch.undo()  # the real loader again: the folder has no weights to read
+    with pytest.raises(AuditError, match="has no column 'text'"):
+        audit(parquet, column="text", model=folder, n_positions=5, progress=False)
+    with pytest.raises(AuditError, match="cannot load the weights"):
+        audit(text_file, model=folder, n_positions=5, progress=False)
+
+
+def test_a_device_or_a_pipe_is_not_taken_for_a_missing_file(tmp_path: Path) -> None:
+    """Issue 46: /dev/zero or a FIFO given as the dataset (or as --counts) was reported as "no such file"."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for spec, kind in ((fifo, "named pipe"), ("/dev/zero", "character device")):
+        with pytest.raises(AuditError, match=f"is a {kind}.*not a regular file"):
+            audit(spec, n_positions=5, progress=False)
+        with pytest.raises(AuditError, match=f"is a {kind}.*not a regular file"):
+            audit(counts=spec, n_positions=5, progress=False)
+
+
 def test_rope_model_uses_the_mds_chapter_vectors(text_file: Path, tokenizer_files: Path, tmp_path: Path) -> None:
     from transformers import GPTNeoXConfig, LlamaConfig
 
@@ -846,6 +905,9 @@ def test_write_refuses_a_file_as_out(text_report: AuditReport, tmp_path: Path) -
     target.write_text("x")
     with pytest.raises(AuditError, match="is a file"):
         text_report.write(target)
+    # issue 46: under /proc os.access says yes (to root), and the write failed with a raw errno after the run
+    with pytest.raises(AuditError, match=r"--out /proc/posgeo-x: cannot create files in /proc"):
+        text_report.output_paths("/proc/posgeo-x")
     html, js = text_report.write(tmp_path / "new" / "dir")
     assert html.name == "report.html" and js.name == "report.json" and js.read_text().startswith("{")
 
@@ -859,6 +921,8 @@ def test_cli_errors_are_one_line_with_status_2(tmp_path: Path, capsys) -> None:
     pd.DataFrame({"body": ["a b c"] * 20}).to_parquet(path)
     assert main(["audit", str(path), "--no-progress"]) == 2
     assert "pass --column NAME" in capsys.readouterr().err
+    assert main(["audit", str(tmp_path / "missing.txt"), "--out", "/proc/posgeo-x", "--no-progress"]) == 2
+    assert "cannot create files in /proc" in capsys.readouterr().err  # before the dataset: nothing is computed
     assert main(["audit", str(path), "--positions", "x"]) == 2  # argparse usage error
     assert "invalid int value" in capsys.readouterr().err
     assert main([]) == 2
@@ -1223,6 +1287,10 @@ def test_audit_from_counts_refuses_bad_inputs(counted_parquet, tmp_path: Path, c
           "the audit needs 10", "pass --positions 4")
     few = posgeo.PositionalCounts.from_sequences(seqs.subset(np.arange(5)), 8, tokenizer=None).save(tmp_path / "few.npz")
     fails(["--counts", str(few), "--positions", "8"], "hold only 5 documents")
+    # issue 46: counts that name the model's tokenizer but hold another vocabulary (a forged or damaged digest)
+    forged = posgeo.Sequences.from_list([[2000 + i for i in range(10)]] * 40, vocab_size=4000)
+    forged = posgeo.PositionalCounts.from_sequences(forged, 10, tokenizer=None).save(tmp_path / "forged.npz")
+    fails(["--counts", str(forged), "--positions", "8"], "vocabulary of 4,000 tokens", "30,522")
     special = tmp_path / "special.npz"
     assert main(["count", str(path), "--column", "text", "--positions", "12", "--add-special-tokens", "--out",
                  str(special), "--workers", "1", "--no-progress"]) == 0

@@ -534,3 +534,14 @@ def test_hybrid_half_sample_coverage_where_the_positions_are_well_sampled_and_bi
             shares.append(float(((bg.low[iu] <= truth[iu]) & (truth[iu] <= bg.high[iu])).mean()))
         print(f"hybrid half-sample coverage, V={V}, m={m}: {np.mean(shares):.3f}")
         assert np.mean(shares) >= floor
+
+
+def test_a_single_sequence_or_group_cannot_be_bootstrapped() -> None:
+    """Issue 46: resampling one sequence repeats it, and the intervals had zero width without a word."""
+    one = Sequences.from_list([[1, 2, 3, 4]], vocab_size=6)
+    for estimator in ("plugin", "hybrid"):
+        with pytest.raises(ValueError, match="at least 2 independent sequences .* zero width"):
+            bootstrap_geometry(one, 3, estimator=estimator, n_boot=5, progress=False)
+    two = Sequences.from_list([[1, 2, 3, 4], [2, 3, 4, 1]], vocab_size=6)
+    with pytest.raises(ValueError, match="at least 2 independent groups .*finer groups"):
+        bootstrap_geometry(two, 3, n_boot=5, groups=[0, 0], progress=False)

@@ -494,3 +494,32 @@ def test_hellinger_of_stored_counts_equals_dense():
     mu = positional_marginals(corpus, 24, corpus.vocab_size)
     for metric in ("chord", "fisher-rao"):
         assert np.allclose(hellinger_matrix(c, metric=metric), hellinger_matrix(mu, metric=metric), atol=1e-10, rtol=0)
+
+
+# --------------------------------------------------------------------------- issue 46: inputs and memory
+def test_hellinger_matrix_of_a_scipy_sparse_matrix_is_that_of_its_dense_form() -> None:
+    """It said "dtype object" (numpy.asarray of a sparse matrix is a 0-d object array)."""
+    import scipy.sparse
+
+    mu = np.array([[0.5, 0.5, 0.0], [0.0, 0.25, 0.75], [1.0, 0.0, 0.0]])
+    for fmt in (scipy.sparse.csr_matrix, scipy.sparse.coo_matrix, scipy.sparse.csr_array):
+        np.testing.assert_array_equal(hellinger_matrix(fmt(mu)), hellinger_matrix(mu))
+
+
+def test_mds_out_of_memory_says_what_and_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MemoryError inside MDS was raised bare; now it names the computation, its size and the fix."""
+    D = pairwise_distances(np.arange(12.0).reshape(6, 2))
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(np.linalg, "eigh", exhausted)
+    with pytest.raises(MemoryError, match=r"classical MDS of 6 positions ran out of memory .*pass fewer positions"):
+        classical_mds(D)
+    with pytest.raises(MemoryError, match=r"SMACOF of 6 positions ran out of memory"):
+        stress_optimal_mds(D, 2)
+    import posgeo.validation
+
+    monkeypatch.setattr(posgeo.validation, "physical_memory", lambda: 1000)  # a machine of 1,000 bytes
+    with pytest.raises(ValueError, match=r"classical MDS of 6 positions .*would need"):  # refused before allocating
+        classical_mds(D)

@@ -376,7 +376,8 @@ def bootstrap_geometry(
         plain iterable without ``vocab_size``, or bad sequences.
     ValueError
         ``n_boot < 1``, ``level`` outside (0, 1), an unknown estimator, ``groups`` of the
-        wrong length, or a corpus the estimator refuses (a position no sequence reaches).
+        wrong length, fewer than 2 sequences or groups to resample, or a corpus the
+        estimator refuses (a position no sequence reaches).
 
     Notes
     -----
@@ -428,6 +429,13 @@ def bootstrap_geometry(
     V = seqs.vocab_size if vocab_size is None else check_int(vocab_size, "vocab_size")
     m = len(seqs)
     inverse, n_units = _group_index(groups, m)
+    if n_units < 2:  # every resample would be the sample itself: intervals of zero width, not of no uncertainty
+        what = "group" if groups is not None else "sequence"
+        raise ValueError(
+            f"a bootstrap needs at least 2 independent {what}s to resample, got {n_units}: every replicate would "
+            f"repeat the sample and the intervals would have zero width; pass more sequences"
+            + (" or finer groups" if groups is not None else "")
+        )
     if estimator == "hybrid":
         return _half_sample(seqs, n, V, inverse, n_units, n_boot=n_boot, level=level, seed=seed, progress=progress)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterator, Mapping
 import numpy as np
 import pandas as pd
 from typing import Literal
-from .validation import check_float, check_int
+from .validation import check_float, check_fits_in_memory, check_int
 
 __all__ = [
     'distance_by_offset',
@@ -169,7 +170,14 @@ def as_distribution_matrix(mu: object, *, name: str = "mu", atol: float = 1e-6) 
     --------
     >>> as_distribution_matrix([[0.5, 0.5]]).shape
     (1, 2)
+    >>> import scipy.sparse
+    >>> as_distribution_matrix(scipy.sparse.csr_matrix([[0.5, 0.5]])).shape  # made dense, if it fits
+    (1, 2)
     """
+    if hasattr(mu, "toarray") and hasattr(mu, "nnz") and getattr(mu, "ndim", 2) == 2:  # scipy.sparse
+        check_fits_in_memory(mu.shape, f"{name} (a scipy sparse matrix, made dense; for counts too large for "
+                             "that use posgeo.PositionalCounts)")
+        mu = mu.toarray()
     arr = np.asarray(mu)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be a numeric array of probabilities, got dtype {arr.dtype}")
@@ -628,6 +636,24 @@ def classical_mds(D: object, dim: int | None = None) -> MDSResult:
     top = float(Dm.max())
     if top == 0.0:
         return MDSResult(coords=np.zeros((n, 1 if k is None else k)), eigenvalues=np.zeros(n), stress=0.0, method="classical")
+    with _out_of_memory(f"classical MDS of {n:,} positions", n):
+        return _classical_mds(Dm, dim, n, k, top)
+
+
+@contextmanager
+def _out_of_memory(what: str, n: int) -> Iterator[None]:
+    """Turn a bare MemoryError into one that says what ran out, how much it needs and the fix."""
+    check_fits_in_memory((4, n, n), what)  # the matrix, its double-centred Gram, eigenvectors, workspace
+    try:
+        yield
+    except MemoryError:
+        raise MemoryError(
+            f"{what} ran out of memory (it needs several {n:,} x {n:,} float64 matrices, about "
+            f"{4 * 8 * n * n / 2**30:.1f} GiB); pass fewer positions, or free memory"
+        ) from None
+
+
+def _classical_mds(Dm: np.ndarray, dim: int | None, n: int, k: int | None, top: float) -> MDSResult:
     if _outside_safe_scale(top):
         unit = classical_mds(Dm / top, dim)
         with np.errstate(over="ignore", under="ignore"):
@@ -795,27 +821,28 @@ def stress_optimal_mds(
         with np.errstate(over="ignore", under="ignore"):
             lam = unit.eigenvalues * top * top
         return MDSResult(coords=unit.coords * top, eigenvalues=lam, stress=unit.stress, method="smacof", n_iter=unit.n_iter)
-    cmds = classical_mds(Dm, k)
-    starts: list[np.ndarray] = []
-    if X_init is None:
-        starts.append(cmds.coords)
-    else:
-        starts.append(X_init)
-    rng = np.random.default_rng(seed)
-    scale = float(np.sqrt(np.mean(Dm**2)))
-    for _ in range(n_init):
-        starts.append(rng.normal(scale=scale / np.sqrt(2 * k), size=(n, k)))
+    with _out_of_memory(f"SMACOF of {n:,} positions", n):
+        cmds = classical_mds(Dm, k)
+        starts: list[np.ndarray] = []
+        if X_init is None:
+            starts.append(cmds.coords)
+        else:
+            starts.append(X_init)
+        rng = np.random.default_rng(seed)
+        scale = float(np.sqrt(np.mean(Dm**2)))
+        for _ in range(n_init):
+            starts.append(rng.normal(scale=scale / np.sqrt(2 * k), size=(n, k)))
 
-    best: tuple[float, np.ndarray, int] | None = None
-    for X0 in starts:
-        X0 = X0 - X0.mean(axis=0)
-        s_start = stress(X0, Dm)
-        X, it = _smacof(X0, Dm, max_iter, tol)
-        s_prev = stress(X, Dm)
-        if s_start < s_prev:  # keep the start if iterations did not help (rounding)
-            X, s_prev = X0, s_start
-        if best is None or s_prev < best[0]:
-            best = (s_prev, X, it)
+        best: tuple[float, np.ndarray, int] | None = None
+        for X0 in starts:
+            X0 = X0 - X0.mean(axis=0)
+            s_start = stress(X0, Dm)
+            X, it = _smacof(X0, Dm, max_iter, tol)
+            s_prev = stress(X, Dm)
+            if s_start < s_prev:  # keep the start if iterations did not help (rounding)
+                X, s_prev = X0, s_start
+            if best is None or s_prev < best[0]:
+                best = (s_prev, X, it)
     assert best is not None
     return MDSResult(coords=best[1], eigenvalues=cmds.eigenvalues, stress=best[0], method="smacof", n_iter=best[2])
 

@@ -4,13 +4,17 @@ r"""The audit's computation: five steps, from the model and the corpus to the re
 report from the posgeo cache or runs :func:`compute_report`, which calls five steps in this
 order, each a function of explicit inputs returning a small frozen dataclass:
 
-1. :func:`model_step` (:class:`ModelStep`): load the model and read its position vectors
-   (:func:`position_vectors`); first, so that a model whose table cannot serve
-   ``n_positions`` fails before the data is read;
-2. :func:`data_step` (:class:`DataStep`): tokenise the corpus with the model's tokenizer and
-   check that enough sequences reach the last position; or, auditing stored counts
+1. :func:`data_step` (:class:`DataStep`): with the model's configuration and tokenizer
+   (:func:`~posgeo.audit.inputs.load_model` with ``weights=False``; a learned table's
+   configured size is checked against ``n_positions`` first), tokenise the corpus and check
+   that enough sequences reach the last position; or, auditing stored counts
    (``posgeo audit --counts``), :func:`counts_step` (:class:`CountsStep`): load them, check
-   that they were made with the model's tokenizer and reach the last position;
+   that they were made with the model's tokenizer and reach the last position. The data
+   comes before the weights, so that a wrong column, split or length fails before any
+   weight is read;
+2. :func:`model_step` (:class:`ModelStep`): read the weights where the positions are a
+   table (:func:`~posgeo.audit.inputs.load_weights`) and the position vectors
+   (:func:`position_vectors`);
 3. :func:`geometry_step` (:class:`GeometryStep`): the corpus geometry (chapter 2), plug-in and
    noise-corrected, and its effective rank (chapter 3);
 4. :func:`stress_step` (:class:`StressStep`): the best fit any encoding can reach (PMDS and
@@ -70,10 +74,12 @@ from .inputs import (
     DatasetRef,
     LoadedModel,
     ModelRef,
+    check_dataset,
     check_parameters,
     load_counts,
     load_data,
     load_model,
+    load_weights,
     resolve_counts,
     resolve_dataset,
     resolve_model,
@@ -103,8 +109,8 @@ __all__ = [
 
 _MIN_COUNT = 100  # positions reached by fewer sequences are flagged (as in corpus_geometry)
 _STEPS = (
-    "loading the model",
-    "loading and tokenising the data",
+    "loading the tokenizer and the data",
+    "loading the model's weights",
     "corpus geometry",
     "stress, separation, monotonicity",
     "layers",
@@ -333,6 +339,21 @@ def position_vectors(loaded: LoadedModel, *, n_positions: int) -> ModelStep:
     return done(None)
 
 
+def _check_table_rows(loaded: LoadedModel, n: int) -> None:
+    """Refuse, before the weights are read, more positions than a learned table's configured
+    size holds (:func:`position_vectors` checks the exact rows, with the position-id shift)."""
+    if loaded.kind != "learned-absolute":
+        return
+    rows = _config_int(loaded.config, "max_position_embeddings", "n_positions", "n_ctx")
+    prefix = _special_prefix(loaded.tokenizer) or 0
+    if rows is not None and prefix + n > rows:
+        raise AuditError(
+            f"the model's position table has {rows} rows (its config) and corpus position 0 is at least its row "
+            f"{prefix}, so at most {rows - prefix} positions fit; pass --positions {rows - prefix} "
+            f"(n_positions={rows - prefix}) or fewer"
+        )
+
+
 def model_step(ref: ModelRef, *, n_positions: int) -> ModelStep:
     """Step 1: load the model (:func:`~posgeo.audit.inputs.load_model`) and read its position vectors.
 
@@ -525,8 +546,8 @@ def counts_step(ds: DatasetRef, model: LoadedModel, *, n_positions: int, min_rea
     Raises
     ------
     AuditError
-        An unreadable counts file, counts of another tokenizer or counted with special
-        tokens, more positions than were counted, or too few documents reaching the last
+        An unreadable counts file, counts of another tokenizer (or of another vocabulary
+        size) or counted with special tokens, more positions than were counted, or too few documents reaching the last
         position (the message names the fix).
 
     Examples
@@ -554,6 +575,16 @@ def counts_step(ds: DatasetRef, model: LoadedModel, *, n_positions: int, min_rea
             f"the counts {spec!r} were made with the tokenizer {counts.tokenizer!r}, but the model {model.ref.label} "
             f"has {tokenizer_id(model.tokenizer)!r} (the digests differ): count again with the model's tokenizer "
             "(`posgeo count ... --tokenizer MODEL_FOLDER_OR_ID`), or audit the model whose tokenizer made them"
+        )
+    sizes = {int(len(model.tokenizer))}
+    backend = getattr(model.tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        sizes.add(int(backend.get_vocab_size(with_added_tokens=True)))
+    if counts.vocab_size not in sizes:  # the digest matched: a forged or damaged counts file
+        raise AuditError(
+            f"the counts {spec!r} have a vocabulary of {counts.vocab_size:,} tokens but the model's tokenizer has "
+            f"{max(sizes):,}, although they name the same tokenizer: the file is damaged or was not written by "
+            "`posgeo count`; count again with the model's tokenizer"
         )
     if n > counts.n_positions:
         raise AuditError(
@@ -1233,18 +1264,22 @@ def compute_report(
     from_counts = ds.kind == "counts"
     with progress_bar(None, enabled=progress, total=len(_STEPS), desc="posgeo audit", unit="step") as bar:
         bar.set_postfix_str(_STEPS[0])
-        model = model_step(ref, n_positions=n)  # before the data: a model that cannot serve n positions fails fast
-        bar.update()
-        bar.set_postfix_str("loading the counts" if from_counts else _STEPS[1])
+        # the configuration and the tokenizer first, the data next, the weights last: a data error
+        # (a column, a split, too short sequences) shows before any weight is read
+        loaded = load_model(ref, weights=False)
+        _check_table_rows(loaded, n)
         data: DataStep | CountsStep
         if from_counts:
-            data = counts_step(ds, model.loaded, n_positions=n, min_reach=params.min_reach)
+            data = counts_step(ds, loaded, n_positions=n, min_reach=params.min_reach)
             source: Corpus | PositionalCounts = data.counts
         else:
-            data = data_step(ds, model.loaded, n_positions=n, min_reach=params.min_reach, split=params.split,
+            data = data_step(ds, loaded, n_positions=n, min_reach=params.min_reach, split=params.split,
                              column=params.column, data_dir=params.data_dir, max_sequences=params.max_sequences,
                              seed=params.seed, cache=cache, progress=progress, drop_empty=params.drop_empty)
             source = data.corpus
+        bar.update()
+        bar.set_postfix_str(_STEPS[1])
+        model = position_vectors(load_weights(loaded), n_positions=n)
         bar.update()
         bar.set_postfix_str(_STEPS[2])
         geometry = geometry_step(source, n_positions=n, seed=params.seed, cache=cache, name=ds.spec)
@@ -1423,6 +1458,7 @@ def audit(
         ds = resolve_counts(counts)
     else:
         ds = resolve_dataset(dataset, split=split, column=column, data_dir=data_dir)
+        check_dataset(ds, column=column)  # the column and the hub now, before any model file is read
     ref = resolve_model(model)
     params = AuditParameters(
         dataset=ds.spec,

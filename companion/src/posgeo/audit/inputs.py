@@ -40,6 +40,7 @@ __all__ = [
     'check_parameters',
     'DatasetRef',
     'resolve_dataset',
+    'check_dataset',
     'resolve_counts',
     'read_texts',
     'LoadedData',
@@ -49,6 +50,7 @@ __all__ = [
     'resolve_model',
     'LoadedModel',
     'load_model',
+    'load_weights',
 ]
 
 _KNOWN = {"sst2": "sentence", "imdb": "text"}  # known corpora and their text column
@@ -353,6 +355,8 @@ def resolve_dataset(
             f"dataset {spec!r} is a directory; pass a .parquet file, a text file with one sequence per line, "
             "'sst2'/'imdb', or a Hugging Face hub id"
         )
+    if path.exists() and not path.is_file():  # a device (/dev/zero), a pipe, a socket: never opened
+        raise AuditError(_not_regular(spec, path))
     if path.is_file():
         st = path.stat()
         kind = "parquet" if path.suffix.lower() == ".parquet" else "text"
@@ -399,6 +403,63 @@ def resolve_dataset(
 
 
 _COUNT_HINT = "write one with `posgeo count SOURCES --column COL --positions N --out counts.npz`"
+
+
+def _not_regular(spec: str, path: Path) -> str:
+    import stat
+
+    mode = path.stat().st_mode
+    kind = ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode) else
+            "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    return (f"{spec!r} is {kind}, not a regular file: the audit reads a file twice (to fingerprint it and to read it); "
+            "save the data to a regular file and pass that")
+
+
+def check_dataset(ds: DatasetRef, *, column: str | None) -> None:
+    """What can be checked of a dataset without reading its texts: a parquet file's text
+    column (from its schema) and whether a hub dataset can be reached.
+
+    Parameters
+    ----------
+    ds : DatasetRef
+    column : str or None
+        As in :func:`read_texts`.
+
+    Raises
+    ------
+    AuditError
+        No such column (or none to pick), an unreadable parquet file, an unreachable hub.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "t.parquet"
+    >>> pd.DataFrame({"body": ["a b c"]}).to_parquet(f)
+    >>> check_dataset(resolve_dataset(f, split="train", column="text", data_dir=None), column="text")
+    Traceback (most recent call last):
+    ...
+    posgeo.audit.inputs.AuditError: the parquet file ... has no column 'text'; its columns are ['body']: pass --column with one of them
+    """
+    if ds.kind == "parquet":
+        assert ds.path is not None
+        import pyarrow.parquet as pq
+
+        try:
+            names = pq.read_schema(ds.path).names
+        except Exception:
+            return  # read_texts says what is wrong with the file
+        _pick_column([c for c in names if not c.startswith("__index_level_")], column,
+                     f"the parquet file {ds.spec!r}")
+    elif ds.kind == "hub":
+        reason = hub_unreachable_reason()
+        if reason is not None:
+            guess = suggest_name(ds.spec, _KNOWN)
+            raise AuditError(
+                f"cannot load the hub dataset {ds.spec!r}: the Hugging Face hub is unreachable ({reason}); "
+                + (f"did you mean {guess!r}? Else " if guess else "")
+                + "download it where the hub is reachable and pass a parquet file, or pass a text file with one "
+                "sequence per line"
+            )
 
 
 def resolve_counts(counts: Any) -> DatasetRef:
@@ -450,6 +511,8 @@ def resolve_counts(counts: Any) -> DatasetRef:
     path = Path(spec).expanduser()
     if not spec.strip() or path.is_dir():
         raise AuditError(f"--counts {spec!r} is not a file; pass the counts file written by `posgeo count` ({_COUNT_HINT})")
+    if path.exists() and not path.is_file():
+        raise AuditError(_not_regular(spec, path))
     if not path.is_file():
         raise AuditError(f"no counts file {spec!r}; {_COUNT_HINT}")
     fp = {"kind": "counts", "path": str(path.resolve()), "size": path.stat().st_size, "sha256": file_digest(path)}
@@ -859,15 +922,21 @@ def _offline_fix(ref: ModelRef) -> str:
     )
 
 
-def load_model(ref: ModelRef) -> LoadedModel:
+def load_model(ref: ModelRef, *, weights: bool = True) -> LoadedModel:
     """Load a model's configuration and tokenizer, and its weights if its positions are a table.
 
     A hub id is loaded from the hub when :func:`posgeo.hub_unreachable_reason` finds it
-    reachable, else from the local Hugging Face cache only (no waiting on the network).
+    reachable, else from the local Hugging Face cache only (no waiting on the network). The
+    tokenizer is checked (:func:`posgeo.validation.check_tokenizer`): a folder without
+    tokenizer files gives an empty one, which is refused here.
 
     Parameters
     ----------
     ref : ModelRef
+    weights : bool, keyword-only, default True
+        ``False``: the configuration and the tokenizer only (cheap; the audit reads its data
+        with them before any weight is read), ``module`` is ``None`` until
+        :func:`load_weights`.
 
     Returns
     -------
@@ -876,25 +945,23 @@ def load_model(ref: ModelRef) -> LoadedModel:
     Raises
     ------
     AuditError
-        The configuration, tokenizer or weights cannot be loaded; the message says how to
-        make the model available offline.
+        The configuration, tokenizer or weights cannot be loaded, or the tokenizer is empty;
+        the message says how to make the model available offline.
 
     Examples
     --------
     >>> m = load_model(resolve_model(None))
     >>> m.kind, m.module is not None, len(m.tokenizer)
     ('learned-absolute', True, 30522)
+    >>> load_model(resolve_model(None), weights=False).module is None
+    True
     """
     from transformers import AutoConfig, AutoTokenizer
 
-    from posgeo import load_pretrained, model_positional_kind
+    from posgeo import model_positional_kind
+    from posgeo.validation import check_tokenizer
 
-    offline = ref.is_local
-    reason = None
-    if not ref.is_local:
-        reason = hub_unreachable_reason()
-        offline = reason is not None
-    where = "from the folder" if ref.is_local else "offline" if offline else "from the hub"
+    offline, where, reason = _where(ref)
     try:
         config = AutoConfig.from_pretrained(ref.identifier, local_files_only=offline)
     except Exception as exc:
@@ -908,17 +975,55 @@ def load_model(ref: ModelRef) -> LoadedModel:
             "save the tokenizer into the model folder (tokenizer.save_pretrained(folder)), or "
             + _offline_fix(ref)
         ) from exc
+    try:
+        check_tokenizer(tokenizer, where=f"the model {ref.spec or ref.identifier!r}")
+    except (ValueError, TypeError) as exc:
+        raise AuditError(str(exc)) from exc
     kind = model_positional_kind(config)
     declared = None
     if kind == "learned-absolute" and str(getattr(config, "position_embedding_type", "")).lower() in {"none", "nope"}:
         declared = "none"  # the installed transformers adds a table that the config disowns
-    module = None
-    if kind == "learned-absolute":
-        try:
-            module = load_pretrained(ref.identifier, offline=offline)
-        except Exception as exc:
-            raise AuditError(
-                f"cannot load the weights of {ref.spec or ref.identifier!r} {where} ({type(exc).__name__}: {exc}); "
-                + _offline_fix(ref)
-            ) from exc
-    return LoadedModel(ref=ref, config=config, tokenizer=tokenizer, module=module, kind=kind, declared_kind=declared)
+    loaded = LoadedModel(ref=ref, config=config, tokenizer=tokenizer, module=None, kind=kind, declared_kind=declared)
+    return load_weights(loaded) if weights else loaded
+
+
+def _where(ref: ModelRef) -> tuple[bool, str, str | None]:
+    """(offline, where it is loaded from, why the hub is unreachable)."""
+    reason = None if ref.is_local else hub_unreachable_reason()
+    offline = ref.is_local or reason is not None
+    return offline, "from the folder" if ref.is_local else "offline" if offline else "from the hub", reason
+
+
+def load_weights(loaded: LoadedModel) -> LoadedModel:
+    """The same model with its weights, read only where its positions are a learned table.
+
+    Parameters
+    ----------
+    loaded : LoadedModel
+        From :func:`load_model` with ``weights=False``.
+
+    Returns
+    -------
+    LoadedModel
+
+    Raises
+    ------
+    AuditError
+        The weights cannot be loaded (the message says how to make them available).
+    """
+    from dataclasses import replace
+
+    from posgeo import load_pretrained
+
+    if loaded.kind != "learned-absolute" or loaded.module is not None:
+        return loaded
+    ref = loaded.ref
+    offline, where, _ = _where(ref)
+    try:
+        module = load_pretrained(ref.identifier, offline=offline)
+    except Exception as exc:
+        raise AuditError(
+            f"cannot load the weights of {ref.spec or ref.identifier!r} {where} ({type(exc).__name__}: {exc}); "
+            + _offline_fix(ref)
+        ) from exc
+    return replace(loaded, module=module)

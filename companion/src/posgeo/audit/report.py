@@ -516,7 +516,8 @@ class AuditReport:
 
     @staticmethod
     def output_paths(out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
-        """The paths :meth:`write` writes into ``out_dir``, checked (nothing is created).
+        """The paths :meth:`write` writes into ``out_dir``, checked (nothing is left behind: a
+        temporary file shows that its nearest existing directory takes files).
 
         The command line calls it before computing, so that an unusable ``--out`` fails
         at once rather than after the audit.
@@ -565,6 +566,14 @@ class AuditReport:
             raise AuditError(f"--out {out}: {parent} is a file, not a directory; pass another --out")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise AuditError(f"--out {out}: cannot write into {parent} (permission denied); pass a writable directory")
+        import tempfile
+
+        try:  # os.access says yes to root everywhere, /proc included: a real file says whether it can be made
+            with tempfile.TemporaryFile(dir=parent, prefix=".posgeo-probe-"):
+                pass
+        except OSError as exc:
+            raise AuditError(f"--out {out}: cannot create files in {parent} ({exc.strerror or exc}); pass a directory "
+                             "on a writable file system") from exc
         return html_path, json_path
 
     def write(self, out_dir: str | os.PathLike[str], *, static: bool = False) -> tuple[Path, Path]:
