@@ -324,7 +324,7 @@ pg.display_table(calibration.xs("hybrid", level="estimator"))
 
 # %%
 def bootstrap_summary(name):
-    boot = pg.bootstrap_geometry(corpora[name], N_POSITIONS[name], n_boot=50, seed=0, progress=False)
+    boot = pg.bootstrap_geometry(corpora[name], N_POSITIONS[name], estimator="plugin", n_boot=50, seed=0, progress=False)
     upper = np.triu_indices(N_POSITIONS[name], k=1)
     rows = {
         label: dict(zip(("estimate", "low", "high"), boot.interval(f)))

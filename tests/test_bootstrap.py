@@ -54,7 +54,7 @@ def test_two_positions_interval_contains_the_true_distance_and_has_the_delta_met
     rng = np.random.default_rng(7)
     tokens = np.stack([rng.random(m) < p, rng.random(m) < q], axis=1).astype(np.int64)
     seqs = Sequences(tokens=tokens.reshape(-1), offsets=np.arange(0, 2 * m + 1, 2), vocab_size=2)
-    bg = bootstrap_geometry(seqs, 2, n_boot=400, seed=1, progress=False)
+    bg = bootstrap_geometry(seqs, 2, estimator="plugin", n_boot=400, seed=1, progress=False)
     bc = np.sqrt((1 - p) * (1 - q)) + np.sqrt(p * q)
     truth = np.sqrt(1 - bc)
     assert bg.low[0, 1] <= truth <= bg.high[0, 1]
@@ -72,7 +72,7 @@ def test_plugin_replicates_equal_the_naive_resample_of_sequences():
     rng = np.random.default_rng(3)
     seqs = Sequences.from_list([rng.integers(0, 3000, size=rng.integers(40, 81)) for _ in range(120)], 3000)
     n = 40
-    bg = bootstrap_geometry(seqs, n, n_boot=4, seed=11, progress=False)
+    bg = bootstrap_geometry(seqs, n, estimator="plugin", n_boot=4, seed=11, progress=False)
     np.testing.assert_allclose(bg.estimate, hellinger_matrix(positional_marginals(seqs, n, 3000)), atol=1e-12)
     for b, idx in enumerate(resample_indices(len(seqs), 4, 11)):
         naive = hellinger_matrix(positional_marginals(seqs.subset(idx), n, 3000))
@@ -84,7 +84,7 @@ def test_plugin_replicates_equal_the_naive_resample_on_ragged_sequences_with_sha
     lengths = np.random.default_rng(0).integers(60, 81, size=400)
     seqs = c.sequences.subset(np.arange(400))
     seqs = Sequences.from_list([s[:k] for s, k in zip(seqs, lengths)], vocab_size=300)
-    bg = bootstrap_geometry(seqs, 64, n_boot=3, seed=2, progress=False)
+    bg = bootstrap_geometry(seqs, 64, estimator="plugin", n_boot=3, seed=2, progress=False)
     for b, idx in enumerate(resample_indices(400, 3, 2)):
         naive = hellinger_matrix(positional_marginals(seqs.subset(idx), 64, 300))
         np.testing.assert_allclose(bg.replicate(b), naive, atol=2e-7)
@@ -92,7 +92,7 @@ def test_plugin_replicates_equal_the_naive_resample_on_ragged_sequences_with_sha
 
 def test_first_order_replicates_never_exceed_the_plugin_ones_on_the_same_resamples():
     seqs = small_corpus()
-    plug = bootstrap_geometry(seqs, 6, n_boot=40, seed=4, progress=False)
+    plug = bootstrap_geometry(seqs, 6, estimator="plugin", n_boot=40, seed=4, progress=False)
     first = bootstrap_geometry(seqs, 6, estimator="first_order", n_boot=40, seed=4, progress=False)
     assert np.all(first.replicates <= plug.replicates + 1e-7)
     assert np.any(first.replicates < plug.replicates - 1e-4)
@@ -107,7 +107,7 @@ def test_corrected_replicates_agree_with_the_library_estimator_on_the_resample(e
     only by the randomness of the splits (20 of them here), far less than the correction."""
     seqs = small_corpus(m=1000, n=6, V=64)
     bg = bootstrap_geometry(seqs, 6, estimator=estimator, n_boot=3, n_splits=20, seed=5, progress=False)
-    plug = bootstrap_geometry(seqs, 6, n_boot=3, seed=5, progress=False)
+    plug = bootstrap_geometry(seqs, 6, estimator="plugin", n_boot=3, seed=5, progress=False)
     np.testing.assert_array_equal(bg.estimate, library(seqs, 6, 64, seed=5, n_splits=20))
     for b, idx in enumerate(resample_indices(len(seqs), 3, 5)):
         ref = library(seqs.subset(idx), 6, 64, seed=b, n_splits=20)
@@ -130,15 +130,15 @@ def test_same_seed_same_replicates_other_seed_other_replicates(estimator):
 def test_iterable_input_equals_sequences_input():
     seqs = small_corpus(m=80)
     as_lists = [s.tolist() for s in seqs]
-    a = bootstrap_geometry(as_lists, 6, vocab_size=16, n_boot=10, progress=False)
-    b = bootstrap_geometry(seqs, 6, n_boot=10, progress=False)
+    a = bootstrap_geometry(as_lists, 6, estimator="plugin", vocab_size=16, n_boot=10, progress=False)
+    b = bootstrap_geometry(seqs, 6, estimator="plugin", n_boot=10, progress=False)
     np.testing.assert_array_equal(a.replicates, b.replicates)
 
 
 def test_corpus_input_uses_its_sequences_and_vocabulary():
     c = synthetic_corpus(n_sequences=200, n_positions=8, vocab_size=16)
-    a = bootstrap_geometry(c, 8, n_boot=10, progress=False)
-    b = bootstrap_geometry(c.sequences, 8, vocab_size=16, n_boot=10, progress=False)
+    a = bootstrap_geometry(c, 8, estimator="plugin", n_boot=10, progress=False)
+    b = bootstrap_geometry(c.sequences, 8, estimator="plugin", vocab_size=16, n_boot=10, progress=False)
     np.testing.assert_array_equal(a.replicates, b.replicates)
 
 
@@ -149,14 +149,14 @@ def test_groups_of_duplicates_resample_like_the_deduplicated_corpus():
     seqs = small_corpus(m=200)
     dup = seqs.subset(np.repeat(np.arange(200), 2))
     groups = np.repeat(np.arange(200), 2)
-    grouped = bootstrap_geometry(dup, 6, n_boot=50, groups=groups, seed=8, progress=False)
-    base = bootstrap_geometry(seqs, 6, n_boot=50, seed=8, progress=False)
+    grouped = bootstrap_geometry(dup, 6, estimator="plugin", n_boot=50, groups=groups, seed=8, progress=False)
+    base = bootstrap_geometry(seqs, 6, estimator="plugin", n_boot=50, seed=8, progress=False)
     np.testing.assert_array_equal(grouped.replicates, base.replicates)
     np.testing.assert_array_equal(grouped.low, base.low)
     np.testing.assert_array_equal(grouped.high, base.high)
     assert grouped.n_groups == 200
     # ignoring the groups treats the copies as independent: intervals about 1/sqrt(2) as wide
-    naive = bootstrap_geometry(dup, 6, n_boot=50, seed=8, progress=False)
+    naive = bootstrap_geometry(dup, 6, estimator="plugin", n_boot=50, seed=8, progress=False)
     ratio = np.mean(upper(naive.high - naive.low)) / np.mean(upper(base.high - base.low))
     assert 0.6 < ratio < 0.85
 
@@ -164,8 +164,8 @@ def test_groups_of_duplicates_resample_like_the_deduplicated_corpus():
 def test_singleton_groups_with_any_labels_equal_no_groups():
     seqs = small_corpus(m=100)
     labels = 1000 + 3 * np.arange(100)  # increasing, so group ranks are sequence indices
-    a = bootstrap_geometry(seqs, 6, n_boot=10, groups=labels, progress=False)
-    b = bootstrap_geometry(seqs, 6, n_boot=10, progress=False)
+    a = bootstrap_geometry(seqs, 6, estimator="plugin", n_boot=10, groups=labels, progress=False)
+    b = bootstrap_geometry(seqs, 6, estimator="plugin", n_boot=10, progress=False)
     np.testing.assert_array_equal(a.replicates, b.replicates)
 
 
@@ -174,20 +174,20 @@ def test_groups_keep_their_members_together():
     # groups: one group twice puts point masses on different tokens (distance 1), both
     # groups give counts 3:5 and 5:3; resampling single sequences would give other mixtures
     seqs = Sequences.from_list([[0, 1]] * 3 + [[1, 0]] * 5, vocab_size=2)
-    bg = bootstrap_geometry(seqs, 2, n_boot=60, groups=np.array([0] * 3 + [1] * 5), progress=False)
+    bg = bootstrap_geometry(seqs, 2, estimator="plugin", n_boot=60, groups=np.array([0] * 3 + [1] * 5), progress=False)
     assert bg.n_groups == 2
     mix = hellinger_matrix(positional_marginals(seqs, 2, 2))[0, 1]
     values = bg.replicates[:, 0].astype(np.float64)
     is_one, is_mix = np.isclose(values, 1.0, atol=1e-6), np.isclose(values, mix, atol=1e-6)
     assert np.all(is_one | is_mix) and is_one.any() and is_mix.any()
-    single = bootstrap_geometry(seqs, 2, n_boot=60, progress=False)
+    single = bootstrap_geometry(seqs, 2, estimator="plugin", n_boot=60, progress=False)
     assert not np.all(np.isclose(single.replicates, 1.0, atol=1e-6) | np.isclose(single.replicates, mix, atol=1e-6))
 
 
 # ----------------------------------------------------------------------------- result
 def test_interval_of_a_statistic_is_its_percentile_over_the_replicates():
     seqs = small_corpus()
-    bg = bootstrap_geometry(seqs, 6, n_boot=60, level=0.9, progress=False)
+    bg = bootstrap_geometry(seqs, 6, estimator="plugin", n_boot=60, level=0.9, progress=False)
 
     def mean_upper(D):
         return D[np.triu_indices(6, 1)].mean()
@@ -206,7 +206,7 @@ def test_interval_of_a_statistic_is_its_percentile_over_the_replicates():
 
 
 def test_result_is_a_frozen_dataclass_with_symmetric_matrices():
-    bg = bootstrap_geometry(small_corpus(), 6, n_boot=25, progress=False)
+    bg = bootstrap_geometry(small_corpus(), 6, estimator="plugin", n_boot=25, progress=False)
     assert isinstance(bg, BootstrapGeometry)
     with pytest.raises(dataclasses.FrozenInstanceError):
         bg.n_boot = 3  # type: ignore[misc]
@@ -222,7 +222,7 @@ def test_result_is_a_frozen_dataclass_with_symmetric_matrices():
 def test_a_position_that_a_replicate_leaves_empty_is_nan_there_and_counted():
     # positions 3 and 4 are reached by sequence 0 only
     seqs = Sequences.from_list([[0, 1, 2, 1, 0]] + [[1, 2, 0]] * 29, vocab_size=3)
-    bg = bootstrap_geometry(seqs, 5, n_boot=40, seed=6, progress=False)
+    bg = bootstrap_geometry(seqs, 5, estimator="plugin", n_boot=40, seed=6, progress=False)
     missed = [not np.any(idx == 0) for idx in resample_indices(30, 40, 6)]
     assert bg.n_empty == sum(missed) > 0
     for b, gone in enumerate(missed):
@@ -233,7 +233,7 @@ def test_a_position_that_a_replicate_leaves_empty_is_nan_there_and_counted():
 
 
 def test_progress_false_prints_nothing(capsys):
-    bootstrap_geometry(small_corpus(m=50), 6, n_boot=5, progress=False)
+    bootstrap_geometry(small_corpus(m=50), 6, estimator="plugin", n_boot=5, progress=False)
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
 
@@ -257,22 +257,22 @@ def test_progress_false_prints_nothing(capsys):
 ])
 def test_bad_options_are_refused_with_a_clear_message(kwargs, error, match):
     with pytest.raises(error, match=match):
-        bootstrap_geometry(small_corpus(m=50), 6, **{"n_boot": 5, "progress": False, **kwargs})
+        bootstrap_geometry(small_corpus(m=50), 6, **{"estimator": "plugin", "n_boot": 5, "progress": False, **kwargs})
 
 
 def test_bad_corpora_are_refused_with_a_clear_message():
     with pytest.raises(TypeError, match="vocab_size is needed for a plain iterable"):
-        bootstrap_geometry([[0, 1], [1, 0]], 2)
+        bootstrap_geometry([[0, 1], [1, 0]], 2, estimator="plugin")
     with pytest.raises(TypeError, match="sequences must be a Corpus, a Sequences or an iterable"):
         bootstrap_geometry(42, 2)
     with pytest.raises(ValueError, match="reached by no sequence"):
-        bootstrap_geometry(small_corpus(m=20), 7, n_boot=2, progress=False)
+        bootstrap_geometry(small_corpus(m=20), 7, estimator="plugin", n_boot=2, progress=False)
     with pytest.raises(ValueError, match="fewer than 2 sequences"):
         bootstrap_geometry(Sequences.from_list([[0, 1, 1], [1, 0]], 2), 3, estimator="matched", progress=False)
 
 
 def test_bad_statistic_and_replicate_index_are_refused():
-    bg = bootstrap_geometry(small_corpus(m=50), 6, n_boot=5, progress=False)
+    bg = bootstrap_geometry(small_corpus(m=50), 6, estimator="plugin", n_boot=5, progress=False)
     with pytest.raises(TypeError, match="statistic must be a callable"):
         bg.interval("stress")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="statistic must return numbers"):
@@ -296,7 +296,7 @@ def coverage(V: int, m: int, *, n: int = 16, n_corpora: int = 100, n_boot: int =
     truth = hellinger_matrix(mu)
     hits = np.zeros(len(PAIRS))
     for k in range(n_corpora):
-        bg = bootstrap_geometry(sample_synthetic_sequences(mu, m, seed=1000 + k), n, n_boot=n_boot, seed=k,
+        bg = bootstrap_geometry(sample_synthetic_sequences(mu, m, seed=1000 + k), n, estimator="plugin", n_boot=n_boot, seed=k,
                                 progress=False)
         hits += [bg.low[p] <= truth[p] <= bg.high[p] for p in PAIRS]
     return hits / n_corpora
@@ -544,4 +544,38 @@ def test_a_single_sequence_or_group_cannot_be_bootstrapped() -> None:
             bootstrap_geometry(one, 3, estimator=estimator, n_boot=5, progress=False)
     two = Sequences.from_list([[1, 2, 3, 4], [2, 3, 4, 1]], vocab_size=6)
     with pytest.raises(ValueError, match="at least 2 independent groups .*finer groups"):
-        bootstrap_geometry(two, 3, n_boot=5, groups=[0, 0], progress=False)
+        bootstrap_geometry(two, 3, estimator="plugin", n_boot=5, groups=[0, 0], progress=False)
+
+
+def test_the_default_is_the_calibrated_estimator_whose_intervals_hold_a_known_truth() -> None:
+    """Issue 47: the default was the plug-in, whose percentile intervals cover none of the true
+    distances where positions differ in rare tokens (the bootstrap adds the bias a second time);
+    the default is now the hybrid estimator's half-sample intervals, and a call whose intervals
+    cannot cover says so in its result."""
+    rng = np.random.default_rng(0)
+    n, V, m = 8, 2010, 2000
+    # a head of 10 tokens whose shares shift with the position, and a rare tail of 2,000 tokens
+    # that every position shares: the plug-in sees the tail's sampling noise as distance
+    truth_mu = np.zeros((n, V))
+    for i in range(n):
+        head = np.linspace(1.0, 1.0 + 0.4 * i, 10)
+        truth_mu[i, :10] = 0.5 * head / head.sum()
+        truth_mu[i, 10:] = 0.5 / 2000
+    draws = np.array([rng.choice(V, size=m, p=truth_mu[i]) for i in range(n)]).T
+    seqs = Sequences.from_list(list(draws), vocab_size=V)
+    truth = hellinger_matrix(truth_mu)
+    upper = np.triu_indices(n, 1)
+
+    def coverage(bg: BootstrapGeometry) -> float:
+        return float(((bg.low[upper] <= truth[upper]) & (truth[upper] <= bg.high[upper])).mean())
+
+    default = bootstrap_geometry(seqs, n, seed=0, progress=False)
+    assert default.estimator == "hybrid" and default.n_boot == 20 and default.caveat is None
+    assert coverage(default) >= 0.9
+    plugin = bootstrap_geometry(seqs, n, estimator="plugin", n_boot=50, seed=0, progress=False)
+    assert coverage(plugin) == 0 and "cannot hold the true distances" in plugin.caveat
+
+    def error(bg: BootstrapGeometry) -> float:
+        return float(np.abs(bg.estimate - truth)[upper].mean())
+
+    assert error(default) * 10 < error(plugin)

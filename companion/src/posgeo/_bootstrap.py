@@ -108,6 +108,23 @@ class BootstrapGeometry:
         """Number of positions n."""
         return int(self.estimate.shape[0])
 
+    @property
+    def caveat(self) -> str | None:
+        """What the intervals cannot do, or ``None`` (the half-sample intervals of the hybrid
+        estimator). Percentile intervals of the other estimators keep the estimator's bias:
+        they cannot cover true distances that the estimator overestimates.
+
+        >>> from posgeo import synthetic_corpus
+        >>> bootstrap_geometry(synthetic_corpus(n_sequences=200), 6, estimator="plugin", n_boot=5,
+        ...                    progress=False).caveat[:40]
+        'percentile intervals of the plugin estim'
+        """
+        if self.method == "half-sample":
+            return None
+        return (f"percentile intervals of the {self.estimator} estimator: they measure its sampling spread but keep "
+                "its bias, so where the bias is large (positions that differ in rare tokens) they cannot hold the "
+                "true distances; use estimator='hybrid' for intervals that do")
+
     def replicate(self, b: int) -> np.ndarray:
         """The distance matrix of replicate ``b`` (half-sample method: of the first half of
         halving ``b``; :attr:`complements` holds the other half's).
@@ -215,7 +232,7 @@ class BootstrapGeometry:
         Examples
         --------
         >>> from posgeo import synthetic_corpus
-        >>> bg = bootstrap_geometry(synthetic_corpus(n_sequences=300), 8, n_boot=50, progress=False)
+        >>> bg = bootstrap_geometry(synthetic_corpus(n_sequences=300), 8, estimator="plugin", n_boot=50, progress=False)
         >>> est, low, high = bg.interval(lambda D: D[0, 4])
         >>> bool(low <= est <= high), est == float(bg.estimate[0, 4])
         (True, True)
@@ -270,8 +287,8 @@ def bootstrap_geometry(
     n_positions: int,
     *,
     vocab_size: int | None = None,
-    estimator: Estimator = "plugin",
-    n_boot: int = 200,
+    estimator: Estimator = "hybrid",
+    n_boot: int | None = None,
     level: float = 0.95,
     groups: Any = None,
     n_splits: int = 5,
@@ -280,9 +297,14 @@ def bootstrap_geometry(
 ) -> BootstrapGeometry:
     r"""Bootstrap the positional Hellinger geometry of a corpus by resampling sequences.
 
-    Each replicate draws as many sequences as the corpus has (or, with ``groups``, as many
-    groups), uniformly with replacement, and recomputes the chosen estimator on that
-    resample; the interval of every distance is the percentile interval of the replicates.
+    The default, ``estimator="hybrid"``, is the calibrated estimator with half-sample
+    intervals: on a known truth its 95% intervals hold the true distances. The other
+    estimators are resampled with replacement: each replicate draws as many sequences as
+    the corpus has (or, with ``groups``, as many groups) and recomputes the estimator; the
+    interval of every distance is the percentile interval of the replicates. Those
+    intervals measure the estimator's spread but keep its bias (resampling a sample adds
+    its noise a second time): where positions differ in rare tokens they can cover **none**
+    of the true distances, and the result's :attr:`BootstrapGeometry.caveat` says so.
     Resampling whole sequences keeps the dependence between the positions of one text.
 
     Estimators (chord Hellinger distances, in [0, 1]):
@@ -349,10 +371,11 @@ def bootstrap_geometry(
     vocab_size : int, keyword-only, optional
         Number of token ids; default the ``vocab_size`` of a Corpus or Sequences (required
         for a plain iterable).
-    estimator : {"plugin", "first_order", "matched", "hybrid"}, keyword-only
-    n_boot : int, keyword-only, default 200
-        Number of replicates (``"hybrid"``: of halvings; 20 to 50 are usually enough, the
-        relative error of se being about ``1 / sqrt(2 n_boot)`` or less).
+    estimator : {"hybrid", "plugin", "first_order", "matched"}, keyword-only, default "hybrid"
+    n_boot : int, keyword-only, optional
+        Number of replicates; default 20 halvings for ``"hybrid"`` (20 to 50 are usually
+        enough, the relative error of se being about ``1 / sqrt(2 n_boot)`` or less) and 200
+        replicates for the others.
     level : float, keyword-only, default 0.95
         Nominal coverage of the intervals, in (0, 1).
     groups : array of int, shape (m,), keyword-only, optional
@@ -405,7 +428,7 @@ def bootstrap_geometry(
     Examples
     --------
     >>> from posgeo import synthetic_corpus
-    >>> bg = bootstrap_geometry(synthetic_corpus(n_sequences=300), 8, n_boot=50, progress=False)
+    >>> bg = bootstrap_geometry(synthetic_corpus(n_sequences=300), 8, estimator="plugin", n_boot=50, progress=False)
     >>> bg.estimate.shape, bg.low.shape, bg.replicates.shape
     ((8, 8), (8, 8), (50, 28))
     >>> bool(np.all(bg.low <= bg.high))
@@ -415,7 +438,9 @@ def bootstrap_geometry(
     True
     """
     n = check_int(n_positions, "n_positions")
-    n_boot = check_int(n_boot, "n_boot", hint="the number of bootstrap replicates; 200 is usual")
+    if n_boot is None:
+        n_boot = 20 if estimator == "hybrid" else 200
+    n_boot = check_int(n_boot, "n_boot", hint="the number of bootstrap replicates; 200 is usual (20 halvings for hybrid)")
     level = check_float(level, "level", hint="the coverage of the intervals, e.g. 0.95")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level}; pass e.g. 0.95 for 95% intervals")
