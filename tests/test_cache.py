@@ -101,7 +101,7 @@ def test_miss_then_hit(cdir):
     assert f.calls == 1 and first == {"value": "v", "call": 1}
     files = list(cdir.glob("thing-*.pkl"))
     assert len(files) == 1
-    assert files[0].stem == cache_key("thing", {"n": 1})
+    assert files[0].stem == cache_key("thing", {"n": 1}, compute=f)  # f is defined here, outside posgeo
     second = cached("thing", {"n": 1}, f)
     assert f.calls == 1 and second == first
 
@@ -123,6 +123,44 @@ def test_new_package_version_is_a_miss(cdir, monkeypatch):
     assert f.calls == 2
 
 
+def test_edited_package_code_is_a_miss_and_unchanged_code_a_hit(cdir, tmp_path, monkeypatch):
+    """Issue 47: the README told readers to clear the cache after editing posgeo; a reader who
+    edited a function got the old result. The key now holds a hash of posgeo's sources."""
+    import shutil
+
+    copy = tmp_path / "posgeo-copy"
+    shutil.copytree(Path(cache_mod.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__", "results"))
+    monkeypatch.setattr(cache_mod, "_code_digest", lambda: cache_mod._tree_digest(str(copy)))
+    f = Counter()
+    cached("thing", {"n": 1}, f)
+    cached("thing", {"n": 1}, f)
+    assert f.calls == 1  # unchanged code: read back
+    module = copy / "_geometry.py"
+    module.write_text(module.read_text() + "\n# an edit\n")
+    cache_mod._tree_digest.cache_clear()
+    cached("thing", {"n": 1}, f)
+    assert f.calls == 2  # edited code: recomputed
+
+
+def test_a_helper_module_outside_the_package_is_part_of_the_key(cdir, tmp_path, monkeypatch):
+    assert cache_key("k", {}, compute=np.mean) == cache_key("k", {})  # an installed library's function: no file hash
+    """A chapter's helper module (outside posgeo) that computes a cached result: editing it recomputes."""
+    import importlib
+    import sys
+
+    helper = tmp_path / "chapter_helper.py"
+    helper.write_text("calls = []\ndef compute():\n    calls.append(1)\n    return 41\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("chapter_helper")
+    assert cached("helped", {"n": 1}, mod.compute) == 41 and cached("helped", {"n": 1}, mod.compute) == 41
+    assert mod.calls == [1]
+    helper.write_text("calls = []\ndef compute():\n    calls.append(1)\n    return 42\n")
+    os.utime(helper, ns=(1, 2))  # a new modification time, whatever the clock's resolution
+    mod = importlib.reload(mod)
+    assert cached("helped", {"n": 1}, mod.compute) == 42
+    sys.modules.pop("chapter_helper", None)
+
+
 def test_numpy_results_round_trip(cdir):
     arr = np.random.default_rng(0).normal(size=(5, 3))
     out = cached("arr", {"k": 1}, lambda: arr)
@@ -136,7 +174,7 @@ def test_numpy_results_round_trip(cdir):
 def test_corrupt_entry_is_recomputed_and_replaced(cdir, garbage):
     f = Counter("fresh")
     cdir.mkdir(parents=True)
-    path = cdir / f"{cache_key('thing', {'n': 1})}.pkl"
+    path = cdir / f"{cache_key('thing', {'n': 1}, compute=f)}.pkl"
     path.write_bytes(garbage)
     assert cached("thing", {"n": 1}, f) == {"value": "fresh", "call": 1}
     assert f.calls == 1
@@ -313,9 +351,10 @@ def test_temp_names_are_unique_and_recognised(cdir, monkeypatch):
     monkeypatch.setattr(cache_mod, "open", spy, raising=False)
     for _ in range(3):
         cached("thing", {"n": 1}, Counter(), enabled=True, directory=cdir / "x")
-        (cdir / "x" / f"{cache_key('thing', {'n': 1})}.pkl").unlink()
+        (cdir / "x" / f"{cache_key('thing', {'n': 1}, compute=Counter())}.pkl").unlink()
     assert len(set(names)) == 3
-    assert all(cache_mod._TEMP_NAME.search(n) and n.startswith(cache_key("thing", {"n": 1}) + ".pkl.tmp-") for n in names)
+    stem = cache_key("thing", {"n": 1}, compute=Counter())
+    assert all(cache_mod._TEMP_NAME.search(n) and n.startswith(stem + ".pkl.tmp-") for n in names)
     assert not cache_mod._TEMP_NAME.search(f"{cache_key('x.tmp-a-1-2-ab', {})}.pkl")  # entries never look like temps
 
 

@@ -1,8 +1,11 @@
-"""A small on-disk cache for expensive results, keyed on inputs and package version.
+"""A small on-disk cache for expensive results, keyed on inputs and on the code that computes them.
 
 What the cache promises (issue 16, "nothing stale, nothing lost"):
 
-- *Nothing stale.* Keys describe inputs by content: local files by a hash of their bytes
+- *Nothing stale.* Keys hold the code: a hash of every source file of the installed posgeo
+  (:func:`_code_digest`), and of the file that defines the computation when it lies outside
+  the package (a chapter's helper module), so that edited code recomputes and unchanged code
+  reads its results back. Keys describe inputs by content: local files by a hash of their bytes
   (:func:`file_digest`), arrays by their bytes (:func:`array_digest`), functions by their
   code, closure and referenced globals (:func:`function_digest`). An entry that does not
   unpickle, or holds an object of the wrong type (``expect=``), is deleted and recomputed.
@@ -85,8 +88,67 @@ def _package_version() -> str:
         return "0.0.0"
 
 
-def cache_key(name: str, key: dict[str, Any]) -> str:
-    """Hash a result's name, its inputs and the package version into a file stem.
+@functools.lru_cache(maxsize=None)
+def _tree_digest(root: str) -> str:
+    h = hashlib.sha256()
+    base = Path(root)
+    for path in sorted(base.rglob("*.py")):
+        h.update(path.relative_to(base).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _code_digest() -> str:
+    """A hash of every Python source file of the installed posgeo package.
+
+    Part of every cache key: a result cached by other code (an edited function, another
+    version) is never returned.
+
+    Returns
+    -------
+    str
+        16 hex digits (computed once per process).
+
+    Examples
+    --------
+    >>> len(_code_digest()), _code_digest() == _code_digest()
+    (16, True)
+    """
+    return _tree_digest(str(Path(__file__).resolve().parent))
+
+
+@functools.lru_cache(maxsize=256)
+def _file_sha(path: str, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def _defining_file_digest(compute: Callable[..., Any]) -> str | None:
+    """A hash of the source file that defines ``compute`` when it is not part of posgeo (a
+    chapter's helper module); ``None`` for posgeo's own code (in :func:`_code_digest`) and for
+    code without a file (a notebook cell)."""
+    fn: Any = compute
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    fn = getattr(fn, "__func__", fn)
+    name = getattr(fn, "__module__", None) or ""
+    if name.partition(".")[0] != "posgeo" and _provider_version(name) is not None:
+        return None  # an installed library's code: its version is what identifies it
+    module = sys.modules.get(name)
+    file = getattr(module, "__file__", None)
+    if not file or not file.endswith(".py"):
+        return None
+    path = Path(file).resolve()
+    if Path(__file__).resolve().parent in path.parents:
+        return None
+    try:
+        st = path.stat()
+        return _file_sha(str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        return None
+
+
+def cache_key(name: str, key: dict[str, Any], *, compute: Callable[..., Any] | None = None) -> str:
+    """Hash a result's name, its inputs, the package version and its code into a file stem.
 
     Parameters
     ----------
@@ -94,6 +156,9 @@ def cache_key(name: str, key: dict[str, Any]) -> str:
         What is cached (e.g. ``"marginals"``); becomes the file-name prefix.
     key : dict
         JSON-serialisable description of every input that determines the result.
+    compute : callable, keyword-only, optional
+        The computation, as given to :func:`cached`: when it is defined in a source file
+        outside posgeo (a chapter's helper module), that file's hash joins the key.
 
     Returns
     -------
@@ -109,8 +174,12 @@ def cache_key(name: str, key: dict[str, Any]) -> str:
     """
     if not isinstance(name, str) or not name or "/" in name:
         raise ValueError(f"cache name must be a non-empty string without '/', got {name!r}")
+    helper = None if compute is None else _defining_file_digest(compute)
+    if helper is not None:
+        key = {"inputs": key, "helper": helper}
     try:
-        blob = json.dumps({"key": key, "version": _package_version()}, sort_keys=True, default=str)
+        blob = json.dumps({"key": key, "version": _package_version(), "code": _code_digest()}, sort_keys=True,
+                          default=str)
     except TypeError as exc:  # pragma: no cover - default=str handles most things
         raise TypeError(f"cache key for {name!r} is not serialisable: {exc}; pass plain values") from exc
     return f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
@@ -220,7 +289,7 @@ def cached(
     if not enabled:
         return _checked(compute(_Resume(None, name)) if resume else compute(), expect, name)
     root = Path(directory) if directory is not None else cache_dir()
-    path = root / f"{cache_key(name, key)}.pkl"
+    path = root / f"{cache_key(name, key, compute=compute)}.pkl"  # compute: a chapter helper's own source
     state = _Resume(root, name, path.with_name(path.stem + ".partial.pkl")) if resume else None
     hit, value = _load(path, expect)
     if hit:
