@@ -8,7 +8,7 @@
 #   make test-kernels  the cross-kernel check alone: chapters 1, 4 and 6 under two other CPU kernel paths
 #   make test-browser  the browser test alone, on the book already built (make html)
 #   make test-fast  set up, then the unit tests and doctests that are not marked slow
-#   make benchmarks run the four benchmark scripts (minutes; POSGEO_DATA_DIR needed), store
+#   make benchmarks run the six benchmark scripts (minutes; POSGEO_DATA_DIR needed), store
 #                   their JSON in benchmarks/results/ and regenerate book/benchmarks.md
 #   make benchmarks-page  regenerate book/benchmarks.md from the stored results only
 #
