@@ -153,7 +153,7 @@ test-nb: setup
 # the tolerances (cells tagged "stochastic") and must actually differ from the stored outputs
 # in some tagged cell (--nbtolerance-require-difference), or it would show nothing.
 # A path's variables are joined by "+" (a value may hold commas).
-KERNEL_CHAPTERS ?= book/01_introduction.ipynb book/04_permutation_equivariance.ipynb book/06_sinusoids_circulant.ipynb
+KERNEL_CHAPTERS ?= book/01_introduction.ipynb book/02_permutation_equivariance.ipynb book/06_sinusoids_circulant.ipynb
 KERNEL_PATHS := default:ATEN_CPU_CAPABILITY=default+OPENBLAS_CORETYPE=Sandybridge \
                 sse:ATEN_CPU_CAPABILITY=avx2+MKL_ENABLE_INSTRUCTIONS=SSE4_2+ONEDNN_MAX_CPU_ISA=SSE41+OPENBLAS_CORETYPE=Nehalem+NPY_DISABLE_CPU_FEATURES=X86_V3,X86_V4,AVX512_ICL,AVX512_SPR
 KERNEL_DIR := $(CURDIR)/_build/kernel-check

@@ -92,8 +92,8 @@
 # - **Locally.** From the repository root, `make book` creates `.venv`, installs everything,
 #   executes every chapter and builds this book into `_build/html`; `make test` runs the
 #   whole test suite. To run one chapter, open it with
-#   `.venv/bin/jupyter lab book/02_statistical_geometry.ipynb`, or execute it in place with
-#   `.venv/bin/jupyter nbconvert --to notebook --execute --inplace book/02_statistical_geometry.ipynb`.
+#   `.venv/bin/jupyter lab book/03_statistical_geometry.ipynb`, or execute it in place with
+#   `.venv/bin/jupyter nbconvert --to notebook --execute --inplace book/03_statistical_geometry.ipynb`.
 #   The corpora are read from the Hugging Face hub, or from a local directory named by the
 #   environment variable `POSGEO_DATA_DIR` (with `sst2/` and `imdb/` parquet files).
 # - **Binder or Colab.** The rocket icon at the top of each page opens the chapter on
@@ -128,7 +128,7 @@ if "google.colab" in sys.modules:
 # - **the experiments**, `from posgeo.experiments import <topic> as ex`: each chapter's
 #   recipe (its settings, runs, tables and plots), built only from the library's public
 #   names. In a chapter, `pg.` is a tool you can reuse and `ex.` is that chapter's recipe;
-# - **the audit**, `posgeo.audit` and the `posgeo audit` command ({doc}`11_audit`).
+# - **the audit**, `posgeo.audit` and the `posgeo audit` command ({doc}`12_audit`).
 #
 # Here is the version this book was built with, and its public names, part by part:
 
@@ -165,19 +165,19 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
 # - A transformer sees word order only through a positional signal: an added table
 #   (sinusoidal or learned), a rotation of queries and keys (RoPE), a bias on the scores
 #   (ALiBi), or the causal mask of a decoder. Without one it is permutation-equivariant
-#   ({doc}`04_permutation_equivariance`).
+#   ({doc}`02_permutation_equivariance`).
 # - P1 asks a good encoding to reproduce the statistical geometry of positions: the
 #   Hellinger distances between the per-position token distributions of a corpus
-#   ({doc}`02_statistical_geometry`), scored by stress and approximated by classical MDS
-#   ({doc}`03_mds_and_stress`). The following chapters test its claims on separation
+#   ({doc}`03_statistical_geometry`), scored by stress and approximated by classical MDS
+#   ({doc}`04_mds_and_stress`). The following chapters test its claims on separation
 #   ({doc}`05_positional_separation`), sinusoids ({doc}`06_sinusoids_circulant`), low rank
 #   ({doc}`07_low_rank`), monotonicity ({doc}`08_monotonicity_ntk`) and the layers of a
 #   pretrained model ({doc}`09_layers`), and whether the encoding built from the corpus
-#   trains a better model ({doc}`12_constructive`).
+#   trains a better model ({doc}`10_constructive`).
 # - P2 shows that a causal decoder without any encoding still knows where it is: nearby
-#   hidden states are more similar than distant ones ({doc}`10_nope_adjacency`).
+#   hidden states are more similar than distant ones ({doc}`11_nope_adjacency`).
 # - `posgeo audit` asks the book's question of any corpus and model you bring, and writes
-#   a self-contained report ({doc}`11_audit`).
+#   a self-contained report ({doc}`12_audit`).
 # - Every table and figure in the book is computed by `posgeo`, the claims drawn from them
 #   are asserted in the cells, the stored outputs are re-checked by the tests, and where
 #   our numbers differ from the papers' the chapters say so and why.
@@ -220,7 +220,7 @@ with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
 # to rounding. If $P$ reproduces $D$ exactly, every distance of $cP$ is $c$ times the target,
 # so $\operatorname{stress}(cP) = \sum (c D_{ij} - D_{ij})^2 / \sum D_{ij}^2 = (c - 1)^2$:
 # `pg.stress(2 * P, D)` is 1. Stress as P1 defines it compares absolute distances, which is
-# why chapter 3 also uses a scale-optimal version (`pg.stress(2 * P, D, scale="optimal")` is
+# why {doc}`the MDS chapter <04_mds_and_stress>` also uses a scale-optimal version (`pg.stress(2 * P, D, scale="optimal")` is
 # 0 up to rounding). On a line three points need the largest distance to equal the sum of
 # the other two, and $0.7071 + 0.5412 = 1.2483 \ne 1$: no one-dimensional encoding is
 # exact. The best line, `pg.stress_optimal_mds(D, 1).stress`, has stress 0.0115; the line of

@@ -391,7 +391,7 @@ contrast_view
 #   at this scale the seeds support a larger typical distance, not a larger closest pair.
 #   The seeds also differ more on SST-2 than on the synthetic corpus. SST-2's positional
 #   signal is weaker: beyond the first few positions, sentences have nearly the same
-#   statistics everywhere (chapter 2). In seed 0 the unshuffled table is still growing at
+#   statistics everywhere ({doc}`the geometry chapter <03_statistical_geometry>`). In seed 0 the unshuffled table is still growing at
 #   the end of training.
 # - **(c) Uniform attention does not collapse anything in seed 0.** The synthetic MLM run
 #   does not notice it: its separation matches the run with learned attention. The masked

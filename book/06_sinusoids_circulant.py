@@ -104,7 +104,7 @@ pd.DataFrame({name: {"positions": g.n_positions} for name, g in geometries.items
 #
 # The Gram matrix of the sinusoidal encoding is exactly Toeplitz:
 # $\langle p_m, p_n\rangle = \sum_k \cos\bigl((m-n)\,\omega_k\bigr)$ with
-# $\omega_k = 10000^{-2k/d}$. The RoPE vectors of chapter 3 ({cite:p}`su2021roformer`;
+# $\omega_k = 10000^{-2k/d}$. The RoPE vectors of {doc}`the MDS chapter <04_mds_and_stress>` ({cite:p}`su2021roformer`;
 # the rotation of a fixed vector) have the kernel $\sum_k \cos((m-n)\theta_k)$. With one
 # head spanning $d$ (`head_dim=None`) the frequencies $\theta_k$ are the $\omega_k$ and the
 # two Gram matrices coincide. With a real model's heads (32 dimensions per head at
@@ -138,7 +138,7 @@ kernel_table
 # %% [markdown]
 # The "max kernel difference" compares kernels normalised to 1 at offset 0. The last
 # column scores each encoding's geometry against the sinusoidal one by scale-optimal
-# stress (chapter 3): it treats the sinusoidal distances as the target. With one head
+# stress ({doc}`the MDS chapter <04_mds_and_stress>`): it treats the sinusoidal distances as the target. With one head
 # RoPE is the sinusoidal encoding up to a rotation. With per-head frequencies the kernels
 # differ by up to about 0.2 ({numref}`fig-ch6-kernels`, below), but the geometries (the
 # *distances*, up to scale) hardly differ at all.
@@ -203,7 +203,7 @@ assert abs(stress_angle(kernel_table.loc["RoPE d=384 (head 32)", "stress vs sinu
 # The bound holds on every target (it is a theorem; the assertion checks the code), but it
 # is wide: it guarantees the same order of magnitude, not near-equality. The actual gap
 # depends on the target. At the SST-2 plug-in target the two agree to within 0.001, the
-# near-equality chapter 3 found (and that P1 reports: 272 and 279 raw on SST-2); on the
+# near-equality {doc}`the MDS chapter <04_mds_and_stress>` found (and that P1 reports: 272 and 279 raw on SST-2); on the
 # synthetic corpus per-head RoPE scores more than 1.4 times the sinusoids. What the bound
 # does explain is why the two can never be far apart, and it owes nothing to the
 # absolute/relative distinction: it comes from the shared frequency distribution.
@@ -247,7 +247,7 @@ floor_ratio.rename("sinusoidal stress / floor")
 # %% [markdown]
 # ## An exactly circulant corpus
 #
-# The synthetic corpus on the ring (chapter 2) puts 64 tokens on a circle; position $i$
+# The synthetic corpus on the ring ({doc}`the geometry chapter <03_statistical_geometry>`) puts 64 tokens on a circle; position $i$
 # draws from a bump centred at angle $2\pi i/32$. With the knob at 0 the corpus is exactly
 # stationary on the ring: 64 is a multiple of 32, so shifting the position by one rotates
 # the bump by exactly two tokens, and $D$ and $B$ are exactly circulant.
@@ -281,7 +281,7 @@ assert np.allclose(ring_alignment.eigenvalues[0::2], ring_alignment.eigenvalues[
 #
 # The knob `nonstationarity` $\gamma$ mixes in, with weight $\gamma/(1+\gamma)$, a component
 # that depends on absolute position (an accelerating bump on a permuted vocabulary, plus
-# start and end tokens; chapter 2). We sweep it from 0 to 100 (a weight of 0.99 on the
+# start and end tokens; {doc}`the geometry chapter <03_statistical_geometry>`). We sweep it from 0 to 100 (a weight of 0.99 on the
 # non-stationary part) and compute the measures on the *true* marginals, then on the
 # plug-in marginals of 20,000 sampled sequences (the synthetic corpus' size), and on the
 # non-periodic `line` variant of the corpus.
@@ -330,7 +330,7 @@ pd.DataFrame({label: sw.loc[0.0, MAIN + ["Toeplitz distance (B)"]] for label, sw
 # ## Real corpora on the curve
 #
 # The same measures for SST-2 and IMDB, on the plug-in and on the noise-corrected
-# distances of chapter 2:
+# distances of {doc}`the geometry chapter <03_statistical_geometry>`:
 
 # %%
 real = pd.DataFrame(
@@ -369,7 +369,7 @@ ex.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real, knob=0.5)
 #   non-periodic line corpus too. P1's first link does not hold for them.
 # - **Toeplitz distance of $D$.** On this measure the plug-in geometries look reasonably
 #   stationary, comparable to the synthetic corpus at knob 0.8 to 2.6. That is partly noise
-#   at work: the plug-in distances of IMDB are nearly all equal (chapter 2), and a constant
+#   at work: the plug-in distances of IMDB are nearly all equal ({doc}`the geometry chapter <03_statistical_geometry>`), and a constant
 #   matrix is perfectly Toeplitz. After the noise correction IMDB is the least stationary
 #   geometry in this chapter, beyond the end of the sweep.
 # - **Fourier alignment.** The top eigenvectors of real corpora keep only 22–50% of their

@@ -64,7 +64,7 @@ from posgeo.experiments import BOOK_CORPORA
 pg.notebook_setup()
 
 # %% [markdown]
-# The corpora and their geometries (plug-in and noise-corrected distances, chapter 2):
+# The corpora and their geometries (plug-in and noise-corrected distances, {doc}`the geometry chapter <03_statistical_geometry>`):
 
 # %%
 N_POSITIONS = dict(BOOK_CORPORA)
@@ -83,7 +83,7 @@ pd.DataFrame({label: {"positions": D.shape[0]} for label, D in targets.items()})
 #
 # Taken literally, $\operatorname{rank}(B)$ is the number of non-zero eigenvalues. The
 # chord Hellinger distance is the Euclidean distance between the vectors
-# $\sqrt{\mu_i}/\sqrt2$ (chapter 3), so $B$ is the centred Gram matrix of $n$ points in
+# $\sqrt{\mu_i}/\sqrt2$ ({doc}`the MDS chapter <04_mds_and_stress>`), so $B$ is the centred Gram matrix of $n$ points in
 # $\mathbb{R}^V$; with a vocabulary larger than $n$ and generic distributions those
 # points span $n - 1$ dimensions. The *exact* rank is therefore $n - 1$, no saving at all.
 # What can be low is the **{term}`effective rank`**: the number of eigenvalues needed for 90% or
@@ -112,7 +112,7 @@ pg.plot_spectra(ex.gram_spectra(targets))
 # needs 29 and 141 dimensions. The corrected IMDB matrix is not Euclidean (last column: the
 # share of negative eigenvalues, more than a third of the mass). A true chord Hellinger
 # matrix is exactly Euclidean, so this is the estimator's own noise (its per-pair
-# intervals are about as wide as the distances, chapter 2), not a property of IMDB; its
+# intervals are about as wide as the distances, {doc}`the geometry chapter <03_statistical_geometry>`), not a property of IMDB; its
 # "exact rank" only counts the positive eigenvalues and means little, and the
 # energy-based ranks use the positive part of the spectrum.
 
@@ -122,11 +122,11 @@ pg.plot_spectra(ex.gram_spectra(targets))
 # Spectral energy measures how well a rank-$r$ encoding reproduces $B$ (strain). P1's
 # criterion is stress. `ex.rank_r_stress_curve` builds rank-$r$ classical MDS from one
 # eigendecomposition and refines each with SMACOF (the stress-optimal encoding of that
-# dimension, chapter 3). Against the corrected geometries it also gives each stress its 95%
-# interval (chapter 2's `corpus_bootstrap`, half-sample and widened by the disagreement
+# dimension, {doc}`the MDS chapter <04_mds_and_stress>`). Against the corrected geometries it also gives each stress its 95%
+# interval ({doc}`the geometry chapter <03_statistical_geometry>`'s `corpus_bootstrap`, half-sample and widened by the disagreement
 # with a second estimator: the matched one for IMDB, the jackknife over sentence groups
 # for SST-2; the encoding fitted to the estimate held fixed, the geometry resampled, as in
-# chapter 3).
+# {doc}`the MDS chapter <04_mds_and_stress>`).
 
 # %%
 RANKS = [1, 2, 3, 4, 6, 8, 12, 16, 24]
@@ -136,7 +136,7 @@ pd.DataFrame({label: curve["SMACOF optimal"] for label, curve in curves.items()}
 
 # %% [markdown]
 # An order-free yardstick for these numbers: the scale-optimal **regular simplex** (every
-# pair of positions at the same distance, chapter 3), and the lowest rank at which the
+# pair of positions at the same distance, {doc}`the MDS chapter <04_mds_and_stress>`), and the lowest rank at which the
 # SMACOF encoding beats it:
 
 # %%
@@ -427,7 +427,7 @@ pd.DataFrame({"trained table": trained.set_index("rank").loc[list(settings.ranks
 # dimensions: the Hellinger embedding is non-linear in any low-dimensional parameter of
 # the distributions. Low rank can only be a statement about how the spectral mass is
 # *distributed* (an effective rank), and the plug-in spectrum mixes signal with noise
-# (chapter 2).
+# ({doc}`the geometry chapter <03_statistical_geometry>`).
 # ```
 #
 # 3. On the stationary ring (knob 0) the marginals are von Mises bumps,

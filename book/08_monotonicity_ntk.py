@@ -139,10 +139,10 @@ sanity["rate"]
 # come before marker B?), each a one-block transformer with a learned table of 32 rows.
 # The classifier never saw the corpus, so only its offset-ordered rate means something.
 # Tables trained from scratch on SST-2 and IMDB follow in the next section, at the $n$ of
-# chapter 5's text runs.
+# {doc}`the separation chapter <05_positional_separation>`'s text runs.
 #
 # Columns: pairs ordered by offset, by the plug-in Hellinger distances, and by the
-# noise-corrected (hybrid) distances of chapter 2 (`.hybrid`).
+# noise-corrected (hybrid) distances of {doc}`the geometry chapter <03_statistical_geometry>` (`.hybrid`).
 
 # %% tags=["stochastic"] tolerance={"atol": 0.005, "rtol": 0}
 # The two tables trained from scratch (last rows) depend on the CPU's kernels: other
@@ -173,7 +173,7 @@ pg.display_table(rates, digits=3)  # n/a: the tables trained from scratch exist 
 #   reach the periods of the slow components, distances stop growing and oscillate. RoPE,
 #   whose per-head frequencies repeat with a smaller head size, is less monotone still.
 # - **$P_{\mathrm{MDS}}$ in offset order** scores whatever the corpus geometry itself
-#   scores: full-rank PMDS reproduces the Hellinger distances exactly (chapter 3), so its
+#   scores: full-rank PMDS reproduces the Hellinger distances exactly ({doc}`the MDS chapter <04_mds_and_stress>`), so its
 #   offset-ordered rate measures how monotone the *corpus* is. The synthetic corpus is a
 #   ring (positions 0 and 31 are neighbours), hence about 20%; on SST-2 the plug-in
 #   distances are partly noise, and on IMDB almost entirely noise beyond the first
@@ -204,8 +204,8 @@ rates.loc[["ALiBi 12 heads", "sinusoidal d=384", "PMDS full", "MiniLM learned"],
 #
 # A rate in offset order uses the encoding alone: it has no sampling error. A rate in
 # corrected order orders the pairs by the corpus's estimated distances, which are noisy
-# (chapter 2). Chapter 2's half-sample replicates of the corrected geometry (25 halvings,
-# SST-2's phrases kept with their sentences, cached by chapter 3) give each such rate its
+# ({doc}`the geometry chapter <03_statistical_geometry>`). {doc}`The geometry chapter <03_statistical_geometry>`'s half-sample replicates of the corrected geometry (25 halvings,
+# SST-2's phrases kept with their sentences, cached by {doc}`the MDS chapter <04_mds_and_stress>`) give each such rate its
 # 95% interval, and each difference of two rates a paired one (`ex.violation_intervals`).
 # SST-2 gets every standard encoding; IMDB, whose 510 positions make each rate cost a
 # quarter of a second per replicate, the three the text compares.
@@ -235,7 +235,7 @@ rate_ci.round(3)
 # %% [markdown]
 # The estimates are the corrected-order column of the table above (the bootstrap's estimate
 # is the same hybrid matrix). The intervals are widened by the disagreement with a second
-# estimator (chapter 2: the jackknife over sentence groups for SST-2, the matched one for
+# estimator ({doc}`the geometry chapter <03_statistical_geometry>`: the jackknife over sentence groups for SST-2, the matched one for
 # IMDB): up to about $\pm 0.09$ on SST-2 and $\pm 0.13$ on IMDB,
 # wider than sampling alone, because the two estimates order the pairs differently.
 # Every rate but random's still stays below its 0.5. The paired differences are mostly
@@ -265,11 +265,11 @@ widest.rename("widest interval")
 # %% [markdown]
 # ## Tables trained from scratch on SST-2 and IMDB
 #
-# Chapter 5 trains an encoder from scratch on real text for Theorem 4: masked-token
+# {doc}`The separation chapter <05_positional_separation>` trains an encoder from scratch on real text for Theorem 4: masked-token
 # prediction on the first 16 tokens of the SST-2 sentences that have at least 16, with the
 # 1,000 most frequent tokens (plus UNK and PAD), two blocks of width 32 and a learned table
 # of 16 rows. `ex.from_scratch_text_tables` returns the tables of that recipe: for SST-2 it
-# is chapter 5's run itself (same settings, same cache key), for IMDB the same recipe on
+# is {doc}`the separation chapter <05_positional_separation>`'s run itself (same settings, same cache key), for IMDB the same recipe on
 # the first 16 tokens of the reviews. The width and the vocabulary cut keep these runs
 # within the CPU budget; the cost is the short window, so the comparison is made at
 # $n = 16$, against geometries of the same 16 positions, beside PMDS, rows 1–16 of the
@@ -307,7 +307,7 @@ text_rates.round(2)
 # table's rate came out as far as 0.08 from PMDS's, measured, so the chapter claims no
 # finer agreement). Against the Hellinger order their rates are higher than in
 # offset order, the reverse of PMDS: these plug-in distances are more than half noise at
-# 16 positions (noise share about 0.6 on both corpora, chapter 2), and a table trained on
+# 16 positions (noise share about 0.6 on both corpora, {doc}`the geometry chapter <03_statistical_geometry>`), and a table trained on
 # the same text but on other draws does not reproduce that noise. Against the
 # noise-corrected order the SST-2 table's rate falls back towards its offset-ordered
 # rate. So on real text, too, training from scratch produces a table
@@ -335,7 +335,7 @@ offset_rates.round(2)  # the tolerance of the table above
 # vectors. It does not say which corpus, which $n$, which ordering or which tie rule
 # produced them, nor the rank of the $P_{\mathrm{MDS}}$ behind the 22%. P1's rank varies
 # elsewhere: its PMDS stress of about 0 on the real corpora is the full-rank value, its
-# 0.009 on the synthetic corpus looks like a truncated one (chapter 3), and its low-rank
+# 0.009 on the synthetic corpus looks like a truncated one ({doc}`the MDS chapter <04_mds_and_stress>`), and its low-rank
 # example uses rank 3 ({doc}`07_low_rank`). We therefore show both ranks, and set ours
 # beside P1's in offset order, the conjecture's hypothesis.
 
@@ -709,7 +709,7 @@ pd.DataFrame({p: vars(ex.ntk_settings(p)) for p in ("small", "full")}).drop(inde
 #   $\pm 0.13$), MiniLM's table violates more pairs than the rank-3 PMDS table on both real
 #   corpora, and PMDS fewer than ALiBi on IMDB (not established on SST-2).
 # - Tables trained from scratch are well below random on every corpus: on the synthetic
-#   ring and, at $n = 16$ with chapter 5's recipe, on SST-2 and IMDB, where they are about
+#   ring and, at $n = 16$ with {doc}`the separation chapter <05_positional_separation>`'s recipe, on SST-2 and IMDB, where they are about
 #   as monotone in offset as the corpus geometry and more monotone than MiniLM's table.
 # - P1's pretrained value (25.4%) is within 3 points of the MiniLM table at $n = 48$ and
 #   14 points below it at $n = 510$: the rate grows with $n$, and P1's $n$ is not stated.
@@ -747,7 +747,7 @@ pd.DataFrame({p: vars(ex.ntk_settings(p)) for p in ("small", "full")}).drop(inde
 # ```{admonition} Solution
 # :class: dropdown
 # The chord Hellinger distance is Euclidean, so full-rank classical MDS reproduces it
-# exactly (chapter 3): the encoding distances *are* the reference distances, and no
+# exactly ({doc}`the MDS chapter <04_mds_and_stress>`): the encoding distances *are* the reference distances, and no
 # comparable pair can be reversed (up to floating-point rounding of nearly equal
 # distances). In offset order the encoding's rate is therefore the rate of the corpus
 # matrix itself, `pg.monotonicity_violation_rate(distances=g.distances)`: a property of

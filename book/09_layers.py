@@ -30,7 +30,7 @@
 # heads of size 32, a BERT architecture) against SST-2 ($n = 48$) and IMDB ($n = 510$), and
 # compares it with a second view: the positional component of the hidden states
 # themselves. The layer-wise *adjacency* and *probing* views of positional information are
-# in {doc}`10_nope_adjacency`.
+# in {doc}`11_nope_adjacency`.
 
 # %% tags=["hide-input"]
 # Colab only: install the companion package (and nothing else) into the Colab runtime.
@@ -56,7 +56,7 @@ from posgeo.experiments import layers as ex
 pg.notebook_setup()
 
 # %% [markdown]
-# The model, the corpora and their geometries (plug-in and noise-corrected, chapter 2).
+# The model, the corpora and their geometries (plug-in and noise-corrected, {doc}`the geometry chapter <03_statistical_geometry>`).
 # The profile decides the model: all-MiniLM-L6-v2 in the default `small` profile,
 # `bert-base-uncased`, P1's model, in the `full` profile (see the end of the chapter).
 
@@ -390,7 +390,7 @@ ex.plot_layer_stress(
 # noise-corrected (hybrid) distances SST-2 behaves the same way, moving away with depth
 # (0.036 at the embedding output, 0.045 in layers 4–5, 0.073 at the last), while IMDB's
 # layers come slightly closer (0.56 to 0.50), but every IMDB value sits at the stress of
-# random vectors against the same distances (0.56, chapter 3): on IMDB this view cannot
+# random vectors against the same distances (0.56, {doc}`the MDS chapter <04_mds_and_stress>`): on IMDB this view cannot
 # tell the layers from noise. Only on IMDB against the plug-in distances is the maximum in
 # a middle layer (layer 3, 0.036, against 0.035 at layer 4 and at the last), a difference
 # of one or two thousandths that 32 reviews cannot resolve; nowhere is there a clear peak in the
@@ -506,7 +506,7 @@ pd.DataFrame({p: vars(ex.layers_settings(p)) for p in ("small", "full")})
 # of its own sample, independent across positions, and the number of sequences falls
 # steeply with $i$ (on SST-2, fewer than 300 of 67,349 sentences reach position 48). The
 # distances between mean hidden states would then grow with $i$ through noise alone,
-# exactly the plug-in bias of chapter 2. One common sample gives every position the same
+# exactly the plug-in bias of {doc}`the geometry chapter <03_statistical_geometry>`. One common sample gives every position the same
 # content, so differences between positions come from the positions. The price is that
 # the sample consists of long sequences only.
 # ```

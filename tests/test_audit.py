@@ -1027,7 +1027,7 @@ def test_intervals_are_widened_by_the_grouped_matched_estimate(monkeypatch: pyte
 
 def test_intervals_of_a_nested_corpus_are_widened_by_the_jackknife_over_its_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     """A corpus in NESTED_SPLITS (SST-2's training split) is widened by the jackknifed hybrid
-    over blocks of its overlap groups, chapter 2's best reference for nested phrases."""
+    over blocks of its overlap groups, chapter 3's best reference for nested phrases."""
     import posgeo as pg
     from posgeo.audit import compute
 

@@ -33,8 +33,20 @@ def test_book_has_chapters() -> None:
     assert NOTEBOOKS, f"no notebooks in {BOOK}; the chapters are book/NN_name.ipynb"
 
 
-def test_toc_root_is_the_introduction() -> None:
-    assert toc_docnames()[0] == "book/01_introduction"
+def test_toc_is_numbered_in_the_chapters_order() -> None:
+    """A title page, then the chapters in the order of their file names, numbered (so that
+    the prose can link to them instead of typing their numbers), then the appendices."""
+    import yaml
+
+    names = toc_docnames()
+    assert names[0] == "book/index" and names[1] == "book/01_introduction"
+    chapters = [n for n in names if re.match(r"book/\d\d_", n)]
+    assert chapters == sorted(chapters) == [rel(p.with_suffix("")) for p in NOTEBOOKS]
+    parts = yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"]
+    for part in parts:
+        files = [c["file"] for c in part["chapters"]]
+        numbered = any(re.match(r"book/\d\d_", f) for f in files)
+        assert part.get("numbered", False) == numbered, part["caption"]
 
 
 @pytest.mark.parametrize("docname", toc_docnames())

@@ -520,7 +520,7 @@ def test_hybrid_half_sample_coverage_where_the_positions_are_well_sampled_and_bi
     """The half-sample intervals of the hybrid estimator on the V = 64 corpus where the
     plug-in's percentile intervals collapse (above), and on the well-sampled V = 8 one: the
     hybrid estimator removes most of the bias, so the intervals hold the truth far more often
-    (a sampling interval cannot include the estimator's remaining bias: chapter 2 reports the
+    (a sampling interval cannot include the estimator's remaining bias: chapter 3 reports the
     same shortfall at SST-2's and IMDB's sizes). Measured over 20 corpora each: 0.951 (V = 8)
     and 0.640 (V = 64; the plug-in's percentile intervals: 0.00 to 0.07)."""
     for V, m, floor in ((8, 20000, 0.9), (64, 1000, 0.55)):

@@ -1,4 +1,4 @@
-"""Tests of posgeo.experiments.constructive (chapter 12: fixed corpus tables, trained)."""
+"""Tests of posgeo.experiments.constructive (chapter 10: fixed corpus tables, trained)."""
 
 from __future__ import annotations
 

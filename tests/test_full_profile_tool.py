@@ -1,4 +1,4 @@
-"""Tests of tools/full_profile_constructive.py (chapter 12's full profile on a GPU): the runner
+"""Tests of tools/full_profile_constructive.py (chapter 10's full profile on a GPU): the runner
 trains what it is asked, writes each run at once, and lists what its budget left."""
 
 from __future__ import annotations

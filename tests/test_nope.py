@@ -563,7 +563,7 @@ def test_without_causal_mask_is_permutation_equivariant() -> None:
 
 def test_noncausal_contrast_is_chance_on_random_input() -> None:
     # 128 wide, not the small profile's 64: untrained, the causal layer-1 pattern needs width
-    # (chapter 10's sweep; at 64 it is 0.53 here, at 128 above 0.6)
+    # (chapter 11's sweep; at 64 it is 0.53 here, at 128 above 0.6)
     model = Transformer(nope_settings("small").model_config(max_len=30, d_model=128), seed=0)
     df = causal_contrast(model, random_tokens(64, 30, seed=1))
     layers = [c for c in df.columns if c.startswith("layer")]

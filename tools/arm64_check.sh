@@ -4,13 +4,13 @@
 #   sudo sh tools/arm64_check.sh [CHAPTER.ipynb[:CELLS] ...]
 #
 # CHAPTER.ipynb:CELLS checks some of a chapter's code cells (numbered from 0 as nbval numbers
-# them, e.g. book/03_mds_and_stress.ipynb:0-4,14,16,22,23): a copy of the chapter made in the
+# them, e.g. book/04_mds_and_stress.ipynb:0-4,14,16,22,23): a copy of the chapter made in the
 # clone, book/<chapter>_cells_<CELLS>.ipynb, holding those code cells and their stored outputs.
 # Name the cells a checked cell needs (the set-up cells, those whose variables it reads); nbval
 # then compares each of them as in the whole chapter. Emulation is slow (below), so this is how
 # the long chapters are checked in parts.
 # Default: chapters 1 and 6 (linear algebra at float64 precision) and chapter 4's training
-# cells (book/04_permutation_equivariance.ipynb:0-2,8-11: the training cells need only the
+# cells (book/02_permutation_equivariance.ipynb:0-2,8-11: the training cells need only the
 # settings).
 #
 # What it does, in a Debian arm64 root file system under ROOT (default /opt/posgeo-arm64):
@@ -62,7 +62,7 @@ if [ -n "$PREFILL" ] && [ -z "${POSGEO_CACHE_DIR:-}" ]; then
 fi
 # a misspelt group fails here, not minutes later inside the root while nbval trains alone
 [ -z "$PREFILL" ] || python3 "$REPO/tools/arm64_prefill.py" --check $(echo "$PREFILL" | tr , ' ') || exit 2
-[ "$#" -gt 0 ] || set -- book/01_introduction.ipynb book/04_permutation_equivariance.ipynb:0-2,8-11 book/06_sinusoids_circulant.ipynb
+[ "$#" -gt 0 ] || set -- book/01_introduction.ipynb book/02_permutation_equivariance.ipynb:0-2,8-11 book/06_sinusoids_circulant.ipynb
 
 command -v qemu-aarch64-static >/dev/null || apt-get install -y qemu-user-static binfmt-support debootstrap
 [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc

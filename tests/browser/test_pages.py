@@ -246,7 +246,7 @@ def test_pages_do_not_load_the_search_index(built_html: Path, docname: str) -> N
 def test_search_finds_a_chapter(browser, server: str) -> None:
     """The search page, reached from a chapter's search box as a reader would, lists the
     chapters that mention a word."""
-    context, page, log = open_page(browser, server, f"{_docname_ending('03_mds_and_stress')}.html")
+    context, page, log = open_page(browser, server, f"{_docname_ending('04_mds_and_stress')}.html")
     try:
         page.click("button.search-button__button >> visible=true")
         page.fill("input[name=q] >> visible=true", "Hellinger")
@@ -256,7 +256,7 @@ def test_search_finds_a_chapter(browser, server: str) -> None:
         hits = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.getAttribute('href'))")
     finally:
         context.close()
-    assert any("02_statistical_geometry" in h for h in hits), hits
+    assert any("03_statistical_geometry" in h for h in hits), hits
     assert not log.blocked, log.blocked
     assert not log.js_errors, log.js_errors
 

@@ -150,7 +150,7 @@ class BootstrapGeometry:
         interval becomes :math:`[\mathrm{low} - |s(D) - s(R)|,\ \mathrm{high} + |s(D) - s(R)|]`
         (``low`` clipped at 0 for the distances), with D the :attr:`estimate`, R the
         reference and s the statistic (the distance itself for :attr:`low` and
-        :attr:`high`). Chapter 2 measures its coverage of a known truth: with the matched
+        :attr:`high`). Chapter 3 measures its coverage of a known truth: with the matched
         half-sample estimator (:func:`matched_hellinger_matrix`) as the reference of the
         hybrid one, at least 0.94 of the pairs' 95% intervals hold the true distance in every
         calibration case, against 0.60 to 0.97 without it, for intervals about twice as wide.

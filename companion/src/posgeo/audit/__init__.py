@@ -3,13 +3,13 @@ r"""``posgeo audit``: how well do a model's positions fit a corpus's positional 
 :func:`audit` answers, for a corpus and a pretrained model that a user brings, the question
 the book teaches, with the measurements of its chapters:
 
-1. **The corpus geometry** (chapter 2): the token distribution of every position, the chord
+1. **The corpus geometry** (chapter 3): the token distribution of every position, the chord
    Hellinger distances between them (plug-in, as in P1, and noise-corrected), and the
-   effective rank of their double-centred Gram spectrum (chapter 3).
-2. **The best fit any encoding can reach** (chapter 3): classical MDS (P1's
+   effective rank of their double-centred Gram spectrum (chapter 4).
+2. **The best fit any encoding can reach** (chapter 4): classical MDS (P1's
    :math:`P_{\mathrm{MDS}}`) at full rank and at low dimension, and the stress-optimal
    (SMACOF) embedding at the same dimensions.
-3. **The model's own positions** (chapters 3, 5, 8): raw and scale-optimal stress of its
+3. **The model's own positions** (chapters 4, 5, 8): raw and scale-optimal stress of its
    position vectors, their separation and their monotonicity violation rate, beside two
    baselines of the model's width (sinusoidal and Gaussian random vectors).
 4. **The layers** (chapter 9): projected stress of the positional input through every
@@ -19,7 +19,7 @@ The result, :class:`AuditReport`, renders as a self-contained HTML page that loa
 (inline CSS; interactive Altair charts drawn by vega-embed, whose JavaScript is inlined once;
 with ``--static`` the charts are inline SVG and the page has no script) and as a JSON file of
 the same numbers; the command line ``posgeo audit`` (see :mod:`posgeo.__main__`) writes both.
-Chapter 11 explains every number.
+Chapter 12 explains every number.
 
 The package, in the order the audit runs:
 

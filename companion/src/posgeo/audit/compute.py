@@ -15,11 +15,11 @@ order, each a function of explicit inputs returning a small frozen dataclass:
 2. :func:`model_step` (:class:`ModelStep`): read the weights where the positions are a
    table (:func:`~posgeo.audit.inputs.load_weights`) and the position vectors
    (:func:`position_vectors`);
-3. :func:`geometry_step` (:class:`GeometryStep`): the corpus geometry (chapter 2), plug-in and
-   noise-corrected, and its effective rank (chapter 3);
+3. :func:`geometry_step` (:class:`GeometryStep`): the corpus geometry (chapter 3), plug-in and
+   noise-corrected, and its effective rank (chapter 4);
 4. :func:`stress_step` (:class:`StressStep`): the best fit any encoding can reach (PMDS and
    SMACOF), the model's fit, its separation and monotonicity, and two baselines of the
-   model's width (chapters 3, 5, 8);
+   model's width (chapters 4, 5, 8);
 5. :func:`layers_step` (:class:`LayersStep`): projected stress through every layer
    (chapter 9), for BERT-architecture encoders;
 
@@ -35,7 +35,7 @@ Position vectors of a model
   (RoBERTa-style tables start at ``padding_idx + 1``: 2 for RoBERTa; OPT adds 2). The
   prefix is measured by tokenising a probe sentence with and without special tokens; the
   shift is read from the position embedding module (``padding_idx``, ``offset``).
-- *RoPE* (Llama, Mistral, GPT-NeoX, ...): the vector form of chapter 3,
+- *RoPE* (Llama, Mistral, GPT-NeoX, ...): the vector form of chapter 4,
   :func:`posgeo.rope_encoding` with the model's head size, rotated dimensions (partial
   rotary factor) and base :math:`\theta`. Its distances depend on the offset only, so the
   offset above does not matter. RoPE scaling variants (linear, YaRN, Llama 3) are not
@@ -306,7 +306,7 @@ def position_vectors(loaded: LoadedModel, *, n_positions: int) -> ModelStep:
         P = rope_encoding(n, heads * rot, head_dim=rot, base=theta)
         info.update(
             position_offset=prefix, position_id_shift=0, dimension=int(P.shape[1]),
-            encoding=(f"RoPE vectors R_m u (chapter 3): {heads} heads x {rot} rotated dimensions, base {theta:g}"
+            encoding=(f"RoPE vectors R_m u (chapter 4): {heads} heads x {rot} rotated dimensions, base {theta:g}"
                       + (f" (partial rotary factor {factor:g})" if rot != head_dim else "")),
         )
         if rope_type not in ("default", "None"):
@@ -320,7 +320,7 @@ def position_vectors(loaded: LoadedModel, *, n_positions: int) -> ModelStep:
         P = alibi_encoding(n, heads)
         info.update(
             position_offset=prefix, position_id_shift=0, dimension=int(P.shape[1]),
-            encoding=f"ALiBi vectors p_i = i (m_1, ..., m_H) (chapter 3) with the standard slopes of {heads} heads",
+            encoding=f"ALiBi vectors p_i = i (m_1, ..., m_H) (chapter 4) with the standard slopes of {heads} heads",
         )
         return done(P)
     if kind == "none":
@@ -328,7 +328,7 @@ def position_vectors(loaded: LoadedModel, *, n_positions: int) -> ModelStep:
             "no positional signal: the model's config declares no position encoding (position_embedding_type "
             f"{getattr(config, 'position_embedding_type', None)!r}) and the installed code agrees (one token gets the "
             "same input vector at every position); its positions are indistinguishable at the input "
-            "(chapter 4), so the model-dependent numbers are empty"
+            "(chapter 2), so the model-dependent numbers are empty"
         )
     else:
         notes["model"] = (
@@ -1065,9 +1065,9 @@ def intervals_step(
     (:func:`posgeo.overlap_groups`: duplicated or nested texts, such as SST-2's phrases).
     Each half-sample interval is then widened by the disagreement with a second
     estimator (:meth:`posgeo.BootstrapGeometry.widened`): a sampling interval cannot hold
-    an estimator's own bias, and chapter 2 measures that the widened intervals hold a
+    an estimator's own bias, and chapter 3 measures that the widened intervals hold a
     known truth where the sampling ones do not. The second estimator is the one that
-    covers best in chapter 2's calibration for the corpus's kind: the matched estimator
+    covers best in chapter 3's calibration for the corpus's kind: the matched estimator
     (half-splits keeping the same groups together) for independent texts, and for a
     corpus of phrases nested in their sentences (:data:`posgeo.NESTED_SPLITS`: SST-2's
     training split) the jackknifed hybrid over blocks of the same groups. The note

@@ -1310,7 +1310,7 @@ def _render_html(r: AuditReport, *, static: bool = False) -> str:
             "sampling uncertainty of the stress against the corrected geometry. Each interval is then widened on both "
             "sides by the gap between the stress against the corrected (hybrid) distances and against a second "
             "noise correction (the matched half-sample estimate; for phrases nested in their sentences, such as "
-            "SST-2's training split, the jackknife over sentence groups, chapter 2): a sampling interval cannot hold an estimator's "
+            "SST-2's training split, the jackknife over sentence groups, chapter 3): a sampling interval cannot hold an estimator's "
             "own bias, and where two corrections with different biases disagree, that gap measures it. Two stresses differ only where the paired interval of their difference "
             "excludes 0. The regular simplex puts every position at the same distance (no order at all); "
             "\"permuted\" is the mean stress of the same vectors with their rows shuffled, and gain what the "

@@ -42,4 +42,4 @@ BOOK_CORPORA = MappingProxyType({"synthetic": 32, "sst2": 48, "imdb": 510})
 """The book's three corpora and the number of positions each is studied at (read-only).
 
 SST-2 at 48 and IMDB at 510 positions keep at least 100 sequences reaching every position
-(chapter 2); the synthetic corpus has 32 positions by construction."""
+(chapter 3); the synthetic corpus has 32 positions by construction."""

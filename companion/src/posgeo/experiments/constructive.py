@@ -1,4 +1,4 @@
-"""Chapter 12 (does a better-fitting encoding train better?): P1's constructive claim.
+"""Chapter 10 (does a better-fitting encoding train better?): P1's constructive claim.
 
 P1 proposes building a positional encoding from the corpus itself, classical MDS on the
 Hellinger distances between per-position token distributions (:math:`P_{\\mathrm{MDS}}`),
@@ -93,7 +93,7 @@ _SMALL_ENCODINGS = ("PMDS k=3", "PMDS k=8", "PMDS full", "SMACOF k=3", "sinusoid
 
 @dataclass(frozen=True)
 class ConstructiveSettings:
-    """What chapter 12 trains (see :func:`constructive_settings`)."""
+    """What chapter 10 trains (see :func:`constructive_settings`)."""
 
     profile: str
     corpora: tuple[tuple[str, int, tuple[str, ...]], ...]
@@ -171,7 +171,7 @@ def _pad_and_scale(P: np.ndarray, d: int, norm: float) -> np.ndarray:
 
 
 def position_tables(D: np.ndarray, *, d: int, norm: float, ranks: tuple[int, ...] = (3, 8)) -> dict[str, np.ndarray]:
-    """The fixed tables of chapter 12 for a corpus geometry ``D`` (n x n).
+    """The fixed tables of chapter 10 for a corpus geometry ``D`` (n x n).
 
     ``PMDS k=r`` (classical MDS, P1's Algorithm 1, rank r), ``PMDS full`` (all positive
     eigenvalues), ``SMACOF k=r`` (the stress-optimal embedding of rank r, from the
@@ -324,7 +324,7 @@ def _subset(rows: np.ndarray, labels: np.ndarray, m: int, seed: int) -> tuple[np
 
 
 def constructive_tasks(name: str, n_positions: int, settings: ConstructiveSettings) -> CorpusTasks:
-    """Build chapter 12's MLM and [CLS] classification tasks for one corpus.
+    """Build chapter 10's MLM and [CLS] classification tasks for one corpus.
 
     - ``synthetic``: the book's synthetic corpus (its true per-position marginals); MLM on
       fresh draws; classification: is the sequence reversed? (balanced; an order task).
@@ -345,7 +345,7 @@ def constructive_tasks(name: str, n_positions: int, settings: ConstructiveSettin
     """
     n = check_int(n_positions, "n_positions", minimum=2)
     if name not in ("synthetic", "sst2", "imdb"):
-        raise ValueError(f"unknown corpus {name!r}; chapter 12 trains on 'synthetic', 'sst2' or 'imdb'")
+        raise ValueError(f"unknown corpus {name!r}; chapter 10 trains on 'synthetic', 'sst2' or 'imdb'")
     if name == "synthetic":
         corpus = load_corpus("synthetic", "train")
         mu = np.asarray(corpus.true_marginals)[:n]
@@ -433,7 +433,7 @@ def _held_out_accuracy(model: Any, task: Any) -> float:
 
 @dataclass(frozen=True)
 class ConstructiveJob:
-    """One training run of chapter 12 (see :func:`constructive_jobs`)."""
+    """One training run of chapter 10 (see :func:`constructive_jobs`)."""
 
     corpus: str
     objective: str
@@ -474,7 +474,7 @@ def run_constructive_job(
     tables: Mapping[str, np.ndarray] | None = None,
     cache: bool = True,
 ) -> dict[str, Any]:
-    """Train one run of chapter 12 and evaluate it on the held-out data.
+    """Train one run of chapter 10 and evaluate it on the held-out data.
 
     The model is the same :class:`posgeo.Transformer` (``settings``) for every encoding;
     a fixed table enters as a frozen learned table (``TrainConfig.freeze=("pos",)``) written
@@ -534,7 +534,7 @@ def run_constructive(
     progress: bool = True,
     cache: bool = True,
 ) -> pd.DataFrame:
-    """Train every (corpus, objective, encoding, seed) of chapter 12
+    """Train every (corpus, objective, encoding, seed) of chapter 10
     (:func:`constructive_jobs`, each by :func:`run_constructive_job`).
 
     Parameters
@@ -553,7 +553,7 @@ def run_constructive(
     tables = {name: fixed_tables(ct.geometry, settings) for name, ct in corpora.items()}
     jobs = constructive_jobs(settings, corpora)
     rows = [run_constructive_job(job, settings, corpora, tables=tables[job.corpus], cache=cache)
-            for job in progress_bar(jobs, enabled=progress, desc="chapter 12", unit="run")]
+            for job in progress_bar(jobs, enabled=progress, desc="chapter 10", unit="run")]
     return pd.DataFrame(rows)
 
 
@@ -882,7 +882,7 @@ class StoredRuns:
 
 
 def full_profile_runs() -> StoredRuns:
-    """The full profile's runs of chapter 12, trained on a GPU and shipped with posgeo.
+    """The full profile's runs of chapter 10, trained on a GPU and shipped with posgeo.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Chapter 2 (the statistical geometry of a corpus): summary tables of corpora and geometries."""
+"""Chapter 3 (the statistical geometry of a corpus): summary tables of corpora and geometries."""
 
 from __future__ import annotations
 
@@ -107,8 +107,8 @@ def corpus_bootstrap(
     each :func:`~posgeo.overlap_groups` group (a sentence and its phrases) together. With
     ``widened=True`` every interval is widened by the disagreement with a second estimator
     (:meth:`~posgeo.BootstrapGeometry.widened`), the intervals whose coverage of a known
-    truth chapter 2 measures: for corpora of independent sequences the matched estimator
-    (:func:`~posgeo.matched_hellinger_matrix`), the best-covering reference on chapter 2's
+    truth chapter 3 measures: for corpora of independent sequences the matched estimator
+    (:func:`~posgeo.matched_hellinger_matrix`), the best-covering reference on chapter 3's
     known-truth corpora of independent sequences; for :data:`GROUPED_CORPORA` the
     jackknifed hybrid over blocks of the same groups (``hybrid_hellinger_matrix(...,
     split="jackknife", groups=...)``), the best-covering one on its corpora of nested

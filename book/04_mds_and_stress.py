@@ -196,9 +196,9 @@ pg.plot_spectra({f"{name} plug-in": pg.classical_mds(g.distances).eigenvalues fo
 # mostly measure noise.
 
 # %% [markdown]
-# How sure are the corrected ranks? Chapter 2's half-sample intervals (25 halvings of the
+# How sure are the corrected ranks? {doc}`The geometry chapter <03_statistical_geometry>`'s half-sample intervals (25 halvings of the
 # corpus, SST-2's phrases kept with their sentences), widened by the disagreement with a
-# second estimator (chapter 2: the widened intervals are the ones that hold a known truth;
+# second estimator ({doc}`the geometry chapter <03_statistical_geometry>`: the widened intervals are the ones that hold a known truth;
 # the second estimator is the matched one for IMDB, the jackknife over sentence groups for
 # SST-2), give each its 95% interval:
 
@@ -222,7 +222,7 @@ rank_ci.round(1)
 # On IMDB the corrected effective rank is pinned down to within a few dimensions (136.5 to
 # 145.5 at 90% of the energy), far above the
 # synthetic corpus's five. (It is the rank of a matrix that is mostly the estimator's
-# noise, chapter 2, and noise is reproducibly full-rank.) On SST-2 it is not pinned down:
+# noise, {doc}`the geometry chapter <03_statistical_geometry>`, and noise is reproducibly full-rank.) On SST-2 it is not pinned down:
 # the interval runs from about 8 dimensions to 50. Its low end is above the synthetic
 # corpus's five, but for the same reason as on IMDB: both of SST-2's estimates, the hybrid
 # one and the jackknife that widens its intervals, carry full-rank noise. The width comes
@@ -243,8 +243,8 @@ rank_width.rename("width of the rank-90% interval")
 # %% [markdown]
 # The mean corrected distance by three estimators: the hybrid estimate (the book's
 # corrected geometry), the matched estimate with random halves of the sequences
-# (chapter 2's `geometry.matched`), and the widening's reference (for IMDB the same
-# matched estimate; for SST-2 the jackknife over blocks of sentence groups, chapter 2):
+# ({doc}`the geometry chapter <03_statistical_geometry>`'s `geometry.matched`), and the widening's reference (for IMDB the same
+# matched estimate; for SST-2 the jackknife over blocks of sentence groups, {doc}`the geometry chapter <03_statistical_geometry>`):
 
 # %%
 def mean_distance(D):
@@ -263,12 +263,12 @@ estimators.round(4)
 # On IMDB, whose reviews are independent, the matched estimate sits above the hybrid
 # one. On SST-2 the jackknife over sentence groups cuts the mean distance to about a
 # third. SST-2's training sequences are parse-tree phrases nested in their sentences
-# (chapter 2): a sentence and its phrases share tokens, so halves of sequences are not
+# ({doc}`the geometry chapter <03_statistical_geometry>`): a sentence and its phrases share tokens, so halves of sequences are not
 # independent, and their same-position noise looks smaller than it is. The hybrid
 # estimator makes the same independence assumption (its collision terms count a token of
 # a phrase and of its sentence as two draws), and it agrees with the ungrouped matched
 # estimate. The jackknife removes whole sentences with their phrases, and finds SST-2
-# much closer to stationary past its first position. Chapter 2's calibration on corpora
+# much closer to stationary past its first position. {doc}`The geometry chapter <03_statistical_geometry>`'s calibration on corpora
 # of nested phrases with a known truth is the evidence for reading it so: there the
 # hybrid estimator overstates the distances by about a third, the jackknife over
 # sentences errs least, and the intervals widened by the gap between them hold the truth
@@ -526,7 +526,7 @@ noise_effect.mask(noise_effect.abs() < 1e-12, 0.0)
 # noise. (Full-rank PMDS of the corrected IMDB matrix is no longer exact. A true chord
 # Hellinger matrix is exactly Euclidean, so this is the estimator's own noise, not a
 # property of IMDB: its per-pair intervals are about as wide as the distances are long,
-# chapter 2.)
+# {doc}`the geometry chapter <03_statistical_geometry>`.)
 
 # %%
 assert noise_effect.loc["random d=384", ("imdb", "corrected")] > noise_effect.loc["random d=384", ("imdb", "plug-in")]
@@ -660,7 +660,7 @@ unresolved[["better", "worse", "difference", "low", "high"]]
 # %% [markdown]
 # Only the pairs listed above are unresolved at 95%; every other ordering of two encodings
 # in the corrected-stress table holds against the sampling noise and the estimators'
-# disagreement (chapter 2's calibration found no separated pair of the wrong sign). On
+# disagreement ({doc}`the geometry chapter <03_statistical_geometry>`'s calibration found no separated pair of the wrong sign). On
 # IMDB most orderings hold; those left open involve ALiBi, whose stress moves most between
 # the two estimates, and MiniLM against random vectors and the simplex. On SST-2 none
 # holds: the two estimates of its geometry disagree (section above), and a ranking of
@@ -693,7 +693,7 @@ share_separated.rename("share of pairs separated")
 #   stress of a line depends on its slope alone and says nothing about a rank-1 corpus.
 # - On real corpora the plug-in distances are mostly noise, and stress against them rewards
 #   encodings that mimic noise. Score against corrected distances (here the hybrid
-#   estimate, chapter 2), and say which you used.
+#   estimate, {doc}`the geometry chapter <03_statistical_geometry>`), and say which you used.
 # - With intervals widened by the disagreement between two noise corrections (section
 #   "Which differences hold?"), most orderings of two encodings by corrected stress hold
 #   at 95% on IMDB and none on SST-2, whose nested phrases make the two corrections

@@ -31,7 +31,7 @@
 #
 # - $P_{\mathrm{MDS}}$ at rank 3, 8 and full rank (P1's Algorithm 1 on the plug-in
 #   distances of the training corpus, as P1 computes it);
-# - the stress-optimal (SMACOF) table at rank 3 (chapter 3: the best table of that rank);
+# - the stress-optimal (SMACOF) table at rank 3 ({doc}`the MDS chapter <04_mds_and_stress>`: the best table of that rank);
 # - the sinusoidal table, fixed and scaled the same way;
 #
 # against the model's own kinds: a learned table (trained with the model), RoPE
@@ -78,7 +78,7 @@ settings = ex.constructive_settings()
 pd.Series(dataclasses.asdict(settings), dtype=object)
 
 # %% [markdown]
-# The tasks. On the synthetic corpus (chapter 2's, whose per-position distributions are
+# The tasks. On the synthetic corpus ({doc}`the geometry chapter <03_statistical_geometry>`'s, whose per-position distributions are
 # known) the model predicts masked tokens, and classifies whether a sequence has been
 # **reversed**, a task that needs positions and nothing else. On SST-2 and IMDB it
 # classifies the sentiment of the first 16 tokens of a text. Accuracies are measured on
@@ -98,8 +98,8 @@ pd.DataFrame({
 #
 # First the premise. The scale-optimal stress of every table against the corpus geometry
 # of its 16 positions: against the plug-in distances the tables were built from, and
-# against the noise-corrected (hybrid) geometry of chapter 2 with its 95% interval
-# (half-sample, widened by the disagreement with a second estimator, as in chapter 3).
+# against the noise-corrected (hybrid) geometry of {doc}`the geometry chapter <03_statistical_geometry>` with its 95% interval
+# (half-sample, widened by the disagreement with a second estimator, as in {doc}`the MDS chapter <04_mds_and_stress>`).
 
 # %%
 boots = {name: ex_stats.corpus_bootstrap(name, ct.n_positions, widened=True, progress=False) for name, ct in corpora.items()}
@@ -133,13 +133,13 @@ stresses.xs("PMDS k=3", level="encoding")["corrected"].rename("PMDS k=3, correct
 # stress of about 0.04 (level with the fixed sinusoids on SST-2, below them on IMDB), the
 # rank-3 SMACOF table about 0.05 (between the sinusoids and RoPE on SST-2, below both on
 # IMDB), and rank-3 $P_{\mathrm{MDS}}$, P1's recommendation, fits worse than both the
-# sinusoids and RoPE (0.15 and 0.25; chapter 3 shows why SMACOF does better at a low rank).
+# sinusoids and RoPE (0.15 and 0.25; {doc}`the MDS chapter <04_mds_and_stress>` shows why SMACOF does better at a low rank).
 # Against the corrected geometry the ranking of the real corpora changes (on IMDB the
 # rank-3 $P_{\mathrm{MDS}}$ table fits best, because the plug-in noise that the higher
 # ranks reproduce is gone). On the synthetic corpus and IMDB every table built from the
 # corpus fits the corrected geometry better than RoPE's vector form and the fixed
 # sinusoids, outside the intervals. On SST-2 every corrected interval reaches 0: its two noise corrections
-# disagree (chapter 3), and against the corrected geometry no table's fit is
+# disagree ({doc}`the MDS chapter <04_mds_and_stress>`), and against the corrected geometry no table's fit is
 # established there. If a better fit meant better training, the corpus tables should win
 # below, at least on the synthetic corpus and IMDB.
 

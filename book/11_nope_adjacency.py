@@ -19,7 +19,7 @@
 # A transformer without positional encodings whose attention is *bidirectional* cannot know
 # where its tokens are: every layer is permutation-equivariant, so permuting the input only
 # permutes the hidden states (Theorem 1 of P1 {cite:p}`cirrincione2026geometry`, tested in
-# {doc}`04_permutation_equivariance`; see also the kernel view of attention of
+# {doc}`02_permutation_equivariance`; see also the kernel view of attention of
 # {cite:t}`tsai2019transformer`). A {term}`causal mask` breaks that
 # symmetry: token $k$ sees the $k$ tokens before it and itself, never those after it. Causal
 # language models trained without any positional encoding ({term}`NoPE`) do learn position-dependent
@@ -87,7 +87,7 @@ pg.notebook_setup()
 # `full` is P2's scale, for a GPU: the 6-layer, 384-wide NanoGPT-size model with 10.7M
 # parameters (P2 reports about 10.6M), 20,000 training samples per task, and the depth and width sweep over
 # 6/12/24 layers and 192/384/768 dimensions. Run the chapter with `POSGEO_PROFILE=full`
-# (e.g. `POSGEO_PROFILE=full jupyter nbconvert --execute --to notebook 10_nope_adjacency.ipynb`
+# (e.g. `POSGEO_PROFILE=full jupyter nbconvert --execute --to notebook 11_nope_adjacency.ipynb`
 # on a GPU machine, or set `os.environ["POSGEO_PROFILE"] = "full"` before the first cell in
 # Colab); `ex.nope_settings("full")` lists its sizes. Every training run is cached on disk
 # (`POSGEO_CACHE_DIR`).

@@ -328,7 +328,7 @@ accuracy.assign(chance_low=chance.low, chance_high=chance.high).round(2)  # the 
 # training and the Hugging Face hub for bert-base-uncased. Locally:
 #
 # ```bash
-# POSGEO_PROFILE=full jupyter nbconvert --to notebook --execute book/04_permutation_equivariance.ipynb
+# POSGEO_PROFILE=full jupyter nbconvert --to notebook --execute book/02_permutation_equivariance.ipynb
 # ```
 #
 # On Colab, select a GPU runtime and set the profile before the first code cell runs:
