@@ -559,7 +559,7 @@ def test_colab_install_cell_of_every_chapter(notebook: Path) -> None:
     assert (ROOT / "companion" / "pyproject.toml").is_file()
     # a chapter with a helper module beside it (book/_chNN.py) fetches it on Colab, which has the notebook alone
     helpers = sorted({m for cell in nb.cells if cell.cell_type == "code"
-                      for m in re.findall(r"^\s*import (_ch\d\d)\b", cell.source, re.M)})
+                      for m in re.findall(r"^\s*import (_ch\w+)", cell.source, re.M)})
     raw = url.replace("https://github.com/", "https://raw.githubusercontent.com/") + "/" + CONFIG["repository"]["branch"]
     for helper in helpers:
         assert (BOOK / f"{helper}.py").is_file(), f"{rel(notebook)} imports {helper}, but book/{helper}.py does not exist"
