@@ -61,7 +61,7 @@ help:
 	@echo "make benchmarks run the benchmark scripts and regenerate book/benchmarks.md (needs POSGEO_DATA_DIR)"
 	@echo "make benchmarks-page  regenerate book/benchmarks.md from benchmarks/results/*.json"
 	@echo "make clean      remove _build (keeps .venv, node_modules and .cache)"
-	@echo "make clean-cache  remove the result cache (POSGEO_CACHE_DIR); do it after changing posgeo"
+	@echo "make clean-cache  remove the result cache (POSGEO_CACHE_DIR; entries are keyed on posgeo's code, so edits never reuse stale ones)"
 
 # ---------------------------------------------------------------- set-up
 $(BIN)/python:
@@ -212,7 +212,7 @@ benchmarks-page: setup
 clean:
 	rm -rf _build
 
-# Results are cached by inputs and package version only: clear the cache after changing
-# posgeo's code, before `make book`, so the stored outputs are what a fresh run computes.
+# Results are cached by their inputs and by the code that computed them (posgeo's sources and a
+# chapter helper's file are part of every key): this only frees the disk.
 clean-cache:
 	rm -rf "$(POSGEO_CACHE_DIR)"

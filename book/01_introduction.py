@@ -14,91 +14,36 @@
 # ---
 
 # %% [markdown]
-# # The Geometry of Positional Encodings
+# # Introduction
 #
-# A transformer reads a sentence as a *set* of tokens: attention and the feed-forward
-# layers treat every position alike. Whatever it knows about word order it learns from a
-# **positional signal**: an encoding added to the token embeddings (sinusoidal, learned),
-# a rotation inside attention ({term}`RoPE`), a bias on the attention scores ({term}`ALiBi`), or, in a
-# causal model with no encoding at all, something the causal mask itself creates.
+# :::{admonition} In short
+# :class: tip
+# **The question.** A transformer reads a sentence as a set of tokens. How does it know
+# word order, what does a corpus say about positions, and which positional encoding should
+# it use? Two papers give answers: P1 {cite:p}`cirrincione2026geometry` derives the optimal
+# encoding from the corpus itself; P2 {cite:p}`zuo2024position` finds position information
+# in causal models that have no encoding at all.
 #
-# This book is an executable companion to two papers on the geometry of that signal.
-# Every table and figure in it is computed by the code you see, with the companion package
-# `posgeo`, on real corpora (SST-2 and IMDB) and on synthetic ones whose answer is known in
-# advance. The numbers in the prose are read off those outputs, and a claim drawn from
-# them is checked by an assertion in a cell, so the tests fail if it stops holding. The
-# numbers in exercise solutions come from running the code each exercise names; in this
-# chapter a cell below the exercises recomputes and checks them. The papers' own numbers
-# appear only beside ours, for comparison: where ours differ, the text says so.
+# **The book's answer.** P1's mathematics holds (positions need a signal, the corpus
+# defines an exactly Euclidean geometry of positions, classical MDS reproduces it), but its
+# empirical claims mostly do not survive real text and honest uncertainty: most of a real
+# corpus's positional geometry is sampling noise, the premise behind sinusoids fails, the
+# layer-3 peak does not reproduce, and the encoding built from the corpus does not train a
+# better model. P2's pattern reproduces, and its source is causal averaging. The
+# {ref}`table of claims <sec-intro-claims>` gives every verdict with a link to its evidence.
 #
-# ## What the book shows
+# **You will learn** what each chapter asks and answers, how the book's central object (a
+# corpus's geometry of positions) is built in a few lines, and how to run any chapter.
+# :::
 #
-# **P1, Cirrincione (2026), *On the Geometry of Positional Encodings in Transformers***
-# {cite:p}`cirrincione2026geometry`:
-#
-# - **Necessity (Theorem 1).** A transformer without a positional signal is
-#   {term}`permutation-equivariant <permutation equivariance>`: permute the input tokens and the outputs are permuted the
-#   same way. It cannot solve any task whose answer depends on word order.
-# - **Separation (Theorem 4).** Under generic conditions (the token statistics change
-#   with position, the task is order-sensitive, attention is non-degenerate) every global
-#   minimiser of the training loss gives distinct positions distinct vectors: training
-#   never collapses two positions.
-# - **The optimal encoding (Proposition 6, Algorithm 1).** Let $\mu_i$ be the distribution
-#   of tokens at position $i$ of the corpus. A good encoding $P = (p_1, \dots, p_n)$ places
-#   positions so that their Euclidean distances reproduce the *statistical* distances
-#   between these distributions, measured by the {term}`Hellinger distance` (the chord distance
-#   between the square-root distributions):
-#
-#   $$
-#   d_H(\mu_i, \mu_j) = \sqrt{\tfrac{1}{2} \sum_{v} \left(\sqrt{\mu_i(v)} - \sqrt{\mu_j(v)}\right)^2}.
-#   $$
-#
-#   How well an encoding does this is its **{term}`stress`**,
-#
-#   $$
-#   \operatorname{stress}(P) = \frac{\sum_{i<j} \left(\lVert p_i - p_j \rVert - d_H(\mu_i, \mu_j)\right)^2}{\sum_{i<j} d_H(\mu_i, \mu_j)^2},
-#   $$
-#
-#   which is $0$ exactly when the encoding is an isometric copy of the corpus geometry.
-#   {term}`Classical multidimensional scaling (MDS) <classical MDS>` on the matrix of Hellinger distances builds
-#   the best such encoding, $P_{\mathrm{MDS}}$.
-# - **Why sinusoids work.** When the positional statistics change slowly and smoothly
-#   (a near-stationary corpus), the Gram matrix that MDS diagonalises is close to
-#   {term}`circulant <circulant matrix>`, and the eigenvectors of a circulant matrix are sinusoids: the encoding of
-#   {cite:t}`vaswani2017attention` is then close to optimal.
-# - **Low effective rank (Observation 8).** The optimal encoding has the rank of the
-#   double-centred Gram matrix $B$, which is small for real corpora: $P = A B^\top$ with
-#   $r(n + d)$ parameters instead of $n d$.
-# - **Monotonicity (Conjecture 5, proved in the NTK regime).** If statistical distance
-#   grows with the gap $|i - j|$, so does the distance between learned position vectors.
-#
-# **P2, Zuo, Guerzhoy and Guerzhoy (2024)** {cite:p}`zuo2024position`: a *causal*
-# transformer with **no** positional encoding still knows where it is. Hidden states of
-# nearby tokens are more similar than those of distant ones, an {term}`adjacency pattern <adjacent pattern>` that
-# appears already at random initialisation and survives training, and from which position
-# can be read off.
-#
-# ## How to read it
-#
-# Each chapter is a Jupyter notebook. Prose states a claim, a code cell computes the
-# evidence, and the output (a table or a chart) sits right below it. The code calls small,
-# tested functions of `posgeo`; their source and docstrings are in `companion/src/posgeo`.
-# The outputs you read were produced by running the notebook from top to bottom, and the
-# test suite re-runs every notebook and checks that it still produces exactly these
-# outputs.
-#
-# ## How to run a chapter
-#
-# - **Locally.** From the repository root, `make book` creates `.venv`, installs everything,
-#   executes every chapter and builds this book into `_build/html`; `make test` runs the
-#   whole test suite. To run one chapter, open it with
-#   `.venv/bin/jupyter lab book/03_statistical_geometry.ipynb`, or execute it in place with
-#   `.venv/bin/jupyter nbconvert --to notebook --execute --inplace book/03_statistical_geometry.ipynb`.
-#   The corpora are read from the Hugging Face hub, or from a local directory named by the
-#   environment variable `POSGEO_DATA_DIR` (with `sst2/` and `imdb/` parquet files).
-# - **Binder or Colab.** The rocket icon at the top of each page opens the chapter on
-#   Binder (the whole environment) or on Google Colab. On Colab, the first code cell
-#   installs `posgeo`; elsewhere it does nothing.
+# A transformer's attention and feed-forward layers treat every position alike. Whatever a
+# model knows about word order it gets from a **positional signal**: a table added to the
+# token embeddings (sinusoidal {cite:p}`vaswani2017attention` or learned), a rotation of
+# queries and keys ({term}`RoPE`), a bias on the attention scores ({term}`ALiBi`), or, in a
+# causal model without any of these, the causal mask itself. This book asks what that signal
+# should look like, and checks the two papers' answers by running their experiments: on two
+# real corpora, SST-2 {cite:p}`socher2013sst` and IMDB {cite:p}`maas2011imdb`, on synthetic
+# corpora whose answer is known in advance, and on trained and pretrained models.
 
 # %% tags=["hide-input"]
 # Colab only: install the companion package (and nothing else) into the Colab runtime.
@@ -114,188 +59,217 @@ if "google.colab" in sys.modules:
         check=True,
     )
 
+# %% tags=["hide-cell"]
+import altair as alt
+import numpy as np
+import pandas as pd
+
+import posgeo as pg
+
+pg.notebook_setup()
+
 # %% [markdown]
-# ## The companion package
+# (sec-intro-pipeline)=
+# ## The central object: a corpus's geometry of positions
 #
-# Everything the chapters compute goes through `posgeo`, in three parts:
+# P1's idea fits in five steps. Take a corpus, look at the tokens that occur at each
+# position $i$, and call their distribution $\mu_i$. Measure how different two positions
+# are by the {term}`Hellinger distance` between their distributions,
 #
-# - **the library**, `import posgeo as pg`: one flat namespace of reusable tools (corpora
-#   and marginals, the geometry estimators, Hellinger distances, MDS and stress, encodings,
-#   a small transformer and its one training loop, metrics, pretrained models). Its
-#   functions are pure (numpy arrays and torch tensors in, small frozen dataclasses out);
-#   randomness enters only through an explicit `seed=` argument, so a chapter gives the same
-#   numbers every time it runs;
-# - **the experiments**, `from posgeo.experiments import <topic> as ex`: each chapter's
-#   recipe (its settings, runs, tables and plots), built only from the library's public
-#   names. In a chapter, `pg.` is a tool you can reuse and `ex.` is that chapter's recipe;
-# - **the audit**, `posgeo.audit` and the `posgeo audit` command ({doc}`12_audit`).
+# $$
+# d_H(\mu_i, \mu_j) = \sqrt{\tfrac{1}{2} \sum_{v} \left(\sqrt{\mu_i(v)} - \sqrt{\mu_j(v)}\right)^2}
+# = \sqrt{1 - \textstyle\sum_v \sqrt{\mu_i(v)\,\mu_j(v)}} .
+# $$
 #
-# Here is the version this book was built with, and its public names, part by part:
+# A good encoding $P = (p_1, \dots, p_n)$ places the positions so that their Euclidean
+# distances reproduce these: its **{term}`stress`**,
+# $\sum_{i<j} (\lVert p_i - p_j \rVert - d_H(\mu_i, \mu_j))^2 / \sum_{i<j} d_H(\mu_i, \mu_j)^2$,
+# is 0 for a perfect copy. {term}`Classical MDS <classical MDS>` of the distance matrix
+# builds such an encoding, P1's $P_{\mathrm{MDS}}$. Here are the five steps on a synthetic
+# corpus of 4,000 sequences of 32 tokens, whose positions were generated on a ring:
 
 # %%
-import importlib
-
-import pandas as pd
-from IPython.display import display
-
-import posgeo
-import posgeo.audit
-import posgeo.experiments
-
-print(f"posgeo {posgeo.__version__}: {len(posgeo.__all__) - 1} names in the library namespace")
-
-EXPERIMENTS = ("statistics", "calibration", "stress", "equivariance", "separation", "circulant", "lowrank", "ntk", "layers",
-               "nope", "tasks", "constructive", "papers")  # in the order of the chapters
-parts = [("library", f"posgeo ({m.__name__.removeprefix('posgeo.')})", m) for m in posgeo.LIBRARY_MODULES]
-parts += [("library", "posgeo.validation", importlib.import_module("posgeo.validation"))]
-parts += [("experiments", f"posgeo.experiments.{t}", importlib.import_module(f"posgeo.experiments.{t}")) for t in EXPERIMENTS]
-parts += [("audit", "posgeo.audit", posgeo.audit)]
-api = pd.DataFrame(
-    [
-        {"part": part, "module": name, "names": len(module.__all__), "public names": ", ".join(sorted(module.__all__))}
-        for part, name, module in parts
-    ]
-).set_index(["part", "module"])
-with pd.option_context("display.max_colwidth", None, "display.max_rows", None):
-    display(api)
+corpus = pg.load_corpus("synthetic", n_sequences=4000, progress=False)
+tokens = np.stack(list(corpus.sequences))[:, :32]                  # (sequences, positions)
+counts = np.zeros((32, corpus.vocab_size))
+np.add.at(counts, (np.arange(32)[None, :].repeat(len(tokens), 0), tokens), 1)
+mu = counts / counts.sum(axis=1, keepdims=True)                    # 1. one distribution per position
+R = np.sqrt(mu / 2)                                                # 2. Hellinger distances: Euclidean
+D = np.sqrt(((R[:, None, :] - R[None, :, :]) ** 2).sum(axis=-1))   #    between the sqrt(mu_i / 2)
+J = np.eye(32) - 1 / 32                                            # 3. classical MDS: double-centre,
+eigenvalues, vectors = np.linalg.eigh(-0.5 * J @ D**2 @ J)         #    diagonalise,
+P = vectors[:, ::-1] * np.sqrt(np.clip(eigenvalues[::-1], 0, None))  #  scale the eigenvectors
+pd.Series({"marginals vs pg.positional_marginals": np.abs(mu - pg.positional_marginals(corpus, 32, corpus.vocab_size)).max(),
+           "distances vs pg.hellinger_matrix": np.abs(D - pg.hellinger_matrix(mu)).max(),
+           "stress of P (4. the score)": pg.stress(P, D)}, name="largest difference").round(12)  # 0: equal to rounding
 
 # %% [markdown]
-# ## Summary
+# The hand-built steps agree with the library's functions to rounding, and the encoding
+# $P$ reproduces the distances exactly: its stress is 0. {numref}`fig-intro-pipeline` shows
+# the pipeline, and step 5 beside it: the sinusoidal encoding of the original transformer,
+# seen the same way.
+
+# %% mystnb={"figure": {"caption": "The pipeline on a synthetic corpus of 32 positions. (a) The token distribution at each position (rows), over the 64 tokens. (b) The Hellinger distances between positions. (c) P_MDS: the positions placed by classical MDS, first two coordinates, joined in order. (d) The sinusoidal encoding (width 64) seen the same way: classical MDS of its distances. Colour: position. Hover for values.", "name": "fig-intro-pipeline"}} tags=["hide-input"]
+def position_map(X, title):
+    frame = pd.DataFrame({"x": X[:, 0], "y": X[:, 1], "position": np.arange(len(X))})
+    line = alt.Chart(frame).mark_line(color="#999999", strokeWidth=1).encode(x="x:Q", y="y:Q", order="position:Q")
+    dots = alt.Chart(frame).mark_circle(size=60).encode(
+        x=alt.X("x:Q", title="coordinate 1"), y=alt.Y("y:Q", title="coordinate 2"),
+        color=alt.Color("position:Q", scale=alt.Scale(scheme="viridis")), tooltip=["position:Q"])
+    return (line + dots).properties(title=title, width=pg.PANEL_WIDTH, height=pg.PANEL_WIDTH)
+
+
+tokens_long = pd.DataFrame(mu).reset_index(names="position").melt("position", var_name="token", value_name="share")
+distributions = alt.Chart(tokens_long).mark_rect().encode(
+    x=alt.X("token:O", axis=alt.Axis(labels=False, ticks=False)), y=alt.Y("position:O", axis=alt.Axis(labels=False)),
+    color=alt.Color("share:Q", scale=alt.Scale(scheme="blues")), tooltip=["position:O", "token:O", alt.Tooltip("share:Q", format=".3f")],
+).properties(title="(a) distribution at each position", width=pg.PANEL_WIDTH, height=pg.PANEL_WIDTH)
+sinusoids = pg.classical_mds(pg.pairwise_distances(pg.sinusoidal_encoding(32, 64))).coords
+pg.finish_chart(
+    pg.panel_grid([distributions, pg.heatmap_chart(D, title="(b) Hellinger distances"),
+                   position_map(P, "(c) P_MDS, classical MDS"), position_map(sinusoids, "(d) sinusoidal encoding")])
+    .resolve_scale(color="independent"),
+    description="Four panels: per-position token distributions, their Hellinger distance matrix, the positions placed "
+                "by classical MDS (a ring), and the sinusoidal encoding placed the same way (a spiral-like curve).",
+)
+
+# %% [markdown]
+# On this corpus the geometry *is* a ring, and MDS recovers it; the sinusoids trace a
+# different curve through the same 32 positions. Whether real text has such a geometry, and
+# whether an encoding that copies it helps a model, is what the chapters test.
 #
-# - A transformer sees word order only through a positional signal: an added table
-#   (sinusoidal or learned), a rotation of queries and keys (RoPE), a bias on the scores
-#   (ALiBi), or the causal mask of a decoder. Without one it is permutation-equivariant
-#   ({doc}`02_permutation_equivariance`).
-# - P1 asks a good encoding to reproduce the statistical geometry of positions: the
-#   Hellinger distances between the per-position token distributions of a corpus
-#   ({doc}`03_statistical_geometry`), scored by stress and approximated by classical MDS
-#   ({doc}`04_mds_and_stress`). The following chapters test its claims on separation
-#   ({doc}`05_positional_separation`), sinusoids ({doc}`06_sinusoids_circulant`), low rank
-#   ({doc}`07_low_rank`), monotonicity ({doc}`08_monotonicity_ntk`) and the layers of a
-#   pretrained model ({doc}`09_layers`), and whether the encoding built from the corpus
-#   trains a better model ({doc}`10_constructive`).
-# - P2 shows that a causal decoder without any encoding still knows where it is: nearby
-#   hidden states are more similar than distant ones ({doc}`11_nope_adjacency`).
-# - `posgeo audit` asks the book's question of any corpus and model you bring, and writes
-#   a self-contained report ({doc}`12_audit`).
-# - Every table and figure in the book is computed by `posgeo`, the claims drawn from them
-#   are asserted in the cells, the stored outputs are re-checked by the tests, and where
-#   our numbers differ from the papers' the chapters say so and why.
-#   The {doc}`glossary` defines the terms, the {doc}`bibliography` lists every cited work,
-#   the {doc}`api_reference` documents every `posgeo` function and the {doc}`benchmarks`
-#   page reports how fast they are against the obvious baselines.
+# (sec-intro-claims)=
+# ## The claims and the book's verdicts
+#
+# | Claim | The book's answer | Evidence |
+# |---|---|---|
+# | **P1, Theorem 1.** Without a positional signal a transformer is permutation-equivariant. | Holds exactly, to rounding; a position-free encoder stays at chance on order-sensitive tasks, and a causal mask alone breaks the symmetry. | {doc}`02_permutation_equivariance` |
+# | **P1.** Positions have a statistical geometry: Hellinger distances between per-position token distributions. | Yes, but on real text most of the plug-in distance is sampling noise; a calibrated correction is needed before any distance is read. | {doc}`03_statistical_geometry`, {doc}`appendix_calibration` |
+# | **P1, Proposition 6, Algorithm 1.** $P_{\mathrm{MDS}}$ is the optimal encoding, judged by stress. | Exact at full rank, because the chord Hellinger distance is Euclidean; at low rank a stress-optimal embedding (SMACOF) fits better, and raw stress mostly measures scale. | {doc}`04_mds_and_stress` |
+# | **P1, Theorem 4.** Training separates positions. | P1's check cannot fail; a probe that can fail confirms separation where the theorem's conditions hold, only modestly on SST-2. | {doc}`05_positional_separation` |
+# | **P1.** Sinusoids are near-optimal for near-stationary corpora. | True on a synthetic ring; SST-2 and IMDB are far from stationary, so the premise fails on text. | {doc}`06_sinusoids_circulant` |
+# | **P1, Observation 8.** The optimal encoding has low effective rank. | Literally rank $n - 1$; after the noise correction a few dimensions on the synthetic corpus, dozens on SST-2 and over a hundred on IMDB. | {doc}`07_low_rank` |
+# | **P1, Conjecture 5.** Trained encodings are monotone in offset (proved in the NTK regime). | Trained tables are far more monotone than random, not monotone; a run that only freezes attention is not the NTK regime. | {doc}`08_monotonicity_ntk` |
+# | **P1.** The positional geometry peaks at layer 3 of BERT. | Not reproduced with MiniLM: raw projected stress measures the scale of each layer's maps. | {doc}`09_layers` |
+# | **P1.** An encoding that fits the corpus geometry trains better. | Not supported: the corpus tables train no better than sinusoids or a learned table. | {doc}`10_constructive` |
+# | **P2.** A causal decoder without encodings shows an adjacency pattern after its first layer. | Reproduced; its source is causal averaging, whose cosines have a closed form; the small models studied here learn their tasks only partly. | {doc}`11_nope_adjacency` |
+#
+# The last two chapters turn to practice: {doc}`12_audit` asks the book's question of your
+# own corpus and model with one command, and {doc}`13_choosing_an_encoding` says what the
+# evidence means when you choose an encoding.
+#
+# ## Before you start
+#
+# You need linear algebra (eigenvectors, Euclidean distance), probability (a distribution, a
+# sample, a 95% interval), Python with numpy, and an idea of what attention computes. The
+# {doc}`glossary` defines the book's terms. Every chapter opens with its question and its
+# short answer, builds its central object in a few lines of numpy in front of you, checks it
+# against the library, and then uses the library; caveats are gathered in one "Limits" box.
+#
+# ## How to run a chapter
+#
+# - **Online**: read it here; every number and chart was computed by the code above it.
+# - **Binder**: the rocket button at the top of a chapter opens it in JupyterLab with
+#   everything installed; run the cells, change them, run them again.
+# - **Colab**: the same button opens it in Google Colab; the first (hidden) cell installs
+#   `posgeo` there.
+# - **Locally**: clone the repository and run `make book` (it creates `.venv`, installs
+#   everything, runs every chapter and builds this book), or open a chapter with
+#   `.venv/bin/jupyter lab book/03_statistical_geometry.ipynb`. The corpora come from the
+#   Hugging Face hub, or from a local folder named by `POSGEO_DATA_DIR`.
+#
+# Every chapter runs in a few minutes on a laptop's CPU. The tools the chapters share live
+# in the companion package `posgeo` ({doc}`api_reference`); the code one chapter needs lives
+# in that chapter.
 #
 # ## Exercises
 #
-# These warm-ups use the two formulas above with `pg.hellinger_matrix`,
-# `pg.classical_mds`, `pg.stress_optimal_mds`, `pg.stress`, `pg.sinusoidal_encoding` and
-# `pg.pairwise_distances` (after `import numpy as np` and `import posgeo as pg`).
-#
-# 1. Three positions have token distributions over a three-token vocabulary,
-#    $\mu_0 = (\tfrac12, \tfrac12, 0)$, $\mu_1 = (0, \tfrac12, \tfrac12)$ and
-#    $\mu_2 = (0, 0, 1)$. Compute their three Hellinger distances by hand, then with
-#    `pg.hellinger_matrix(np.array([[.5, .5, 0], [0, .5, .5], [0, 0, 1]]))`. Which pair is
-#    farthest apart, and why can no pair be farther?
+# 1. **Build the pipeline for sentences.** Write a function that takes a list of sentences,
+#    splits them into words, and returns the matrix of per-position word distributions for
+#    the first $n$ positions (skip sentences shorter than a position). Apply it to
+#    `["the cat sat", "the dog ran", "a cat ran"]` with $n = 3$, compute the Hellinger
+#    matrix, and say which two positions are farthest apart and why.
 #
 # ```{admonition} Solution
 # :class: dropdown
-# $\mathrm{BC}(\mu_0, \mu_1) = \sqrt{\tfrac12 \cdot \tfrac12} = \tfrac12$, so
-# $d_H = \sqrt{1 - \tfrac12} = 0.7071$; $\mathrm{BC}(\mu_1, \mu_2) = \sqrt{\tfrac12} = 0.7071$,
-# so $d_H = \sqrt{1 - 0.7071} = 0.5412$; $\mathrm{BC}(\mu_0, \mu_2) = 0$, so $d_H = 1$.
-# `pg.hellinger_matrix` returns the same matrix,
-# `[[0, 0.7071, 1], [0.7071, 0, 0.5412], [1, 0.5412, 0]]` (rounded). Positions 0 and 2 are
-# farthest apart: their supports are disjoint, the Bhattacharyya coefficient is 0, and
-# $d_H = \sqrt{1 - \mathrm{BC}}$ cannot exceed 1 because $\mathrm{BC} \ge 0$.
+# ```python
+# def word_marginals(sentences, n):
+#     words = sorted({w for s in sentences for w in s.split()})
+#     index = {w: k for k, w in enumerate(words)}
+#     counts = np.zeros((n, len(words)))
+#     for s in sentences:
+#         for i, w in enumerate(s.split()[:n]):
+#             counts[i, index[w]] += 1
+#     return counts / counts.sum(axis=1, keepdims=True)
+#
+# D = pg.hellinger_matrix(word_marginals(["the cat sat", "the dog ran", "a cat ran"], 3))
+# ```
+# Position 0 holds "the" twice and "a" once; position 2 holds "sat" once and "ran" twice.
+# They share no word, so their Bhattacharyya coefficient is 0 and $d_H = 1$, the largest
+# possible: positions 0 and 2 are farthest apart (and so are 0 and 1, which share no word
+# either). Positions 1 and 2 share none too: all three distances are 1. A corpus whose
+# positions never share a word is a regular simplex, with no order at all.
 # ```
 #
-# 2. Build an encoding with stress 0 for these three positions with
-#    `P = pg.classical_mds(D).coords` ($D$ the matrix of exercise 1) and check it with
-#    `pg.stress(P, D)`. What is the stress of $2P$? Can a one-dimensional encoding reach
-#    stress 0 (try `pg.stress_optimal_mds(D, 1)`)?
+# 2. **Modify and predict.** The synthetic corpus has a knob, `nonstationarity=` (0.5 by
+#    default), that mixes a component changing along the sequence into the ring. Predict
+#    what happens to the share of the MDS spectrum held by the first two eigenvalues (the
+#    ring's plane) when the knob goes from 0 to 2, then rerun the pipeline with
+#    `pg.load_corpus("synthetic", n_sequences=4000, nonstationarity=k)` and check.
 #
 # ```{admonition} Solution
 # :class: dropdown
-# Three points realise any triangle in the plane: `classical_mds` returns two positive
-# eigenvalues (0.5087 and 0.0889; the third is 0 up to rounding) and `pg.stress(P, D)` is 0 up
-# to rounding. If $P$ reproduces $D$ exactly, every distance of $cP$ is $c$ times the target,
-# so $\operatorname{stress}(cP) = \sum (c D_{ij} - D_{ij})^2 / \sum D_{ij}^2 = (c - 1)^2$:
-# `pg.stress(2 * P, D)` is 1. Stress as P1 defines it compares absolute distances, which is
-# why {doc}`the MDS chapter <04_mds_and_stress>` also uses a scale-optimal version (`pg.stress(2 * P, D, scale="optimal")` is
-# 0 up to rounding). On a line three points need the largest distance to equal the sum of
-# the other two, and $0.7071 + 0.5412 = 1.2483 \ne 1$: no one-dimensional encoding is
-# exact. The best line, `pg.stress_optimal_mds(D, 1).stress`, has stress 0.0115; the line of
-# classical MDS, `pg.classical_mds(D, dim=1).stress`, 0.0195.
+# The ring lives in two dimensions; the non-stationary component adds others. The share of
+# the positive spectrum in the first two eigenvalues falls from 0.83 at knob 0 to 0.71 at
+# 0.5 and 0.61 at 2: the more the statistics drift along the sequence, the less the
+# geometry is a circle, which is the premise {doc}`06_sinusoids_circulant` examines.
 # ```
 #
-# 3. An additive table breaks the permutation symmetry only if its rows differ. With
-#    `P = pg.sinusoidal_encoding(512, 768)` (BERT-base's size) and
-#    `D = pg.pairwise_distances(P)`, find the smallest distance between two rows and the
-#    pairs that attain it. Why does every row have the same norm, and why does $D_{ij}$
-#    depend only on $|i - j|$?
+# 3. **Why the sinusoids separate positions.** With `P = pg.sinusoidal_encoding(512, 768)`
+#    (BERT-base's size) and `D = pg.pairwise_distances(P)`, find the smallest distance
+#    between two rows and the pairs that attain it. Why does every row have the same norm,
+#    and why does $D_{ij}$ depend only on $|i - j|$?
 #
 # ```{admonition} Solution
 # :class: dropdown
 # Row $m$ holds the $d/2$ pairs $(\sin m\omega_k, \cos m\omega_k)$, each of unit length, so
 # $\lVert p_m\rVert^2 = d/2$ and every norm is $\sqrt{384} = 19.60$. Expanding,
 # $\lVert p_m - p_n\rVert^2 = \sum_k 2\bigl(1 - \cos((m - n)\omega_k)\bigr)$, a function of
-# the offset alone: `np.allclose(D[1:, 1:], D[:-1, :-1])` is `True`. The smallest
-# off-diagonal distance is 4.523, attained at offset 1 (by all 511 pairs of neighbours, up to
-# rounding), and the
-# largest is 24.10, at offset 510. All rows are distinct, so the sinusoidal table does break
-# the symmetry, with a margin of 4.5 against norms of 19.6.
+# the offset alone. The smallest off-diagonal distance is 4.523, at offset 1 (all 511 pairs
+# of neighbours), and the largest 24.10, at offset 510: every row differs from every other,
+# with a margin of 4.5 against norms of 19.6.
 # ```
-#
-# The numbers these solutions quote, recomputed with the code they name (the output is
-# folded, so as not to give the answers away):
 
-# %% tags=["hide-output"]
-import numpy as np
+# %% tags=["remove-cell"]
+# The numbers the solutions quote, recomputed (half a unit of the last quoted digit).
+def word_marginals(sentences, n):
+    words = sorted({w for s in sentences for w in s.split()})
+    index = {w: k for k, w in enumerate(words)}
+    counts = np.zeros((n, len(words)))
+    for s in sentences:
+        for i, w in enumerate(s.split()[:n]):
+            counts[i, index[w]] += 1
+    return counts / counts.sum(axis=1, keepdims=True)
 
-import posgeo as pg
 
-D = pg.hellinger_matrix(np.array([[0.5, 0.5, 0], [0, 0.5, 0.5], [0, 0, 1]]))
-mds = pg.classical_mds(D)
+W = pg.hellinger_matrix(word_marginals(["the cat sat", "the dog ran", "a cat ran"], 3))
+assert np.allclose(W[np.triu_indices(3, 1)], 1)
+shares = {}
+for knob in (0.0, 0.5, 2.0):
+    c = pg.load_corpus("synthetic", n_sequences=4000, nonstationarity=knob, progress=False)
+    lam = pg.classical_mds(pg.hellinger_matrix(pg.positional_marginals(c, 32, c.vocab_size))).eigenvalues
+    shares[knob] = lam[:2].sum() / lam[lam > 0].sum()
+assert [round(shares[k], 2) for k in (0.0, 0.5, 2.0)] == [0.83, 0.71, 0.61]
 S = pg.pairwise_distances(pg.sinusoidal_encoding(512, 768))
 i, j = np.triu_indices(512, 1)
-nearest_pairs = np.isclose(S[i, j], S[i, j].min())
-quoted = pd.DataFrame(
-    [
-        (1, "BC(mu_0, mu_1)", "0.5", 1 - D[0, 1] ** 2),
-        (1, "BC(mu_1, mu_2)", "0.7071", 1 - D[1, 2] ** 2),
-        (1, "BC(mu_0, mu_2)", "0", 1 - D[0, 2] ** 2),
-        (1, "d_H(mu_0, mu_1)", "0.7071", D[0, 1]),
-        (1, "d_H(mu_1, mu_2)", "0.5412", D[1, 2]),
-        (1, "d_H(mu_0, mu_2)", "1", D[0, 2]),
-        (2, "eigenvalue 1", "0.5087", mds.eigenvalues[0]),
-        (2, "eigenvalue 2", "0.0889", mds.eigenvalues[1]),
-        (2, "eigenvalue 3", "0", mds.eigenvalues[2]),
-        (2, "stress(P, D)", "0", pg.stress(mds.coords, D)),
-        (2, "stress(2P, D)", "1", pg.stress(2 * mds.coords, D)),
-        (2, "stress(2P, D), scale-optimal", "0", pg.stress(2 * mds.coords, D, scale="optimal")),
-        (2, "d_H(mu_0, mu_1) + d_H(mu_1, mu_2)", "1.2483", D[0, 1] + D[1, 2]),
-        (2, "best line (SMACOF)", "0.0115", pg.stress_optimal_mds(D, 1).stress),
-        (2, "line of classical MDS", "0.0195", pg.classical_mds(D, dim=1).stress),
-        (3, "row norm, smallest", "19.60", np.linalg.norm(pg.sinusoidal_encoding(512, 768), axis=1).min()),
-        (3, "row norm, largest", "19.60", np.linalg.norm(pg.sinusoidal_encoding(512, 768), axis=1).max()),
-        (3, "smallest distance", "4.523", S[i, j].min()),
-        (3, "pairs at the smallest distance", "511", nearest_pairs.sum()),
-        (3, "their offset", "1", np.unique(j[nearest_pairs] - i[nearest_pairs]).item()),
-        (3, "largest distance", "24.10", S[i, j].max()),
-        (3, "its offset", "510", (j - i)[np.argmax(S[i, j])]),
-    ],
-    columns=["exercise", "quantity", "quoted", "computed"],
-).set_index(["exercise", "quantity"])
-# six significant digits; a value within 1e-12 of 0 is float64 rounding of an exact 0, whose
-# digits differ between machines, and shows as 0
-quoted.assign(computed=quoted["computed"].map(lambda x: f"{round(float(x), 12) + 0.0:.6g}"))
-
-# %%
-decimals = quoted["quoted"].str.partition(".")[2].str.len()
-tolerance = np.where(decimals > 0, 0.5 * 10.0 ** -decimals, 1e-9)  # half a unit of the last quoted digit; exact otherwise
-assert (np.abs(quoted["computed"].astype(float) - quoted["quoted"].astype(float)) <= tolerance).all()
-assert sorted(np.unravel_index(np.argmax(D), D.shape)) == [0, 2] and (mds.eigenvalues[:2] > 0).all()  # 0 and 2 farthest apart
-assert np.allclose(S[1:, 1:], S[:-1, :-1])  # D_ij depends on |i - j| only
-len(quoted)
+nearest = np.isclose(S[i, j], S[i, j].min())
+assert round(S[i, j].min(), 3) == 4.523 and nearest.sum() == 511 and set(j[nearest] - i[nearest]) == {1}
+assert round(S[i, j].max(), 2) == 24.10 and (j - i)[np.argmax(S[i, j])] == 510
+assert np.allclose(np.linalg.norm(pg.sinusoidal_encoding(512, 768), axis=1), np.sqrt(384))
+assert np.allclose(S[1:, 1:], S[:-1, :-1])
+# the pipeline cell's claims: the hand-built steps equal the library's, and P_MDS is exact
+assert np.allclose(mu, pg.positional_marginals(corpus, 32, corpus.vocab_size), atol=1e-12)
+assert np.allclose(D, pg.hellinger_matrix(mu), atol=1e-12) and pg.stress(P, D) < 1e-12
 
 # %% [markdown]
 # ## References
