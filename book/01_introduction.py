@@ -82,8 +82,12 @@ pg.notebook_setup()
 # $$
 #
 # A good encoding $P = (p_1, \dots, p_n)$ places the positions so that their Euclidean
-# distances reproduce these: its **{term}`stress`**,
-# $\sum_{i<j} (\lVert p_i - p_j \rVert - d_H(\mu_i, \mu_j))^2 / \sum_{i<j} d_H(\mu_i, \mu_j)^2$,
+# distances reproduce these. Its **{term}`stress`**,
+#
+# $$
+# \operatorname{stress}(P) = \frac{\sum_{i<j} \left(\lVert p_i - p_j \rVert - d_H(\mu_i, \mu_j)\right)^2}{\sum_{i<j} d_H(\mu_i, \mu_j)^2},
+# $$
+#
 # is 0 for a perfect copy. {term}`Classical MDS <classical MDS>` of the distance matrix
 # builds such an encoding, P1's $P_{\mathrm{MDS}}$. Here are the five steps on a synthetic
 # corpus of 4,000 sequences of 32 tokens, whose positions were generated on a ring:

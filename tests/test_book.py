@@ -19,7 +19,7 @@ from booktoc import toc_docnames
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
-SCRIPTS = sorted(BOOK.glob("*.py"))
+SCRIPTS = sorted(p for p in BOOK.glob("*.py") if not p.name.startswith("_"))  # _chNN.py: a chapter's helper module
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 
 
@@ -187,46 +187,6 @@ def test_intro_has_equations_for_the_browser_test() -> None:
     assert r"\operatorname{stress}" in markdown
 
 
-def test_intro_api_table_lists_the_package_as_it_is() -> None:
-    """Chapter 1's stored table of public names must match the package's ``__all__`` now.
-
-    nbval catches a stale table too, but only in the full notebook run; this catches it in
-    seconds, when a public name is added without re-executing chapter 1 (make execute
-    CHAPTERS=book/01_introduction.ipynb).
-    """
-    import importlib
-    import pkgutil
-
-    import posgeo
-    import posgeo.experiments
-
-    intro = nbformat.read(BOOK / "01_introduction.ipynb", as_version=4)
-    cells = [c for c in intro.cells if c.cell_type == "code" and "public names" in c.source]
-    assert len(cells) == 1, "chapter 1 should have one cell that tabulates the public names"
-    html = [o["data"]["text/html"] for o in cells[0].outputs if "text/html" in o.get("data", {})]
-    assert len(html) == 1, "chapter 1's API table has no stored HTML output; execute the chapter"
-    rows = re.findall(r"<th>(posgeo[^<]*)</th>\s*<td>(\d+)</td>\s*<td>([^<]*)</td>", html[0])
-    assert len(rows) > 20, f"found only {len(rows)} rows in chapter 1's API table"
-    stale = []
-    for label, count, names in rows:
-        private = re.fullmatch(r"posgeo \((\w+)\)", label)
-        module = importlib.import_module(f"posgeo.{private.group(1)}" if private else label)
-        stored = [n.strip() for n in names.split(",") if n.strip()]
-        if stored != sorted(module.__all__) or int(count) != len(module.__all__):
-            stale.append(f"{label}: table has {sorted(set(stored) ^ set(module.__all__))} out of step")
-    assert not stale, "chapter 1's API table is stale; run make execute CHAPTERS=book/01_introduction.ipynb: " + "; ".join(stale)
-    expected = {f"posgeo ({m.__name__.removeprefix('posgeo.')})" for m in posgeo.LIBRARY_MODULES}
-    expected |= {"posgeo.validation", "posgeo.audit"}
-    expected |= {f"posgeo.experiments.{m.name}" for m in pkgutil.iter_modules(posgeo.experiments.__path__)
-                 if not m.name.startswith("_")}
-    shown = {label for label, _, _ in rows}
-    assert shown == expected, (
-        f"chapter 1's API table misses {sorted(expected - shown)} and has {sorted(shown - expected)} too many; "
-        "list every module in the cell (EXPERIMENTS) and re-execute the chapter"
-    )
-
-
-# ------------------------------------------------------------------ API reference (appendix)
 def _posgeo_api():
     """tools/posgeo_api.py, the Sphinx extension that writes the API reference."""
     import importlib.util
