@@ -517,6 +517,39 @@ def test_data_errors_come_before_any_weight_is_read(
         audit(text_file, model=folder, n_positions=5, progress=False)
 
 
+def test_positions_whose_tables_cannot_fit_are_refused_first(text_file: Path) -> None:
+    """Issue 46: the audit's bound on --positions is the one `posgeo count` uses
+    (posgeo.validation.check_positions), checked before anything is read."""
+    with pytest.raises(AuditError, match=r"n_positions \(--positions\) = 100,000,000 would need .* pass n_positions"):
+        audit(text_file, n_positions=10**8, progress=False)
+
+
+@pytest.mark.slow
+def test_a_huge_document_is_audited_in_bounded_memory(tmp_path: Path) -> None:
+    """Issue 46, defect 5: one 50 MB line took 7.0 GB in `posgeo audit` (the whole line was
+    tokenised, then cut); now a document is tokenised only as far as its first tokens."""
+    small, huge = tmp_path / "small.txt", tmp_path / "huge.txt"
+    small.write_text("\n".join(corpus_lines(40)) + "\n", encoding="utf-8")
+    words = np.array(["the", "cat", "sat", "on", "a", "mat", "today", "with", "joy"])
+    line = " ".join(words[np.random.default_rng(0).integers(0, 9, size=10_000_000)])  # about 40 MB
+    huge.write_text(line + "\n" + small.read_text(encoding="utf-8"), encoding="utf-8")
+
+    def peak(path: Path) -> tuple[int, int]:
+        script = ("import resource; from posgeo.audit import audit; "
+                  f"r = audit({str(path)!r}, n_positions=8, intervals=0, progress=False, cache=False); "
+                  "print(r.dataset['max_length'], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert out.returncode == 0, out.stderr[-2000:]
+        longest, kib = map(int, out.stdout.split()[-2:])
+        return longest, kib
+
+    (_, base), (longest, with_huge) = peak(small), peak(huge)
+    assert longest == audit_inputs.MAX_DOCUMENT_TOKENS  # the huge line, cut to its first tokens
+    # the model and libraries take the same in both runs; the 40 MB line may add its own bytes a few times over
+    assert with_huge - base < 500_000, f"the huge line added {(with_huge - base) / 1e6:.2f} GB"
+
+
 def test_a_device_or_a_pipe_is_not_taken_for_a_missing_file(tmp_path: Path) -> None:
     """Issue 46: /dev/zero or a FIFO given as the dataset (or as --counts) was reported as "no such file"."""
     fifo = tmp_path / "pipe"
@@ -635,8 +668,10 @@ def test_roberta_positions_start_after_the_padding_index(text_file: Path, tokeni
     np.testing.assert_array_equal(r.encoding, table[3 : 3 + n])
     assert r.layers is not None and list(r.layers["plug-in"].index) == [0, 1, 2]
     np.testing.assert_allclose(r.layers["plug-in"]["raw"], layer_stress_table(load_pretrained(folder), r.hellinger, offset=3)["raw"])
+    long = tmp_path / "long.txt"  # sequences that reach position 37: the data passes, the table's rows do not
+    long.write_text("\n".join(" ".join(corpus_lines(4, seed=k)) for k in range(12)), encoding="utf-8")
     with pytest.raises(AuditError, match="at most 37 positions fit; pass --positions 37"):
-        audit(text_file, model=folder, n_positions=38, progress=False, min_reach=2)
+        audit(long, model=folder, n_positions=38, progress=False, min_reach=2)
 
 
 def test_gpt2_style_model_without_prefix_and_without_layers(text_file: Path, tokenizer_files: Path, tmp_path: Path) -> None:

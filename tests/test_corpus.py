@@ -215,6 +215,40 @@ def test_tokenize_batches_agree_and_validate():
         tokenize(["ok"], tokenizer=object())
 
 
+def test_tokenize_max_tokens_is_the_full_tokenisation_cut():
+    """max_tokens keeps the first ids of the whole text, computed on a prefix of a long one;
+    None (the default) keeps every id, as before."""
+    long = "A fine film.<br />Dull, though; " * 5000 + "the end"  # 160,000 characters: cut to a prefix
+    texts = ["Hello world", long, "", "x" * 70_000, "a  " * 40_000, "word<br  />" * 9000]
+    for specials in (False, True):
+        full = tokenize(texts, add_special_tokens=specials, progress=False)
+        for n in (1, 5, 64, 100_000):
+            cut = tokenize(texts, add_special_tokens=specials, progress=False, max_tokens=n, batch_size=2)
+            assert [x.tolist() for x in cut] == [x[:n].tolist() for x in full]
+            assert cut.vocab_size == full.vocab_size and cut.tokens.dtype == np.int32
+    with pytest.raises(ValueError, match=r"max_tokens must be an int >= 1, got 0; pass None to keep every token"):
+        tokenize(texts, max_tokens=0, progress=False)
+    with pytest.raises(TypeError, match="max_tokens must be an int"):
+        tokenize(texts, max_tokens=2.5, progress=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(words=st.lists(st.sampled_from(["the", "Film", "na\u00efve", "<br />", "<br", "/>", "!?", "12", "\u4e2d", "x" * 30,
+                                       "", "\t", "\n", " "]), max_size=40),
+       n=st.integers(1, 6), chars=st.integers(1, 12), specials=st.booleans(), clean=st.booleans())
+def test_tokenize_max_tokens_on_tiny_prefixes(words, n, chars, specials, clean):
+    """The same with prefixes of a few characters (the rule's constants made tiny), where the
+    cut falls inside almost every text."""
+    text = " ".join(words)
+    texts = [text, text.upper(), "short one"]
+    full = tokenize(texts, add_special_tokens=specials, clean_html=clean, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("posgeo._counts._PREFIX_CHARS", chars)
+        mp.setattr("posgeo._counts._PREFIX_CHARS_PER_TOKEN", 1)
+        cut = tokenize(texts, add_special_tokens=specials, clean_html=clean, progress=False, max_tokens=n)
+    assert [x.tolist() for x in cut] == [x[:n].tolist() for x in full]
+
+
 def test_tokenize_accepts_raw_tokenizers_tokenizer():
     from tokenizers import Tokenizer
 

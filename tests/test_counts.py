@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import pickletools
+import re
 import subprocess
 import sys
 import textwrap
@@ -592,9 +593,17 @@ def test_unreadable_shards_are_named(tmp_path):
     (tmp_path / "broken.jsonl").write_text('{"text": "fine"}\n{"text": oops}\n')
     with pytest.raises(ValueError, match=r"line 2 of shard .*broken\.jsonl is not valid JSON"):
         positional_counts(tmp_path / "broken.jsonl", column="text", n_positions=1, progress=False)
+
+
+def test_a_shard_that_is_not_utf8_is_named_with_the_fix(tmp_path):
+    """A Latin-1 text or JSON-lines shard is "not UTF-8" (with an iconv command), not "truncated or corrupt"."""
     (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
-    with pytest.raises(ValueError, match=r"cannot read shard .*latin1\.txt .*UnicodeDecodeError"):
-        positional_counts(tmp_path / "latin1.txt", column="text", n_positions=1, progress=False)
+    (tmp_path / "latin1.jsonl").write_bytes('{"text": "caf\xe9"}\n'.encode("latin-1"))
+    for name in ("latin1.txt", "latin1.jsonl"):
+        with pytest.raises(ValueError, match=rf"^shard .*{name} is not UTF-8 text .*re-encode it, e.g. `iconv -f latin1 "
+                                             rf"-t utf-8 .*{name} > latin1\.utf8\.txt`") as info:
+            positional_counts(tmp_path / name, column="text", n_positions=1, progress=False)
+        assert "corrupt" not in str(info.value) and "\n" not in str(info.value)
 
 
 def test_missing_texts_refused_or_dropped(tmp_path):
@@ -831,3 +840,401 @@ def test_hub_dataset_bad_input(hub_folder):
         _run([HubDataset(str(hub_folder), split="validation")])
     with pytest.raises(TypeError, match="or a HubDataset"):
         _run([3])
+
+
+# ----------------------------------------------------------------------------- long documents: a bounded prefix
+
+
+def _byte_level_bpe() -> Tokenizer:
+    """A byte-level BPE (GPT-2's pre-tokeniser: a space belongs to the next word) trained here,
+    offline, with <s> ... </s> as its special tokens."""
+    from tokenizers import models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "</s>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([" ".join(_WORDS)] * 50 + _texts(200), trainer)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 1)])
+    return tok
+
+
+_WORDS = ["the", "film", "Caf\u00e9", "na\u00efve", "don't", "<br />", "<BR>", "<br", "/>", "<br  />", "!", "?!", "...",
+          "123", "4.5", "\u4e2d\u6587", "\U0001F600", "x" * 120, "a\u0301", "\u00a0", "\t", "\n", "", " ", "re-do",
+          "\u3000", "e.g.", "--", "(", ")"]
+_TOKENIZERS = {"wordpiece": lambda: Tokenizer.from_str(posgeo.default_tokenizer().backend_tokenizer.to_str()),
+               "byte-level-bpe": _byte_level_bpe}
+
+
+@pytest.fixture(scope="module", params=sorted(_TOKENIZERS))
+def any_tokenizer(request) -> Tokenizer:
+    tok = _TOKENIZERS[request.param]()
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.sampled_from(_WORDS), max_size=60), seps=st.lists(st.sampled_from([" ", "  ", " \t", "\n "]),
+                                                                              min_size=60, max_size=60),
+       n=st.integers(1, 8), chars=st.integers(1, 40), specials=st.booleans(), clean=st.booleans())
+def test_the_first_ids_of_a_prefix_are_those_of_the_whole_text(any_tokenizer, words, seps, n, chars, specials, clean):
+    """The first n ids from a prefix of whole words (tiny prefixes here: 1-40 characters,
+    doubled while too short) are those of the whole text, for WordPiece and byte-level BPE,
+    with and without special tokens and the cleaning of <br /> tags."""
+    from posgeo._counts import first_token_ids
+
+    text = "".join(w + s for w, s in zip(words, seps)).strip(" ") if words else ""
+    texts = [text, "short", text[::-1]]
+    full = any_tokenizer.encode_batch([re.sub(r"<br\s*/?>", " ", t, flags=re.IGNORECASE) if clean else t for t in texts],
+                                      add_special_tokens=specials)
+    kept = first_token_ids(texts, any_tokenizer.encode_batch, n, add_special_tokens=specials, clean_html=clean,
+                           chars=chars)
+    assert kept == [e.ids[:n] for e in full]
+
+
+def test_a_long_line_is_never_tokenised_whole(tmp_path):
+    """A 3 MB line (one document of a text shard) reaches the tokenizer only as a prefix of
+    whole words, and its counts are those of the whole line cut at n."""
+    from posgeo._counts import _PREFIX_CHARS
+
+    words = _texts(40)
+    lines = [words[0], " ".join(words) * 120 + " the end", "", words[1] + " <br />" * 5000]
+    assert len(lines[1]) > 40 * _PREFIX_CHARS
+    (tmp_path / "long.txt").write_text("\n".join(lines) + "\n")
+    seen: list[int] = []
+
+    class Recording(Faulty):
+        def encode_batch(self, texts, add_special_tokens=False):
+            seen.extend(len(t) for t in texts)
+            return self.backend.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+    c, _ = _run(str(tmp_path / "long.txt"), tokenizer=Recording(str(tmp_path / "unused"), "raise"), n_positions=8)
+    assert max(seen) <= 2 * _PREFIX_CHARS
+    kept = [line for line in lines if line.strip()]
+    ref = PositionalCounts.from_sequences(posgeo.tokenize(kept, progress=False), 8)
+    assert (c.counts != ref.counts).nnz == 0 and np.array_equal(c.reach, ref.reach) and c.n_documents == 3
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads the peak RSS from /proc (Linux)")
+def test_a_long_line_is_counted_in_bounded_memory(tmp_path):
+    """`posgeo count` of a 24 MB single-line document at --positions 64: peak RSS under 1 GB
+    (3.3 GB before the prefix rule: over 100 bytes per character of the line)."""
+    big = tmp_path / "big.txt"
+    with open(big, "w") as fh:
+        for _ in range(200):
+            fh.write("a fine film, and a dull plot <br /> of the kind one forgets at once " * 1800)
+        fh.write("\nthe second document\n")
+    # the peak RSS of this process image (VmHWM: getrusage's ru_maxrss would include the forking parent's)
+    code = ("import re, sys\nfrom posgeo._counts import count_main\nrc = count_main(sys.argv[1:])\n"
+            "print('maxrss_kib', re.search(r'VmHWM:\\s*(\\d+) kB', open('/proc/self/status').read()).group(1))\n"
+            "sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code, str(big), "--column", "text", "--positions", "64", "--workers", "1",
+                           "--no-progress", "--out", str(tmp_path / "c.npz")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rss = int(proc.stdout.split("maxrss_kib")[1])
+    assert rss < 1_000_000, f"peak RSS {rss / 1e6:.2f} GB"
+    c = PositionalCounts.load(tmp_path / "c.npz")
+    assert c.n_documents == 2 and c.reach.tolist()[:3] == [2, 2, 2] and c.reach[-1] == 1
+
+
+# ----------------------------------------------------------------------------- a shard that changes during a run
+
+
+@pytest.mark.parametrize("name", ["d.txt", "c.jsonl.gz", "a.parquet"])
+def test_a_shard_rewritten_while_counting_is_refused_and_never_poisons_the_workdir(corpus, tmp_path, monkeypatch, name):
+    """The issue's run: a shard is rewritten (same size) after the run was planned and before it
+    is read, then restored. The run refuses it in one line naming it, stores nothing of it,
+    keeps the other shards' partials; rerun in the same work directory, it equals a fresh count."""
+    import posgeo._counts as counts_module
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    paths = []
+    for p in corpus["paths"]:
+        (shards / Path(p).name).write_bytes(Path(p).read_bytes())
+        paths.append(str(shards / Path(p).name))
+    target = shards / name
+    original = target.read_bytes()
+    if name == "a.parquet":
+        texts = pq.read_table(target)["text"].to_pylist()
+        pq.write_table(pa.table({"text": texts[::-1], "label": np.arange(len(texts))}), tmp_path / "other.parquet",
+                       row_group_size=150)
+        other = (tmp_path / "other.parquet").read_bytes()
+    else:
+        other = original.replace(b"e", b"a") if name == "d.txt" else gzip.compress(gzip.decompress(original)[::-1])
+    assert other != original
+    real_plan = counts_module._plan
+
+    def plan_then_rewrite(*args, **kwargs):
+        parts = real_plan(*args, **kwargs)
+        target.write_bytes(other)
+        return parts
+
+    wd = tmp_path / "w"
+    monkeypatch.setattr(counts_module, "_plan", plan_then_rewrite)
+    with pytest.raises(ValueError, match=rf"^shard {re.escape(str(target))} changed while it was being counted .*rerun") as info:
+        _run(paths, workdir=wd, partition_rows=100)
+    assert "\n" not in str(info.value)
+    done = len(list(wd.glob("*.npz")))  # the partitions counted before it (none of the changed shard)
+    assert done == {"d.txt": 11, "c.jsonl.gz": 10, "a.parquet": 0}[name]  # a.parquet: 9 partitions, b.jsonl: 1
+    monkeypatch.setattr(counts_module, "_plan", real_plan)
+    target.write_bytes(original)  # back to the bytes the run was planned on
+    again, stats = _run(paths, workdir=wd, partition_rows=100)
+    assert stats.resumed == done
+    fresh, _ = _run(paths, partition_rows=100)
+    assert_same(again, fresh)  # (not the reference's halves: they hash the shard names, other paths here)
+    assert (again.counts != corpus["reference"].counts).nnz == 0 and np.array_equal(again.reach, corpus["reference"].reach)
+
+
+def test_a_shard_changed_between_its_hash_and_its_footer_is_refused(corpus, tmp_path, monkeypatch):
+    """A parquet shard's footer is read (at planning) through the digests just taken: a shard
+    replaced in between is refused, not planned from another content's row groups."""
+    import posgeo._counts as counts_module
+
+    target = tmp_path / "a.parquet"
+    target.write_bytes(Path(corpus["paths"][0]).read_bytes())
+    real_blocks = counts_module._local_blocks
+
+    def blocks_then_rewrite(path):
+        blocks = real_blocks(path)
+        texts = pq.read_table(target)["text"].to_pylist()
+        pq.write_table(pa.table({"text": texts[:10], "label": np.arange(10)}), target)
+        return blocks
+
+    monkeypatch.setattr(counts_module, "_local_blocks", blocks_then_rewrite)
+    with pytest.raises(ValueError, match=r"a\.parquet changed while it was being counted"):
+        _run(str(target), partition_rows=100)
+
+
+# ----------------------------------------------------------------------------- one run per --out
+
+
+def _big_shard(path: Path, lines: int) -> Path:
+    rng = np.random.default_rng(3)
+    words = np.array("the a film movie was is good bad plot actor great boring fun scene and but of to it this".split())
+    path.write_text("\n".join(" ".join(rng.choice(words, size=120)) for _ in range(lines)) + "\n")
+    return path
+
+
+def _posgeo(*args: str, **kw) -> subprocess.Popen:
+    """`python -m posgeo ARGS`, with SIGINT at its default (a background parent may ignore it)."""
+    import signal
+
+    return subprocess.Popen([sys.executable, "-m", "posgeo", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
+
+
+def _wait_for(predicate, proc: subprocess.Popen, what: str, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while not predicate():
+        assert proc.poll() is None, (what, proc.communicate())
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+@pytest.mark.slow  # a run in a fresh interpreter, and its reference: about 15 s
+def test_a_second_count_with_the_same_out_stops_at_once_naming_the_first(tmp_path, capsys):
+    """Two `posgeo count` runs with one --out: the second stops at once (exit 2, one line naming
+    the first's pid), the first finishes untouched; the lock goes with it."""
+    shard = _big_shard(tmp_path / "big.txt", 15_000)
+    out = tmp_path / "c.npz"
+    args = [str(shard), "--column", "text", "--positions", "16", "--workers", "1", "--no-progress", "--out", str(out)]
+    first = _posgeo("count", *args)
+    lock = tmp_path / "c.npz.lock"
+    _wait_for(lambda: lock.is_file() and f'"pid": {first.pid}' in lock.read_text(), first, "the first run's lock")
+    t0 = time.perf_counter()
+    assert count_main(args) == 2
+    assert time.perf_counter() - t0 < 5
+    err = capsys.readouterr().err
+    assert err.startswith(f"posgeo count: error: another posgeo count (pid {first.pid} on ") and err.count("\n") == 1
+    assert "wait for it to finish, or pass another --out" in err
+    _, first_err = first.communicate(timeout=300)
+    assert first.returncode == 0, first_err
+    assert_same(PositionalCounts.load(out), positional_counts(shard, column="text", n_positions=16, progress=False))
+    assert not lock.exists() and not (tmp_path / "c.npz.parts").exists()
+
+
+def test_the_lock_of_a_killed_run_does_not_block(corpus, tmp_path, capsys):
+    """A run killed with SIGKILL leaves its lock file, but not its lock: the next run takes it."""
+    out = tmp_path / "c.npz"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time, pathlib\nfrom posgeo._counts import _output_lock\n"
+         "with _output_lock(pathlib.Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(120)\n", str(out)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        args = [corpus["paths"][1], "--column", "text", "--positions", "4", "--workers", "1", "--no-progress", "--out", str(out)]
+        assert count_main(args) == 2
+        assert f"(pid {holder.pid} on " in capsys.readouterr().err
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (tmp_path / "c.npz.lock").is_file()  # left behind by the killed holder
+    assert count_main(args) == 0
+    assert out.is_file() and not (tmp_path / "c.npz.lock").exists()
+
+
+# ----------------------------------------------------------------------------- bounds and bad input
+
+
+def test_positions_whose_counts_cannot_fit_are_refused_before_reading(tmp_path, monkeypatch, capsys):
+    """--positions is bounded by this machine's memory (64 bytes per position), before any
+    source is listed or read: the one line says how much and the largest that fits."""
+    monkeypatch.setattr("posgeo.validation.physical_memory", lambda: 2**30)  # a 1 GiB machine
+    missing = str(tmp_path / "not-read.txt")  # listing it would fail with "does not exist"
+    args = [missing, "--column", "text", "--positions", str(10**8), "--workers", "1", "--out", str(tmp_path / "c.npz")]
+    assert count_main(args) == 2
+    err = capsys.readouterr().err
+    assert err == ("posgeo count: error: --positions = 100,000,000 would need 6.0 GiB for the counts (about 64 bytes "
+                   "per position while counting), more than this machine's 1.0 GiB of memory; pass --positions "
+                   "16,777,216 or fewer\n")
+    with pytest.raises(ValueError, match=r"n_positions \(--positions\) = 100,000,000 would need 6\.0 GiB .*16,777,216"):
+        positional_counts(missing, column="text", n_positions=10**8, progress=False)
+    assert count_main([*args[:4], str(2**31), *args[5:]]) == 2
+    assert "--positions must be an int <= 2147483647" in capsys.readouterr().err
+    assert not (tmp_path / "c.npz.lock").exists()
+
+
+def _tiny_bpe(size: int) -> Tokenizer:
+    """A BPE over ``size`` symbols none of which is a letter: English comes out as no token."""
+    from tokenizers import models
+
+    return Tokenizer(models.BPE(vocab={chr(0x2500 + i): i for i in range(size)}, merges=[]))
+
+
+def test_an_empty_tokenizer_is_refused_with_the_files_it_needs(corpus, tmp_path, capsys):
+    """A tokenizer of a 1-token vocabulary, one that turns English into no token, and the one
+    transformers builds for a model folder without tokenizer files: refused in one line naming
+    where it came from and the files a tokenizer needs (it counted 0 tokens and exited 0)."""
+    from tokenizers.models import WordLevel
+    from transformers import BertConfig
+
+    with pytest.raises(ValueError, match=r"the tokenizer of the tokenizers.Tokenizer given is empty \(a vocabulary of 1 "
+                                         r"token\): .*tokenizer\.json, or vocab\.txt .* vocab\.json \+ merges\.txt"):
+        positional_counts(corpus["paths"][1], column="text", n_positions=4, progress=False,
+                          tokenizer=Tokenizer(WordLevel({"[UNK]": 0}, unk_token="[UNK]")))
+    with pytest.raises(ValueError, match=r"is empty \(it turns 'The quick brown fox jumps over the lazy dog\.' into no "
+                                         r"token; a vocabulary of 200\)"):
+        positional_counts(corpus["paths"][1], column="text", n_positions=4, progress=False, tokenizer=_tiny_bpe(200))
+    folder = tmp_path / "my-model"  # config.json only: transformers makes a tokenizer of its 5 special tokens
+    BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+               intermediate_size=32).save_pretrained(folder)
+    args = [corpus["paths"][1], "--column", "text", "--positions", "4", "--workers", "1", "--no-progress",
+            "--tokenizer", str(folder), "--out", str(tmp_path / "c.npz")]
+    assert count_main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"posgeo count: error: the tokenizer of {str(folder)!r} is empty (a vocabulary of ")
+    assert "tokenizer_config.json" in err and err.count("\n") == 1
+    assert not (tmp_path / "c.npz").exists()
+
+
+def test_a_link_and_its_target_are_one_shard(corpus, tmp_path):
+    target = Path(corpus["paths"][1])
+    (tmp_path / "link.jsonl").symlink_to(target)
+    os.link(corpus["paths"][3], tmp_path / "hard.txt")
+    for pair, shown in (([str(target), str(tmp_path / "link.jsonl")], "link.jsonl"),
+                        ([str(tmp_path / "hard.txt"), corpus["paths"][3]], "d.txt")):
+        with pytest.raises(ValueError, match=rf"shards '.*' and '.*{shown}' are the same file \(.*\): it is listed "
+                                             r"twice and would be counted twice; list it once"):
+            positional_counts(pair, column="text", n_positions=4, progress=False)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(), reason="needs FIFOs and /dev/zero")
+def test_a_device_or_a_pipe_is_not_a_shard(tmp_path):
+    """/dev/zero and a FIFO (named like a shard) are named as what they are, without opening
+    them (a FIFO would block): shards must be regular files."""
+    os.mkfifo(tmp_path / "pipe.txt")
+    (tmp_path / "zero.txt").symlink_to("/dev/zero")
+    cases = [("/dev/zero", "a character device"), (str(tmp_path / "pipe.txt"), r"a named pipe \(FIFO\)"),
+             (str(tmp_path / "zero.txt"), "a character device"), (str(tmp_path / "*.txt"), r"a named pipe \(FIFO\)")]
+    for source, kind in cases:
+        with pytest.raises(ValueError, match=rf"shard '.*' (\(from .*\) )?is {kind}, not a regular file; shards must "
+                                             "be regular files"):
+            positional_counts(source, column="text", n_positions=4, progress=False)
+
+
+def test_counts_that_cannot_be_counts_of_documents_are_refused():
+    """A negative cell, a half-A cell above its total, fewer documents than reach position 0."""
+    good = PositionalCounts.from_sequences([[0, 1], [1], [1, 1]], 2, vocab_size=2)
+    args = dict(counts=good.counts, reach=good.reach, counts_a=good.counts_a, reach_a=good.reach_a, tokenizer="t",
+                sources=("s",), n_documents=3)
+    PositionalCounts(**args)
+    neg = sparse.csr_array(np.array([[4, -1], [0, 2]]))  # rows sum to reach = [3, 2]
+    with pytest.raises(ValueError, match=r"counts has a negative cell \(counts\[0, 1\] = -1\)"):
+        PositionalCounts(**{**args, "counts": neg})
+    above = sparse.csr_array(np.array([[0, 1], [1, 0]]))  # counts = [[1, 2], [0, 2]]: counts_a[1, 0] = 1 > 0
+    with pytest.raises(ValueError, match=r"counts_a\[1, 0\] = 1 is above counts\[1, 0\] = 0: half A is a subset"):
+        PositionalCounts(**{**args, "counts_a": above, "reach_a": np.array([1, 1])})
+    with pytest.raises(ValueError, match=r"n_documents = 2 is fewer than the 3 documents that reach position 0"):
+        PositionalCounts(**{**args, "n_documents": 2})
+    with pytest.raises(TypeError, match="n_documents must be an int"):
+        PositionalCounts(**{**args, "n_documents": 3.5})
+
+
+def test_out_of_memory_in_the_distance_matrix_says_how_much_and_the_fix(monkeypatch):
+    import posgeo._counts as counts_module
+
+    c = PositionalCounts.from_sequences([[0, 1, 1], [1, 0, 1]], 3, vocab_size=2)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(counts_module, "_cross_products", no_memory)
+    for method, what in ((c.hellinger_matrix, r"the \(n, n\) Hellinger matrix"),
+                         (c.matched_hellinger_matrix, r"the \(n, n\) matched Hellinger matrix"),
+                         (c.first_order_hellinger_matrix, r"the \(n, n\) Hellinger matrix")):
+        with pytest.raises(MemoryError, match=rf"^out of memory computing {what} of 3 positions \(about 0\.13 GiB and "
+                                              r"temporaries\); truncate the counts to fewer positions \(counts\."
+                                              r"truncate\(k\).*more$") as info:
+            method()
+        assert info.value.__cause__ is None and "\n" not in str(info.value)
+    monkeypatch.setattr(sparse.csr_array, "toarray", no_memory)  # the dense (n, V) table
+    with pytest.raises(MemoryError, match=r"^out of memory computing the dense marginals of 3 positions"):
+        c.marginals()
+
+
+@pytest.mark.slow  # a LocalCluster of two workers in a fresh interpreter: about 15 s
+@pytest.mark.parametrize("parent_sigint", ["default", "ignored"])
+def test_ctrl_c_with_two_workers_is_one_line(tmp_path, parent_sigint):
+    """Ctrl-C (SIGINT to the whole process group: the workers too) while two Dask workers
+    count: exit 130 and the one line, not the workers' tracebacks (67-96 lines before); the
+    lock is released. Also when this test runs in the background (SIGINT ignored here: the
+    child resets it)."""
+    import signal
+
+    shards = [str(_big_shard(tmp_path / f"s{k}.txt", 4000)) for k in range(8)]
+    out = tmp_path / "c.npz"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN if parent_sigint == "ignored" else signal.SIG_DFL)
+    try:
+        proc = _posgeo("count", *shards, "--column", "text", "--positions", "16", "--workers", "2", "--no-progress",
+                       "--out", str(out), start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        _wait_for(lambda: any((tmp_path / "c.npz.parts").glob("*.npz")), proc, "a first partition")
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert err == (f"posgeo count: interrupted; the finished partitions are kept in {tmp_path / 'c.npz.parts'}: rerun "
+                   "the same command to resume\n")
+    assert not (tmp_path / "c.npz.lock").exists() and not out.exists()
+
+
+def test_a_file_system_without_locks_counts_unguarded_with_a_warning(corpus, tmp_path, monkeypatch, capsys):
+    import errno
+    import fcntl
+
+    def no_locks(fd, how):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    out = tmp_path / "c.npz"
+    with pytest.warns(UserWarning, match=r"cannot lock .*c\.npz\.lock \(\[Errno \d+\] No locks available\): two runs "
+                                         r"with the same --out would delete each other's partial counts"):
+        assert count_main([corpus["paths"][1], "--column", "text", "--positions", "4", "--workers", "1", "--no-progress",
+                           "--out", str(out)]) == 0
+    assert out.is_file()

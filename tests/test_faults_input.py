@@ -38,7 +38,7 @@ from posgeo import (
 from posgeo.__main__ import main
 from posgeo.audit import AuditError, AuditReport, audit
 from posgeo.audit import inputs as audit_inputs
-from posgeo.validation import check_texts, suggest_name
+from posgeo.validation import check_positions, check_texts, check_tokenizer, suggest_name
 
 
 def lines(m: int = 40) -> list[str]:
@@ -81,6 +81,20 @@ def env_with(cache: Path) -> dict[str, str]:
 
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "posgeo", "audit", *args]
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child that must see SIGINT: a process started in the background
+    (``make test &``, nohup) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture(params=["default", "ignored"])
+def parent_sigint(request):
+    """Run the test with SIGINT at its default here, and ignored as in a background run (restored after)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_DFL if request.param == "default" else signal.SIG_IGN)
+    yield request.param
+    signal.signal(signal.SIGINT, previous)
 
 
 # --------------------------------------------------------------------------- check_texts
@@ -134,6 +148,40 @@ def test_check_texts_on_pandas_string_columns() -> None:
     assert check_texts(s, "col", drop_empty=True) == ["a", "b"]
     with pytest.raises(TypeError, match=r"holds int values, not text \(row 0: 1\)"):
         check_texts(pd.Series([1, 2]), "column 'label'")
+
+
+def test_check_positions_bounds_the_tables_by_the_memory(monkeypatch) -> None:
+    monkeypatch.setattr("posgeo.validation.physical_memory", lambda: 2**30)  # a 1 GiB machine
+    assert check_positions(2**24, per_position=64, what="the counts") == 2**24  # exactly 1 GiB
+    with pytest.raises(ValueError, match=r"^n_positions = 16,777,217 would need 1\.0 GiB for the counts, more than this "
+                                         r"machine's 1\.0 GiB of memory; pass n_positions 16,777,216 or fewer$"):
+        check_positions(2**24 + 1, per_position=64, what="the counts")
+    # an (n, n) float64 matrix: the largest n with 8 n^2 + 8 n <= 2^30 is 11,584
+    with pytest.raises(ValueError, match=r"^n_positions \(--positions\) = 20,000 would need 3\.0 GiB for the distances, "
+                                         r".*; pass n_positions \(--positions\) 11,584 or fewer$"):
+        check_positions(20_000, per_position=8, per_pair=8, what="the distances", option="--positions")
+    assert 8 * 11_584**2 + 8 * 11_584 <= 2**30 < 8 * 11_585**2 + 8 * 11_585
+    with pytest.raises(ValueError, match="n_positions must be an int >= 3, got 2"):
+        check_positions(2, per_position=1, what="x", minimum=3)
+    with pytest.raises(TypeError, match="n_positions must be an int"):
+        check_positions(8.0, per_position=1, what="x")
+    monkeypatch.setattr("posgeo.validation.physical_memory", lambda: 0)  # unknown: no bound but MAX_SIZE
+    assert check_positions(2**31 - 1, per_position=2**40, what="x") == 2**31 - 1
+
+
+def test_check_tokenizer_refuses_empty_tokenizers() -> None:
+    from tokenizers import Tokenizer, models
+
+    check_tokenizer(posgeo.default_tokenizer(), where="bert")  # a transformers tokenizer
+    check_tokenizer(posgeo.default_tokenizer().backend_tokenizer, where="bert")  # a tokenizers.Tokenizer
+    tiny = Tokenizer(models.WordLevel({"[UNK]": 0, "the": 1}, unk_token="[UNK]"))
+    with pytest.raises(ValueError, match=r"^the tokenizer of './m' is empty \(a vocabulary of 2 tokens\): a tokenizer "
+                                         r"needs its files beside the model: tokenizer\.json, or vocab\.txt \(WordPiece\) "
+                                         r"or vocab\.json \+ merges\.txt \(BPE\), with tokenizer_config\.json"):
+        check_tokenizer(tiny, where="'./m'")
+    silent = Tokenizer(models.BPE(vocab={chr(0x2500 + i): i for i in range(120)}, merges=[]))  # no letters: no token
+    with pytest.raises(ValueError, match=r"it turns 'The quick brown fox jumps over the lazy dog\.' into no token"):
+        check_tokenizer(silent, where="x")
 
 
 def test_suggest_name() -> None:
@@ -258,9 +306,10 @@ def test_token_id_beyond_int64_is_reported_with_its_value() -> None:
 
 # --------------------------------------------------------------------------- 4. the command line
 @pytest.mark.slow  # a fresh interpreter (torch, transformers) per run: about 10 s each
-def test_sigint_exits_130_with_one_line(text_file: Path, tmp_path: Path) -> None:
+def test_sigint_exits_130_with_one_line(text_file: Path, tmp_path: Path, parent_sigint: str) -> None:
     proc = subprocess.Popen(cli(str(text_file), "--positions", "6", "--out", str(tmp_path / "out")),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_with(tmp_path / "cache"))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_with(tmp_path / "cache"),
+                            preexec_fn=default_sigint)
     try:
         first = proc.stderr.read(1)  # the progress bar: the audit has started
         proc.send_signal(signal.SIGINT)

@@ -53,7 +53,7 @@ NESTED_SPLITS: frozenset[tuple[str, str]] = frozenset({("sst2", "train")})
 
 SST-2's training split holds, beside each sentence, the phrases of its parse tree, so its
 sequences are not independent draws: a noise correction must keep a sentence with its
-phrases (:func:`overlap_groups` as the groups). Chapter 2's calibration on nested corpora
+phrases (:func:`overlap_groups` as the groups). Chapter 3's calibration on nested corpora
 with a known truth finds the jackknifed hybrid over blocks of such groups
 (``hybrid_hellinger_matrix(..., split="jackknife", groups=...)``) the best reference
 there; the audit and the book widen these corpora's intervals by it."""
@@ -355,8 +355,9 @@ def tokenize(
     clean_html: bool = True,
     batch_size: int = 1000,
     progress: bool = True,
+    max_tokens: int | None = None,
 ) -> Sequences:
-    """Tokenise texts into a ragged array of token ids, without truncation.
+    """Tokenise texts into a ragged array of token ids, without truncation (or keeping the first ``max_tokens``).
 
     Parameters
     ----------
@@ -376,6 +377,12 @@ def tokenize(
         Texts per call to the (multi-threaded) batch encoder.
     progress : bool, default True
         Show a tqdm progress bar over batches.
+    max_tokens : int, keyword-only, optional
+        Keep only the first ``max_tokens`` ids of each text: the same ids as tokenising the
+        whole text and cutting it, but a text longer than ``max(65536, 64 * max_tokens)``
+        characters is tokenised on a prefix of whole words (cut before a space, doubled while
+        it gives too few tokens), so memory grows with ``max_tokens``, not with the longest
+        text. ``None`` (default) keeps every id.
 
     Returns
     -------
@@ -388,9 +395,9 @@ def tokenize(
         If ``texts`` is a single string (pass ``[text]``), an item of ``texts`` is not a
         string, or the tokenizer is not a fast tokenizer.
     ValueError
-        If ``batch_size`` is not a positive int, or an item of ``texts`` is missing (``None``,
-        NaN): see :func:`posgeo.validation.check_texts`. Empty strings are kept (empty
-        sequences).
+        If ``batch_size`` or ``max_tokens`` is not a positive int, or an item of ``texts`` is
+        missing (``None``, NaN): see :func:`posgeo.validation.check_texts`. Empty strings are
+        kept (empty sequences).
 
     Examples
     --------
@@ -399,11 +406,17 @@ def tokenize(
     [['hello', 'world'], ['fine', '.', 'good']]
     >>> tokenize(["Hello world"], add_special_tokens=True, progress=False).lengths.tolist()
     [4]
+    >>> tokenize(["a fine film " * 100_000], max_tokens=3, progress=False).lengths.tolist()
+    [3]
     """
     from ._progress import progress_bar
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if max_tokens is not None:
+        from .validation import check_int
+
+        max_tokens = check_int(max_tokens, "max_tokens", hint="pass None to keep every token")
     if tokenizer is None:
         tokenizer = default_tokenizer()
     backend = _backend(tokenizer)
@@ -414,15 +427,21 @@ def tokenize(
         allow_empty=True,  # an empty text is a text: it becomes an empty sequence
         drop_hint="drop them before tokenising (e.g. with Series.dropna()), or fill them in",
     )
-    if clean_html:
+    if clean_html and max_tokens is None:  # with max_tokens, each (prefix of a) text is cleaned as it is encoded
         texts = [_BR_RE.sub(" ", t) for t in texts]
     chunks: list[np.ndarray] = []
     lengths = np.zeros(len(texts), dtype=np.int64)
     starts = range(0, len(texts), batch_size)
     for start in progress_bar(starts, enabled=progress, desc="tokenising", unit="batch"):
-        encs = backend.encode_batch(texts[start : start + batch_size], add_special_tokens=add_special_tokens)
-        for j, enc in enumerate(encs):
-            ids = enc.ids
+        if max_tokens is not None:
+            from ._counts import first_token_ids
+
+            kept = first_token_ids(texts[start : start + batch_size], backend.encode_batch, max_tokens,
+                                   add_special_tokens=add_special_tokens, clean_html=clean_html)
+        else:
+            kept = (enc.ids for enc in backend.encode_batch(texts[start : start + batch_size],
+                                                           add_special_tokens=add_special_tokens))
+        for j, ids in enumerate(kept):
             lengths[start + j] = len(ids)
             chunks.append(np.asarray(ids, dtype=np.int32))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)

