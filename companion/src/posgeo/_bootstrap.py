@@ -330,7 +330,7 @@ def bootstrap_geometry(
     half-sampling, 1969) and overestimates it when it falls faster (the collision part,
     like 1/N^2): the intervals ``s(estimate) -/+ t se`` (t: Student's quantile with B - 1
     degrees of freedom) err on the wide side. They assume the estimator is nearly unbiased,
-    which is what the calibration measures (``experiments.calibration``, where their
+    which is what the book's calibration appendix measures (``book/appendix_calibration``, where their
     coverage of the known truth is reported too: 60 to 97% of the pairs at SST-2's and
     IMDB's sizes); :meth:`BootstrapGeometry.widened` adds the disagreement with a second
     estimator to every interval (at least 94% there). Each halving costs two estimates on half

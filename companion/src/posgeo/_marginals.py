@@ -988,9 +988,10 @@ def hybrid_hellinger_matrix(
 
     Examples
     --------
-    >>> from posgeo.experiments.calibration import calibration_truth, sample_calibration_corpus
-    >>> truth = calibration_truth("smooth", n_positions=6, vocab_size=500)
-    >>> seqs = sample_calibration_corpus(truth, reach=[3000] * 6, seed=0)
+    >>> from posgeo import sample_synthetic_sequences
+    >>> rng = np.random.default_rng(0)
+    >>> truth = rng.dirichlet(np.full(500, 0.5), size=6) * 0.5 + rng.dirichlet(np.full(500, 0.5)) * 0.5
+    >>> seqs = sample_synthetic_sequences(truth, 3000, seed=0)  # a known truth: 6 positions, 500 tokens
     >>> D = hybrid_hellinger_matrix(seqs, 6, 500)
     >>> plug_in = hellinger_matrix(positional_marginals(seqs, 6, 500))
     >>> err = lambda E: float(np.abs(E - hellinger_matrix(truth)).mean())
