@@ -1,6 +1,6 @@
 """Tests of the corpus geometry, noise correction, offsets, encodings and stress tables as the
 chapters combine them (posgeo's _marginals, _geometry and _encodings, and the recipes of
-posgeo.experiments.statistics and .stress), and of P1's reported numbers (posgeo.experiments.papers)."""
+posgeo.experiments.statistics), and of P1's reported numbers (posgeo.experiments.papers)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ from posgeo import (
     stress_table,
 )
 from posgeo.experiments.statistics import corpus_bootstrap, corpus_summary, geometry_summary
-from posgeo.experiments.stress import model_encodings, standard_encodings, stress_comparison
 
 @pytest.fixture(autouse=True)
 def _every_test_has_a_private_cache(private_cache):
@@ -412,66 +411,6 @@ def test_distance_by_offset_keeps_its_columns_when_no_offset_is_requested():
         assert list(prof.columns) == ["offset", "mean", "min", "max", "pairs"]
 
 
-# ----------------------------------------------------------------------------- encodings
-def test_standard_encodings_shapes_and_contents():
-    enc = standard_encodings(10, d=16, n_heads=4, seed=3)
-    assert sorted(enc) == ["alibi", "random", "rope", "sinusoidal"]
-    assert enc["sinusoidal"].shape == (10, 16)
-    assert enc["rope"].shape == (10, 16)
-    assert enc["alibi"].shape == (10, 4)
-    assert enc["random"].shape == (10, 16)
-    # ALiBi rows are position * slopes: row 0 is zero and rows grow linearly
-    np.testing.assert_allclose(enc["alibi"][0], 0.0)
-    np.testing.assert_allclose(enc["alibi"][4], 4 * enc["alibi"][1])
-    np.testing.assert_array_equal(enc["random"], standard_encodings(10, d=16, n_heads=4, seed=3)["random"])
-    assert not np.array_equal(enc["random"], standard_encodings(10, d=16, n_heads=4, seed=4)["random"])
-    # sinusoidal row 0 is (sin 0, cos 0, ...) = alternating 0, 1 in some layout: norm^2 = d/2
-    assert np.sum(enc["sinusoidal"][0] ** 2) == pytest.approx(8.0)
-
-
-def test_standard_encodings_rope_head_size_follows_n_heads():
-    a = standard_encodings(12, d=16, n_heads=2)["rope"]
-    b = standard_encodings(12, d=16, n_heads=4)["rope"]
-    assert not np.allclose(pairwise_distances(a), pairwise_distances(b))
-
-
-def test_standard_encodings_learned_table():
-    L = np.arange(30.0).reshape(10, 3)
-    enc = standard_encodings(10, d=8, n_heads=2, learned=L)
-    np.testing.assert_array_equal(enc["learned"], L)
-    with pytest.raises(ValueError, match="learned must have shape"):
-        standard_encodings(10, d=8, n_heads=2, learned=L[:9])
-    with pytest.raises(ValueError, match="learned must have shape"):
-        standard_encodings(10, d=8, n_heads=2, learned=np.zeros(10))
-
-
-def test_standard_encodings_rejects_d_not_divisible_by_heads():
-    with pytest.raises(ValueError, match="not divisible by n_heads"):
-        standard_encodings(8, d=10, n_heads=4)
-
-
-def test_standard_encodings_rejects_zero_heads_with_a_value_error():
-    with pytest.raises(ValueError, match="n_heads"):
-        standard_encodings(8, d=16, n_heads=0)
-
-
-def test_model_encodings():
-    enc = model_encodings(6, seed=1)
-    shapes = {k: v.shape for k, v in enc.items()}
-    assert shapes == {
-        "sinusoidal d=384": (6, 384),
-        "sinusoidal d=768": (6, 768),
-        "RoPE d=384 (head 32)": (6, 384),
-        "RoPE d=768 (head 64)": (6, 768),
-        "ALiBi 12 heads": (6, 12),
-        "random d=384": (6, 384),
-    }
-    assert "MiniLM learned" not in enc
-    L = np.ones((6, 5))
-    assert model_encodings(6, learned=L)["MiniLM learned"].shape == (6, 5)
-    assert not np.array_equal(model_encodings(6, seed=2)["random d=384"], enc["random d=384"])
-
-
 # ----------------------------------------------------------------------------- stress_table
 def test_stress_table_exact_embedding_has_zero_stress():
     P, D = random_points_D(0)
@@ -541,7 +480,7 @@ def test_stress_table_errors():
         stress_table(toeplitz([0, 1, 2]), {"wrong rows": np.zeros((4, 2))})
 
 
-# ----------------------------------------------------------------------------- stress_comparison
+# ----------------------------------------------------------------------------- summaries
 @pytest.fixture(scope="module")
 def two_geometries():
     out = {}
@@ -551,36 +490,6 @@ def two_geometries():
     return out
 
 
-def test_stress_comparison_layout_and_values(two_geometries):
-    enc = {"ring": {"lin": np.arange(12.0)[:, None]}, "mixed": {"lin": np.arange(12.0)[:, None], "sq": np.arange(12.0)[:, None] ** 2}}
-    t = stress_comparison(two_geometries, enc, mds_dims=(2,))
-    assert isinstance(t.columns, pd.MultiIndex)
-    assert list(t.columns) == [("ring", "raw"), ("ring", "optimal"), ("mixed", "raw"), ("mixed", "optimal")]
-    assert {"PMDS full", "PMDS k=2", "SMACOF k=2", "lin", "sq"} <= set(t.index)
-    # the encoding missing for one corpus is NaN there, present for the other
-    assert np.isnan(t.loc["sq", ("ring", "raw")]) and not np.isnan(t.loc["sq", ("mixed", "raw")])
-    for name, g in two_geometries.items():
-        ref = stress_table(g.distances, enc[name], mds_dims=(2,))
-        np.testing.assert_allclose(t[name].loc[ref.index, "raw"], ref["raw"])
-        np.testing.assert_allclose(t[name].loc[ref.index, "optimal"], ref["optimal"])
-    opt, raw = t.xs("optimal", axis=1, level=1), t.xs("raw", axis=1, level=1)
-    assert ((opt <= raw + 1e-12) | opt.isna()).all().all()
-    assert opt.isna().sum().sum() == 1
-
-
-def test_stress_comparison_debiased_target(two_geometries):
-    enc = {name: {"lin": np.arange(12.0)[:, None]} for name in two_geometries}
-    plug = stress_comparison(two_geometries, enc, mds_dims=())
-    deb = stress_comparison(two_geometries, enc, target="matched", mds_dims=())
-    g = two_geometries["ring"]
-    assert deb.loc["lin", ("ring", "raw")] == pytest.approx(stress(enc["ring"]["lin"], g.matched))
-    assert plug.loc["lin", ("ring", "raw")] == pytest.approx(stress(enc["ring"]["lin"], g.distances))
-    assert deb.loc["lin", ("ring", "raw")] != plug.loc["lin", ("ring", "raw")]
-    with pytest.raises(ValueError, match="target"):
-        stress_comparison(two_geometries, enc, target="first_order")
-
-
-# ----------------------------------------------------------------------------- summaries
 def test_corpus_summary_counts():
     seqs = Sequences.from_list([[0, 1, 2, 3], [3, 3], [1, 0, 0], [2]], vocab_size=10)
     c = Corpus(name="toy", split="train", sequences=seqs, labels=None, vocab_size=10, description="toy")
