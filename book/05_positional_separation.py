@@ -16,18 +16,39 @@
 # %% [markdown]
 # # Positional separation
 #
-# Theorem 1 of P1 {cite:p}`cirrincione2026geometry` says that a transformer needs a
-# positional signal to see word order at all. Its Theorem 4 says what training does with a
-# *learned* signal: it keeps positions apart. This chapter states the theorem, marks what it
-# leaves out, and tests it. We train small encoders with a {term}`learned position table <learned absolute table>`
-# $P = (p_0, \dots, p_{n-1})$ on tasks that satisfy its conditions and on tasks that break
-# one condition at a time, and we follow the rows of $P$ during training. We then do the same
-# for the position table of a pretrained model, before and during fine-tuning.
+# :::{admonition} In short
+# :class: tip
+# **The question.** P1's Theorem 4 {cite:p}`cirrincione2026geometry` says that training
+# keeps the rows of a {term}`learned position table <learned absolute table>` apart: distinct
+# positions get distinct vectors. Does it, and does P1's evidence test it?
+#
+# **The book's answer.** The theorem is about the loss's global minimisers and promises no
+# margin. P1's evidence, a minimum separation that stays positive throughout training,
+# cannot fail: it holds just as well when positions carry no information at all
+# ({ref}`plain training <sec-ch05-plain>`). A probe that can fail, a penalty that pulls the
+# rows together, does separate the cases: over five seeds, tables whose task pays for
+# positions stay above the floor of a matched run where it does not, clearly on synthetic
+# data and modestly on SST-2 ({ref}`the probe <sec-ch05-probe>`). Breaking one condition of
+# the theorem lets a table shrink, but it need not merge positions
+# ({ref}`one condition at a time <sec-ch05-conditions>`).
+#
+# **You will learn** to measure separation together with its scale, to give a position
+# table its own parameter group with a penalty that pulls its rows together, and to design
+# a check that could come out the other way.
+# :::
+#
+# Without positional signal a transformer cannot see word order at all
+# ({doc}`the permutation chapter <02_permutation_equivariance>`). With a learned table
+# $P = (p_0, \dots, p_{n-1})$, one row per position, the model sees $x_i + p_i$ at position
+# $i$, and Theorem 4 says what training does with those rows: it keeps them apart. We test
+# that on small encoders trained from scratch and on the table of a pretrained model.
 
 # %% tags=["hide-input"]
-# Colab only: install the companion package (and nothing else) into the Colab runtime.
+# Colab only: install the companion package and fetch this chapter's helper module and data.
+import os
 import subprocess
 import sys
+import urllib.request
 
 if "google.colab" in sys.modules:
     subprocess.run(
@@ -37,15 +58,27 @@ if "google.colab" in sys.modules:
         ],
         check=True,
     )
+    urllib.request.urlretrieve(
+        "https://raw.githubusercontent.com/posgeo/geometry-of-positional-encodings/main/book/_ch05.py", "_ch05.py"
+    )
+    os.makedirs("data", exist_ok=True)
+    urllib.request.urlretrieve(
+        "https://raw.githubusercontent.com/posgeo/geometry-of-positional-encodings/main/book/data/ch05_seeds.csv",
+        "data/ch05_seeds.csv",
+    )
 
 # %% tags=["hide-cell"]
 import numpy as np
 import pandas as pd
+import torch
+import torch.nn.functional as F
 
 import posgeo as pg
-from posgeo.experiments import separation as ex
+import _ch05 as ch
 
 pg.notebook_setup()
+torch.set_num_threads(1)  # these models are tiny: one thread is the fastest
+s = ch.settings()
 
 # %% [markdown]
 # ## The theorem
@@ -60,45 +93,125 @@ pg.notebook_setup()
 # Then every global minimiser of the training loss assigns distinct vectors to distinct
 # positions: $p_i^* \neq p_j^*$ for all $i \neq j$.
 #
-# The idea is a swap argument. Position $i$ enters the model only through $x_i + p_i$, the
-# token embedding plus the position vector. If $p_i = p_j$, exchanging the tokens at
-# positions $i$ and $j$ permutes the rows of the input and changes nothing else. Without any
-# other positional signal the encoder is permutation-equivariant (Theorem 1), so the model's
-# outputs are permuted in the same way. A masked-token head then predicts the same
-# distribution at $i$ and at $j$, and a pooled classifier gives the same answer for both
-# orders. When the data distinguish the two positions, a model that separates them can do
-# strictly better, provided that the model can actually make use of the difference; that is
-# what the third condition is for. So a minimiser cannot have $p_i = p_j$.
+# The idea is a swap argument. If $p_i = p_j$, exchanging the tokens at positions $i$ and
+# $j$ only permutes the rows of the input, and an encoder with no other positional signal is
+# permutation-equivariant: a masked-token head predicts the same distribution at $i$ and at
+# $j$, and a pooled classifier gives the same answer for both orders. When the data
+# distinguish the two positions, and attention can use the difference, a model that
+# separates them does strictly better. So a minimiser cannot have $p_i = p_j$.
 #
-# What the theorem does **not** say:
+# ## What the theorem does not say
 #
-# - **It is about global minimisers.** Training with a few hundred steps of AdamW does not
-#   reach one, and the theorem says nothing about the path. P1 reports a strictly positive
-#   minimum separation throughout training, for models trained from scratch and for
-#   pretrained ones. That is not much of a test: a table initialised at random has distinct
-#   rows with probability one, and nothing in plain training pulls two rows exactly
-#   together.
-# - **It gives no margin.** $p_i^* \neq p_j^*$ allows $\lVert p_i^* - p_j^*\rVert = 10^{-9}$.
-#   Positions whose statistics are nearly the same (neighbours in a sentence) may be nearly
-#   merged.
-# - **Distances have no natural unit.** A position table can be rescaled by the layers that
-#   read it (the LayerNorm that follows the embedding, the query and key maps), so a raw
-#   distance of 0.05 means nothing until it is compared with the size of the table. We
-#   report the minimum separation divided by the mean row norm, and also divided by the mean
-#   pairwise distance. The first ratio changes when a common vector is added to every row,
-#   even though no distance changes; the second one does not.
+# - **It is about global minimisers.** A few hundred AdamW steps do not reach one, and the
+#   theorem says nothing about the path. P1 reports a strictly positive minimum separation
+#   throughout training, which is not much of a test: a random initial table has distinct
+#   rows with probability one, and nothing in plain training pulls two rows together.
+# - **It gives no margin.** $p_i^* \neq p_j^*$ allows $\lVert p_i^* - p_j^*\rVert = 10^{-9}$:
+#   positions with nearly the same statistics may be nearly merged.
+# - **Distances have no natural unit.** The layers that read a table can rescale it, so a
+#   raw distance of 0.05 means nothing until it is compared with the size of the table.
 # - **It does not say that positions collapse when a condition fails.** Then a minimiser
 #   *may* merge positions; it does not have to. Merging is preferred only when something
-#   prefers small tables, such as weight decay. This is how we probe the conditions below.
+#   prefers small tables. The probe below adds that something.
 
 # %% [markdown]
+# ## A penalty that pulls positions together
+#
+# Weight decay on the position table alone is a merge penalty: it pulls every pair of rows
+# together, so the table keeps only the distinctions the loss pays for. Decay of strength
+# $\lambda$ belongs to the penalty $\tfrac\lambda2\lVert P\rVert_F^2$, and with the mean row
+# $\bar p$,
+#
+# $$
+# \tfrac12 \lVert P\rVert_F^2 = \underbrace{\frac{1}{2n}\sum_{i<j}\lVert p_i - p_j\rVert^2}_{\text{merge penalty}}
+# + \underbrace{\tfrac n2 \lVert \bar p\rVert^2}_{\text{centre}} .
+# $$
+#
+# The first term is zero only when all rows coincide; the second moves the table's centre to
+# the origin and changes no distance. AdamW {cite:p}`loshchilov2019adamw` applies the decay
+# directly to the weights: each step multiplies $P$, and so every difference $p_i - p_j$, by
+# $1 - \eta\lambda$ ($\eta$ the learning rate). The identity, on a small table:
+
+# %% tags=["stochastic"] tolerance={"atol": 1e-12, "rtol": 0} tolerance_reason="a float64 rounding error (here -2e-15), whose digits depend on the CPU's kernels; the bound asserted is 1e-12"
+def merge_penalty(P):
+    """(1/2n) times the sum of squared distances over all pairs of rows of P."""
+    return torch.pdist(P).pow(2).sum() / (2 * P.shape[0])
+
+
+P = torch.randn(8, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+centre = P.shape[0] / 2 * P.mean(dim=0).pow(2).sum()
+float(0.5 * P.pow(2).sum() - merge_penalty(P) - centre)  # 0 up to rounding
+
+# %% [markdown]
+# In the model the table is the parameter `pos`. It gets its own AdamW parameter group, the
+# only one that decays:
+
+# %%
+def parameter_groups(model, decay):
+    """The position table in its own AdamW group with weight decay `decay`; nothing else decays."""
+    rest = [p for name, p in model.named_parameters() if name != "pos"]
+    return [{"params": rest, "weight_decay": 0.0}, {"params": [model.pos], "weight_decay": decay}]
+
+# %% [markdown]
+# The first task is {term}`masked-token prediction <MLM>` on the synthetic corpus of
+# {doc}`the geometry chapter <03_statistical_geometry>`: every position has its own token
+# distribution, and 15% of the tokens are replaced by a mask token (64) to be predicted. Two
+# sequences of a batch, first 12 positions (`·`: nothing to predict):
+
+# %%
+roster = ch.runs(s, text=pg.load_corpus("sst2", "train"))
+task = roster["synthetic MLM"].task
+batch = task.sample(2, torch.Generator().manual_seed(0))
+pd.DataFrame(
+    [t[:12].tolist() for t in batch.tokens] + [[v if v >= 0 else "·" for v in t[:12].tolist()] for t in batch.targets],
+    index=["input 1", "input 2", "target 1", "target 2"],
+)
+
+# %% [markdown]
+# The model is the book's small encoder, `pg.Transformer`, with a learned table. The loop is
+# AdamW on the cross-entropy at the masked positions:
+
+# %%
+def fit(task, decay, steps, seed=0):
+    """Train a fresh encoder on a masked-token task, the table decaying with `decay`."""
+    model = pg.Transformer(ch.model_config(s, task), seed=seed)
+    opt = torch.optim.AdamW(parameter_groups(model, decay), lr=s.lr)
+    batches = torch.Generator().manual_seed(seed + 1)
+    for step in range(steps):
+        batch = task.sample(s.batch_size, batches)
+        logits = model(batch.tokens).logits  # (batch, positions, vocabulary)
+        loss = F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten())  # masked positions only
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return model
+
+
+# %% [markdown]
+# `pg.train` runs the same loop (with snapshots of the table, evaluation and a result
+# cache). Fifty steps of each, from the same seed:
+
+# %%
+mine = fit(task, decay=s.decay, steps=50).position_table()
+library = pg.train(
+    ch.model_config(s, task), pg.TrainConfig(steps=50, batch_size=s.batch_size, lr=s.lr, device="cpu"), task,
+    position_weight_decay=s.decay, progress=False,
+)
+np.abs(mine - library.model().position_table()).max()  # 0: the library's loop is this loop
+
+# %% [markdown]
+# From here on every run is a `pg.train` call: a 2-layer, width-32 encoder with 4 heads and
+# a learned table, 500 AdamW steps of 64 sequences at learning rate 0.003 with gradients
+# clipped at norm 1, the table recorded every 50 steps, and in the probe runs $\lambda = 10$
+# on the table and no decay anywhere else.
+#
 # ## Measuring separation
 #
-# `separation_stats(P)` summarises the $n(n-1)/2$ pairwise distances of a table: the
-# minimum and the pair attaining it, the mean, quantiles, and the minimum divided by the
-# mean row norm (`normalised`) and by the mean pairwise distance (`relative`). Some
-# fixtures with known answers: eight equally spaced points on a line, the same line with a
-# point repeated, the line scaled by 10, and the line shifted by a common offset of 100.
+# `pg.separation_stats(P)` summarises the pairwise distances of a table: the minimum and
+# its pair, the mean, quantiles, and the minimum divided by the mean row norm (`normalised`)
+# and by the mean pairwise distance (`relative`). On a line of eight points, with a point
+# repeated, scaled by 10, and shifted by 100:
 
 # %%
 line = 0.5 * np.arange(8.0)[:, None]
@@ -113,552 +226,410 @@ fixture_stats[["min_dist", "i", "j", "mean_dist", "normalised", "relative"]]
 
 # %% [markdown]
 # Scaling multiplies every distance and leaves both ratios unchanged. The offset changes no
-# distance but inflates the row norms, so only `normalised` drops.
+# distance but inflates the row norms, so only `normalised` drops: `relative` is the ratio
+# that only distances can move.
 
-# %%
+# %% tags=["remove-cell"]
 assert fixture_stats.loc["line, spacing 0.5", "min_dist"] == 0.5
 assert fixture_stats.loc["a point repeated", "min_dist"] == 0.0
 assert np.isclose(fixture_stats.loc["scaled by 10", "normalised"], fixture_stats.loc["line, spacing 0.5", "normalised"])
 assert fixture_stats.loc["shifted by 100", "normalised"] < 0.01 < fixture_stats.loc["shifted by 100", "relative"]
-fixture_stats.loc[["line, spacing 0.5", "shifted by 100"], ["normalised", "relative"]]
-
-# %% [markdown]
-# ## Settings
-#
-# The experiments come in two {term}`profiles <profile>`. `small`, the default and what this page shows, fits
-# a 2-core CPU: encoders of width 32 with 2 layers, trained for 500 steps, and 80 steps
-# of fine-tuning all-MiniLM-L6-v2 on SST-2. `full` is the scale of P1's experiments (see
-# the end of the chapter). Every run is cached on disk (`POSGEO_CACHE_DIR`).
-#
-# A trained table depends on the seed (the initialisation and the batches), and a single
-# run cannot tell an effect from the luck of one seed. The runs of the weight-decay probe's
-# two matched contrasts, on which the chapter's main conclusion rests, are therefore
-# trained with the five seeds of `settings.seeds` and reported as a mean with its 95%
-# interval over seeds; "A is larger than B" is claimed only where the Welch interval of
-# the difference excludes 0 (`pg.seed_difference`). Tables and charts marked *seed 0*
-# show one seed as an illustration; no conclusion rests on them alone. (Five seeds of
-# every run would not fit the book's CPU budget.)
-
-# %%
-settings = ex.separation_settings()
-settings.table()
+assert float(0.5 * P.pow(2).sum() - merge_penalty(P) - centre) < 1e-12
+assert np.abs(mine - library.model().position_table()).max() == 0.0
 
 # %% [markdown]
 # ## The runs
 #
-# All runs use the same encoder (learned absolute positions, no weight decay unless stated)
-# and differ only in the task:
+# Three runs satisfy all three conditions, one satisfies two, and five break one each:
 #
-# - **synthetic MLM**: {term}`masked-token prediction <MLM>` on the synthetic corpus of the earlier
-#   chapters with `nonstationarity=1`. Every position has its own token distribution, so
-#   all three conditions hold.
-# - **ring MLM (shift-invariant)**: the same corpus with `nonstationarity=0`. The synthetic
-#   corpus calls this "stationary" because its geometry is translation-invariant on a ring.
-#   Every position still has its *own* distribution (the bump moves along the ring), so
-#   condition (i) in the theorem's sense still holds.
-# - **first marker**: does marker A come before marker B? This is classification through a
-#   [CLS]-style read-out (the first position's final vector). Both markers are placed
-#   uniformly at random, so every position has the same token distribution. The task is
-#   order-sensitive, but condition (i) fails.
-# - **sst2 MLM**: masked-token prediction on the first 16 word pieces of SST-2 sentences
-#   {cite:p}`socher2013sst` with at least 16 of them. The vocabulary is cut to the 1,000 most
-#   frequent word pieces plus UNK and PAD (`ex.corpus_mlm_task`).
-#
-# The probes each break one condition:
-#
-# - **(a) bag of tokens**: an order-insensitive label (are there more than a threshold of
-#   "low-half" tokens?) on the non-stationary synthetic corpus. This breaks (ii).
-# - **(b) i.i.d. MLM** and **(b) sst2 shuffled**: masked tokens where every position has
-#   the same distribution, either the average synthetic marginal or SST-2 windows whose
-#   words are reshuffled at every draw. This breaks (i), and with it (ii): for
-#   exchangeable tokens, order carries nothing.
-# - **(c) uniform attention**: the first-marker and synthetic-MLM runs with the query and
-#   key projections fixed at zero. Every attention weight is then $1/n$, whatever the
-#   input. This breaks (iii).
+# - **synthetic MLM**, as above; **ring MLM**, the same corpus with `nonstationarity=0`
+#   (translation-invariant on a ring, but still a distinct distribution at each position);
+#   **sst2 MLM**, masked tokens on the first 16 word pieces of SST-2 sentences
+#   {cite:p}`socher2013sst`, vocabulary cut to the 1,000 most frequent pieces plus UNK.
+# - **first marker**: does marker A come before marker B, read from the first position's
+#   final vector? Markers are placed uniformly, so condition (i) fails.
+# - **(a) bag of tokens**: are more than a threshold of tokens from the low half of the
+#   vocabulary? An order-insensitive label: it breaks (ii).
+# - **(b) i.i.d. MLM** and **(b) sst2 shuffled**: every position has the same distribution
+#   (the average synthetic marginal, or SST-2 windows reshuffled at every draw). This breaks
+#   (i), and with it (ii).
+# - **(c) uniform attention**: first marker and synthetic MLM with the query and key
+#   projections held at zero, so every attention weight is $1/n$. This breaks (iii).
 
 # %%
-sst2 = pg.load_corpus(settings.text_corpus, "train")
-experiments = ex.separation_experiments(settings, text=sst2)
-pd.DataFrame(
-    {
-        name: {
-            "objective": e.task.kind,
-            "(i) non-stationary": e.nonstationary,
-            "(ii) order-sensitive": e.order_sensitive,
-            "(iii) attention": "uniform" if e.uniform_attention else "learned",
-            "description": e.description,
-        }
-        for name, e in experiments.items()
-    }
-).T
+pd.DataFrame({
+    name: {"(i) non-stationary": r.nonstationary, "(ii) order-sensitive": r.order_sensitive,
+           "(iii) attention": "uniform" if r.uniform_attention else "learned"}
+    for name, r in roster.items()
+}).T
 
 # %% [markdown]
-# ## Plain training: separation stays positive, whatever the task
+# (sec-ch05-plain)=
+# ## P1's check cannot fail
 #
-# First, P1's check. We train four runs with plain AdamW (no weight decay) and record the
-# position table every 50 steps: three order-sensitive runs and the i.i.d. MLM, where
-# nothing distinguishes positions. These runs are seed 0 only: the check they make cannot
-# fail (see below), so more seeds would add nothing to it.
+# With plain training, every table keeps a strictly positive minimum separation, including
+# the one where positions carry no information. We train four runs without any weight decay
+# (seed 0) and follow the closest pair ({numref}`fig-ch5-plain`).
 
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
-# Seed 0, one run each. Other CPU kernel paths (same seed) moved accuracies by up to 0.06,
-# distances by up to 40% and a collapsing minimum from 0.02 to 0.001: shown to 2 decimals,
-# compared to 0.05 + 50% of the value.
-plain = ex.run_separation_experiments(
-    {name: experiments[name] for name in ["synthetic MLM", "first marker", "sst2 MLM", "(b) i.i.d. MLM"]},
-    settings,
-    progress=False,
-)
-ex.separation_table(plain, experiments).round(2)
+# %% mystnb={"figure": {"caption": "Plain training (no weight decay, seed 0): the minimum separation of the position table and the same relative to the mean row norm, at every checkpoint of four runs. Dashed: the i.i.d. MLM, where no condition of the theorem holds. Click a run in the legend to show it alone; hover a point for its value.", "name": "fig-ch5-plain"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5} tolerance_reason="seed 0, one run each: other CPU kernel paths (same seed) moved accuracies by up to 0.06, distances by up to 40% and a collapsing minimum from 0.02 to 0.001"
+plain = ch.train(s, {name: roster[name] for name in ["synthetic MLM", "first marker", "sst2 MLM", "(b) i.i.d. MLM"]})
+plain_trajectories = {name: ch.trajectory(run.snapshots) for name, run in plain.items()}
+ch.plot_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"])
 
 # %% [markdown]
-# {numref}`fig-ch5-plain` follows the closest pair over training, in absolute terms and
-# relative to the size of the table.
+# The minimum separation never comes near zero, and it is just as positive for the i.i.d.
+# MLM, where the theorem offers no guarantee: Adam takes steps of roughly constant size even
+# on pure noise, so the rows wander apart from their random start. The `normalised` panel
+# shows the difference that matters. Where positions carry information the table becomes
+# structured and the closest pair ends small relative to the typical distance, since
+# positions with similar statistics get similar vectors; the i.i.d. table keeps the shape of
+# its random start.
 
-# %% mystnb={"figure": {"caption": "Plain training (no weight decay, seed 0): the minimum separation of the position table and the same relative to the mean row norm, at every checkpoint of the four runs. Dashed: the i.i.d. MLM, where no condition of the theorem holds. Click a run in the legend to show it alone; hover a point for its value.", "name": "fig-ch5-plain"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
-# The trained tables of the table above, compared to its tolerance (0.05 + 50% of the value).
-plain_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in plain.items()}
-ex.plot_separation_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"], log=())  # within a decade: linear
-
-# %% [markdown]
-# The minimum separation is strictly positive at every checkpoint of every run (seed 0),
-# as P1 reports. It is just as positive for the i.i.d. MLM, where the theorem offers no
-# guarantee. Without weight decay nothing pulls that table together: Adam takes steps of
-# roughly constant size even on gradients that are pure noise, so the rows wander apart
-# from their random start. The `normalised` panel shows the difference that does matter.
-# Where positions carry information, the table grows and becomes structured: the closest
-# pair ends up small relative to the typical distance, since positions with similar
-# statistics get similar vectors. The i.i.d. table keeps the shape of its random start.
-
-# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5}
-for name, trajectory in plain_trajectories.items():
-    assert (trajectory["min_dist"] > 0).all(), name
+# %% tags=["remove-cell"]
+for name, t in plain_trajectories.items():
+    assert (t["min_dist"] > 0).all(), name
 iid = plain_trajectories["(b) i.i.d. MLM"]
 assert iid["min_dist"].iloc[-1] > iid["min_dist"].iloc[0]  # no decay: the i.i.d. rows drift apart
 assert iid["normalised"].iloc[-1] > 2 * plain_trajectories["synthetic MLM"]["normalised"].iloc[-1]
-pd.DataFrame({name: t["min_dist"].agg(["min", "max"]) for name, t in plain_trajectories.items()}).T.rename(
-    columns={"min": "lowest min separation", "max": "highest min separation"}
-).round(2)  # trained tables: the tolerance of the table above
 
 # %% [markdown]
-# ## Probing the conditions: weight decay on the position table
+# (sec-ch05-probe)=
+# ## Under the penalty, the task decides how far apart positions stay
 #
-# A check that cannot fail tests nothing. To make the theorem's conditions matter, we add
-# a force that *prefers* merged positions: AdamW's decoupled weight decay
-# {cite:p}`loshchilov2019adamw` with a large coefficient, $\lambda = 10$, applied to the
-# position table alone. Every other parameter is trained without decay, so the model can
-# still learn the task. Decay pulls every row toward the
-# origin, so the table keeps only the distinctions the loss pays for. If a condition is
-# necessary, breaking it should let the rows collapse.
-#
-# Adam's noise sets a floor. The decay pulls a row back by a fraction $\eta\lambda$ per
-# step ($\eta$ the learning rate), while noisy gradients push it around by up to about
-# $\eta$ per coordinate and step, whatever their size. A random walk with that step and
-# that restoring rate settles into a cloud of spread about
-# $\eta / \sqrt{2\eta\lambda} = \sqrt{\eta / (2\lambda)}$ per coordinate. A table that
-# nothing distinguishes therefore ends as a small random cloud, not a single point. Only
-# when the gradients on $P$ vanish, because the task is solved exactly without positions,
-# does the decay win completely.
-#
-# We first train all nine runs once (seed 0), then the four runs of the two matched
-# contrasts with five seeds.
+# With the merge penalty, tables whose task pays for positions settle well above the floor
+# of a matched run whose tokens are exchangeable, and exchangeable tables shrink to that
+# floor. The floor is not zero. Decay pulls a row back by a fraction $\eta\lambda$ per step,
+# while noisy gradients push it by up to about $\eta$ per coordinate and step, whatever their
+# size. A random walk with that step and that restoring rate settles into a cloud of spread
+# about $\sqrt{\eta / (2\lambda)}$ per coordinate, so a table that nothing distinguishes ends
+# as a small random cloud, not a point. We train all nine runs with $\lambda = 10$ (seed 0);
+# {numref}`fig-ch5-probe` follows the minimum and the median pairwise distance.
 
-# %% tags=["stochastic"] tolerance={"atol": 0.07, "rtol": 0.5}
-# Seed 0. The plain runs' tolerance was too narrow here: AVX-512 kernels and OpenBLAS held to
-# older kernels moved an accuracy by up to 0.13 at 0.78: compared to 0.07 + 50% (2 decimals).
-probe = ex.run_separation_experiments(
-    experiments, settings, position_weight_decay=settings.position_weight_decay, progress=False
-)
-probe_table = ex.separation_table(probe, experiments)
-probe_table.round(2)
+# %% mystnb={"figure": {"caption": "Training with the merge penalty (weight decay 10 on the position table alone, seed 0): the minimum separation and the median pairwise distance (both log scale) of every run at every checkpoint. Dashed: the runs that break a condition of the theorem. Click a run in the legend to show it alone (shift-click for several); hover a point for its value.", "name": "fig-ch5-probe"}} tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0.5} tolerance_reason="seed 0: other CPU kernel paths moved a distance by up to 0.05 (0.11 -> 0.15)"
+probe = ch.train(s, roster, decay=s.decay)
+probe_trajectories = {name: ch.trajectory(run.snapshots) for name, run in probe.items()}
+ch.plot_trajectories(probe_trajectories, columns=("min_dist", "q50"), log=("min_dist", "q50"),
+                     dashed=[name for name, r in roster.items() if not r.conditions_hold])
 
 # %% [markdown]
-# {numref}`fig-ch5-probe` shows the minimum and the median pairwise distance of every probe
-# over training.
+# One seed cannot tell an effect from luck, so the two matched contrasts (synthetic against
+# i.i.d. MLM, SST-2 MLM against its shuffled windows) were run with five seeds, kept in
+# `data/ch05_seeds.csv` beside the chapter; seed 0 is the run above. Statistics are averaged
+# over the *late* checkpoints, the second half of training. Mean over seeds with its 95%
+# interval, and this page's seed 0:
 
-# %% mystnb={"figure": {"caption": "Training with strong weight decay on the position table (seed 0): the minimum separation and the median pairwise distance (both log scale) of every run at every checkpoint. Dashed: the runs that break a condition of the theorem. Click a run in the legend to show it alone (shift-click for several); hover a point for its value.", "name": "fig-ch5-probe"}} tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0.5}
-# The trained tables of the probe table above: other paths moved a distance by up to 0.05
-# (0.11 -> 0.15), compared to 0.08 + 50%.
-probe_trajectories = {name: ex.separation_trajectory(run.snapshots) for name, run in probe.items()}
-ex.plot_separation_trajectories(
-    probe_trajectories,
-    columns=("min_dist", "q50"),
-    log=("min_dist", "q50"),
-    dashed=[name for name, e in experiments.items() if not e.conditions_hold],
-)
-
-# %% [markdown]
-# The distribution of all pairwise distances at four checkpoints makes the same point for
-# four of the runs ({numref}`fig-ch5-boxes`). The lower whisker of each box is the minimum
-# separation.
-
-# %% mystnb={"figure": {"caption": "All pairwise distances between the rows of the position table at four checkpoints, for four of the weight-decay runs (seed 0, log scale). Box: quartiles; black line: median; whiskers: minimum (the minimum separation) to maximum. Click a run in the legend to show it alone; hover a box for its numbers.", "name": "fig-ch5-boxes"}} tags=["stochastic"] tolerance={"atol": 0.14, "rtol": 0.5}
-# The trained tables of the probe table above: a collapsing minimum moved from 0.09 to 0.001
-# under other kernel paths (log scale), so compared to 0.14 + 50%.
-ex.plot_distance_distributions(
-    {name: probe[name].snapshots for name in ["synthetic MLM", "(a) bag of tokens", "(b) i.i.d. MLM", "(c) first marker, uniform attn"]},
-)
+# %% tags=["stochastic"] tolerance={"atol": 0.01, "rtol": 0.4} tolerance_reason="the seed-0 column is this page's training run: per seed, other CPU kernel paths moved trained distances by up to 40%; the five-seed columns are read from a file and do not move"
+seeds = pd.read_csv(ch.seeds_file(s), comment="#")
+over_seeds = pg.seed_summary(seeds, by="run", metrics=["late min", "late median"],
+                             bounds={"late min": (0, None), "late median": (0, None)})
+seed0 = ch.summary({name: probe[name] for name in ch.CONTRAST_RUNS})
+pg.interval_table(over_seeds, digits=3).loc[ch.CONTRAST_RUNS].assign(**{
+    "late median, seed 0 (this page)": seed0["late median"].round(3)})
 
 # %% [markdown]
-# ### Over five seeds
-#
-# Single checkpoints are noisy, so the tables average each statistic over the *late*
-# checkpoints, those in the second half of training. A single seed is noisy too. The
-# probe's main test is a pair of matched contrasts, each between a run that holds the
-# conditions and the same task made exchangeable: the synthetic MLM against (b) the i.i.d.
-# MLM, and the SST-2 MLM against (b) its shuffled windows. These four runs are trained with
-# the five seeds of `settings.seeds` (seed 0 is the run above). The other five runs, (a),
-# (c), the ring MLM and the first marker, are seed-0 illustrations: five seeds of them would
-# not fit the book's CPU budget, and what the text says about them is marked as one seed.
-# Mean over seeds and 95% Student-t interval:
-
-# %% tags=["stochastic"] tolerance={"atol": 0.01, "rtol": 0.4}
-# Means over 5 seeds and their intervals, shown to 3 decimals, compared to 0.01 + 40% of the
-# value: per seed, other CPU kernel paths moved trained distances by up to 40% and accuracies
-# by up to 0.06 (the plain runs' cell); a mean over 5 seeds moves less, the interval's ends
-# move with the sd.
-contrast_runs = ["synthetic MLM", "(b) i.i.d. MLM", "sst2 MLM", "(b) sst2 shuffled"]
-probe_seeds = ex.run_separation_seeds(
-    {name: experiments[name] for name in contrast_runs}, settings,
-    position_weight_decay=settings.position_weight_decay, progress=False,
-)
-probe_over_seeds = ex.separation_seed_table(probe_seeds)
-seed_metrics = ["accuracy", "min at init", "final min", "late min", "late median", "late relative"]
-pg.interval_table(pg.seed_summary(probe_over_seeds, by="run", metrics=seed_metrics), digits=3)
-
-# %% [markdown]
-# The contrasts, as differences of means over seeds with their Welch 95% intervals. A row
-# "A − k × B" tests the claim "A exceeds k times B" (the interval above 0) or "A is below
-# k times B" (the interval below 0); a row whose interval contains 0 supports neither.
-
-# %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.4}
-# The means of the table above and their differences, compared to 0.03 + 40% (OpenBLAS held
-# to older kernels moved a difference near 0 by 0.014, 0.017 -> 0.003: the differences near
-# 0 fall under the 0.03).
-contrasts = ex.separation_contrasts(probe_over_seeds, [
-    ("synthetic MLM", "(b) i.i.d. MLM", "late min", 1.0, "synthetic MLM − i.i.d. MLM, late min"),
-    ("synthetic MLM", "(b) i.i.d. MLM", "late min", 2.0, "synthetic MLM − 2 × i.i.d. MLM, late min"),
-    ("synthetic MLM", "(b) i.i.d. MLM", "late median", 4.0, "synthetic MLM − 4 × i.i.d. MLM, late median"),
-    ("sst2 MLM", "(b) sst2 shuffled", "late min", 1.0, "sst2 MLM − sst2 shuffled, late min"),
-    ("sst2 MLM", "(b) sst2 shuffled", "late median", 1.0, "sst2 MLM − sst2 shuffled, late median"),
-    ("sst2 MLM", "(b) sst2 shuffled", "late median", 1.2, "sst2 MLM − 1.2 × sst2 shuffled, late median"),
-    ("(b) sst2 shuffled", "(b) i.i.d. MLM", "late median", 1.0, "sst2 shuffled − i.i.d. MLM, late median"),
-])
-contrast_view = pd.DataFrame({
-    "A": contrasts["A"].map("{:.3f}".format),
-    "k × B": contrasts["B"].map("{:.3f}".format),
-    "A − k × B [95% interval]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
-                                 zip(contrasts["difference"], contrasts["low"], contrasts["high"])],
-})
-contrast_view
-
-# %% [markdown]
-# What the probes show:
-#
-# - **Where the conditions hold** the tables settle above the matching exchangeable run
-#   under the same strong decay. Over five seeds, the synthetic MLM's late median pairwise
-#   distance is about five times that of the i.i.d. MLM (the interval of its difference
-#   from four times the i.i.d. value lies above 0), and its late minimum more than twice
-#   as large, by a margin whose interval only just excludes 0. The ring MLM (seed 0)
-#   looks the same. On the synthetic corpora the closest pairs are mostly neighbours
-#   ($|i - j| = 1$), whose statistics differ least (checked on all five seeds of the
-#   synthetic MLM and on seed 0 of the ring). The theorem gives no margin, and this is
-#   where the margin is smallest.
-# - **(a) Order-insensitive task** (seed 0). The model solves the bag-of-tokens task
-#   without using positions, the gradients on $P$ vanish, and the decay shrinks the whole
-#   table toward zero: its late median distance ends far below that of every run where the
-#   conditions hold, and its minimum falls to a fraction of its start. How far the minimum
-#   falls is not stable: on the machine that first built this book one pair collapsed (a
-#   minimum about three orders of magnitude below its start), on another the same seed
-#   ended near a fifth of its start. Floating-point differences between CPU kernels are
-#   amplified by training, and this run has one seed, so the chapter asserts only the
-#   shrinkage that held on both. The `normalised` and `relative` values stay moderate all
-#   the same, because the table shrinks as a whole while keeping the shape of its random
-#   start. A ratio alone would miss the shrinkage.
-# - **(b) Identical distributions.** The synthetic i.i.d. MLM and the shuffled SST-2 windows
-#   end at Adam's noise floor: a small random cloud whose rows keep the shape of a random
-#   table (high `relative`, on every seed). With exchangeable tokens, the loss is symmetric
-#   under permutations of the positions, so nothing pays for a distinction. The floor
-#   depends on the gradient noise, so each violation must be compared with its own matched
-#   run: the shuffled SST-2 floor is several times the synthetic one, so against the
-#   *synthetic* floor the SST-2 MLM would look far better separated than it is. Against
-#   its own matched run the SST-2 contrast is modest at this scale. Over five seeds the late median
-#   distance is larger than in the shuffled run by about 60% (its interval excludes 0; that
-#   of the difference from 1.2 times the shuffled value only just does here, and on three
-#   other CPU kernel paths, an AVX-512 machine's and two with older kernels, it did not);
-#   the late minimum is larger by about a quarter, with an interval that only just
-#   excludes 0 here (0.001 at its low end) and reached below 0 on those three paths, so
-#   at this scale the seeds support a larger typical distance, not a larger closest pair.
-#   The seeds also differ more on SST-2 than on the synthetic corpus. SST-2's positional
-#   signal is weaker: beyond the first few positions, sentences have nearly the same
-#   statistics everywhere ({doc}`the geometry chapter <03_statistical_geometry>`). In seed 0 the unshuffled table is still growing at
-#   the end of training.
-# - **(c) Uniform attention does not collapse anything in seed 0.** The synthetic MLM run
-#   does not notice it: its separation matches the run with learned attention. The masked
-#   token's own position vector reaches the output head through the residual stream, and
-#   that is enough to predict $\mu_i$ at position $i$; mixing information across positions
-#   is not needed. The first-marker run still solves most of its task (far above chance),
-#   and its positions stay about as far apart as with learned attention. Averaging
-#   $\mathrm{LayerNorm}(x_j + p_j)$ over positions is a nonlinear summary of the
-#   (token, position) pairs, so uniform attention is not blind to order in a real
-#   transformer. This is one seed of each run, an illustration rather than a measured
-#   effect: it shows that in a model with residual connections and LayerNorm,
-#   condition (iii) *can* fail without merging positions (MLM) or removing order
-#   information (classification), not how often.
-# - **First marker** (order-sensitive, but the same distribution at every position; seed
-#   0) keeps its positions apart, but closer than the other order-sensitive runs with
-#   learned attention (late minimum 0.02, against 0.03 to 0.05), and with the smallest
-#   minimum relative to its mean pairwise distance of all the learned-attention runs
-#   (0.15). Condition (i) is sufficient, not necessary: the swap argument needs only that
-#   the *task* distinguishes positions. A single pair $(i, j)$ matters only in the rare
-#   sequences with the markers at exactly $i$ and $j$, so the decay can squeeze some pairs
-#   close at little cost in loss.
+# The contrasts, as differences of means with their Welch 95% intervals: a row
+# "A − k × B" supports "A exceeds k times B" where its interval lies above 0.
 
 # %%
-# Over five seeds: a claim holds where the Welch interval of its contrast excludes 0.
+contrasts = ch.contrasts(seeds, [
+    ("synthetic MLM", "(b) i.i.d. MLM", "late min", 2.0, "synthetic − 2 × i.i.d., late min"),
+    ("synthetic MLM", "(b) i.i.d. MLM", "late median", 4.0, "synthetic − 4 × i.i.d., late median"),
+    ("sst2 MLM", "(b) sst2 shuffled", "late min", 1.0, "sst2 − shuffled, late min"),
+    ("sst2 MLM", "(b) sst2 shuffled", "late median", 1.0, "sst2 − shuffled, late median"),
+    ("sst2 MLM", "(b) sst2 shuffled", "late median", 1.2, "sst2 − 1.2 × shuffled, late median"),
+    ("(b) sst2 shuffled", "(b) i.i.d. MLM", "late median", 1.0, "shuffled − i.i.d., late median"),
+])
+pd.DataFrame({
+    "A": contrasts["A"].round(3), "k × B": contrasts["k × B"].round(3),
+    "A − k × B [95% interval]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in contrasts[["difference", "low", "high"]].to_numpy()],
+})
+
+# %% [markdown]
+# On the synthetic corpus the contrast is clear: the late median distance is about five
+# times the i.i.d. floor, and the closest pair stays about twice as far apart, by a margin
+# whose interval only just excludes 0. The closest pairs are neighbours ($|i - j| = 1$),
+# positions whose statistics differ least.
+#
+# Each run needs its own matched floor, because the floor depends on the gradient noise: the
+# shuffled SST-2 floor is several times the synthetic one. Against its own floor the SST-2
+# contrast is modest: the late median distance is about 60% larger than the shuffled run's,
+# the late minimum about a quarter larger with an interval that only just excludes 0. The
+# seeds support a larger typical distance, not a larger closest pair. SST-2's positional
+# signal is weak: beyond the first few positions, sentences have nearly the same statistics
+# everywhere ({doc}`the geometry chapter <03_statistical_geometry>`).
+
+# %% tags=["remove-cell", "stochastic"] tolerance={"atol": 0.01, "rtol": 0.4} tolerance_reason="assertions only: the live seed-0 rows must match the stored seed-0 rows within the spread other CPU kernel paths give one seed (40% of a trained distance)"
 supported = contrasts["low"] > 0
-assert supported["synthetic MLM − 4 × i.i.d. MLM, late median"]
-assert supported["synthetic MLM − i.i.d. MLM, late min"]
-assert supported["sst2 MLM − sst2 shuffled, late median"]
-assert supported["sst2 shuffled − i.i.d. MLM, late median"]
-# (the 2 × late min and the SST-2 late min contrasts are only just above 0: stated as such, not asserted)
-seeds_summary = pg.seed_summary(probe_over_seeds, by="run", metrics=["late relative"])
-assert (seeds_summary.loc[["(b) i.i.d. MLM", "(b) sst2 shuffled"], ("late relative", "low")] > 0.35).all()
-assert (probe_over_seeds["lowest min"] > 0).all()
-for seed, seed_runs in probe_seeds.items():  # the closest late pairs are mostly neighbours, on every seed
-    late = ex.separation_trajectory(seed_runs["synthetic MLM"].snapshots).query("step >= 250")
-    assert (late["j"] - late["i"] == 1).mean() >= 0.5, seed
-# Seed 0 (the other runs):
+assert supported[["synthetic − 4 × i.i.d., late median", "sst2 − shuffled, late median",
+                  "shuffled − i.i.d., late median", "synthetic − 2 × i.i.d., late min"]].all()
+assert contrasts.loc["synthetic − 2 × i.i.d., late min", "low"] < 0.005  # "only just"
+assert 0 < contrasts.loc["sst2 − shuffled, late min", "low"] < 0.005
+ratio = contrasts["A"] / contrasts["k × B"]
+assert 1.4 < ratio["sst2 − shuffled, late median"] < 1.8  # "about 60% larger"
+assert 4.5 < 4 * ratio["synthetic − 4 × i.i.d., late median"] < 6  # "about five times"
+assert 1.15 < ratio["sst2 − shuffled, late min"] < 1.4  # "about a quarter larger"
+assert (seeds["lowest min"] > 0).all()
+stored0 = seeds[seeds["seed"] == 0].set_index("run")
+for name in ch.CONTRAST_RUNS:  # the stored seed 0 is the run this page trains
+    for col in ["late min", "late median", "accuracy"]:
+        assert abs(seed0.loc[name, col] - stored0.loc[name, col]) <= 0.01 + 0.4 * abs(stored0.loc[name, col]), (name, col)
+for name in ["synthetic MLM", "ring MLM (shift-invariant)"]:  # closest late pairs: neighbours (seed 0)
+    late = probe_trajectories[name].query("step >= 250")
+    assert (late["j"] - late["i"] == 1).mean() >= 0.5, name
+
+# %% [markdown]
+# (sec-ch05-conditions)=
+# ## One condition at a time
+#
+# Breaking a condition lets the table shrink, but it merges positions only where nothing
+# pays for them; uniform attention merges nothing. The probe's seed-0 runs
+# ({numref}`fig-ch5-boxes` shows all pairwise distances of four of them):
+
+# %% tags=["stochastic"] tolerance={"atol": 0.07, "rtol": 0.5} tolerance_reason="seed 0: AVX-512 kernels and OpenBLAS held to older kernels moved an accuracy by up to 0.13 at 0.78"
+probe_table = ch.summary(probe)
+probe_table[["accuracy", "late min", "late median", "late relative"]].round(2)
+
+# %% mystnb={"figure": {"caption": "All pairwise distances between the rows of the position table at four checkpoints, for four of the runs with the merge penalty (seed 0, log scale). Box: quartiles; black line: median; whiskers: minimum (the minimum separation) to maximum. Click a run in the legend to show it alone; hover a box for its numbers.", "name": "fig-ch5-boxes"}} tags=["stochastic"] tolerance={"atol": 0.14, "rtol": 0.5} tolerance_reason="seed 0: a collapsing minimum moved from 0.09 to 0.001 under other CPU kernel paths (log scale)"
+ch.plot_distances({name: probe[name].snapshots for name in
+                   ["synthetic MLM", "(a) bag of tokens", "(b) i.i.d. MLM", "(c) first marker, uniform attn"]})
+
+# %% [markdown]
+# - **(a) An order-insensitive task.** The model solves the bag-of-tokens task without
+#   positions, the gradients on $P$ vanish, and the decay shrinks the whole table far below
+#   every run where the conditions hold. Its `relative` value stays moderate, because the
+#   table shrinks as a whole: a ratio alone would miss the shrinkage.
+# - **(b) Identical distributions.** The i.i.d. and shuffled runs end at their noise floors,
+#   small clouds with the high `relative` of a random table: with exchangeable tokens
+#   nothing pays for a distinction.
+# - **(c) Uniform attention merges nothing.** The masked token's own position vector
+#   reaches the output head through the residual stream, enough to predict $\mu_i$ at
+#   position $i$. The first-marker run still solves most of its task: averaging
+#   $\mathrm{LayerNorm}(x_j + p_j)$ over positions is a nonlinear summary of the
+#   (token, position) pairs, so uniform attention is not blind to order.
+# - **First marker** (order-sensitive, the same distribution everywhere) keeps its positions
+#   apart, but closer than the other runs with learned attention, and with the smallest
+#   `relative` of them.
+#   Condition (i) is sufficient, not necessary: the swap argument needs only that the
+#   *task* tells positions apart. A pair $(i, j)$ matters only in the rare sequences with
+#   the markers at exactly $i$ and $j$, so the decay can squeeze it at little cost.
+
+# %% tags=["remove-cell", "stochastic"] tolerance={"atol": 0.07, "rtol": 0.5} tolerance_reason="assertions only, on seed-0 training runs"
 t = probe_table
 holds = ["synthetic MLM", "ring MLM (shift-invariant)", "sst2 MLM"]
 assert (t["lowest min"] > 0).all()
-assert t.loc["ring MLM (shift-invariant)", "late min"] > 2 * t.loc["(b) i.i.d. MLM", "late min"]
 assert t.loc["ring MLM (shift-invariant)", "late median"] > 4 * t.loc["(b) i.i.d. MLM", "late median"]
-sst2_median = probe_trajectories["sst2 MLM"]["q50"]
-assert sst2_median.iloc[-1] > sst2_median.iloc[len(sst2_median) // 2]  # still growing
 assert t.loc["(a) bag of tokens", "final min"] < 0.5 * t.loc["(a) bag of tokens", "min at init"]
 assert t.loc["(a) bag of tokens", "late median"] < 0.5 * t.loc[holds, "late median"].min()
-assert t.loc["(a) bag of tokens", "late relative"] > 0.2  # it shrinks as a whole; it does not merge
+assert t.loc["(a) bag of tokens", "late relative"] > 0.2
 assert t.loc["(c) synthetic MLM, uniform attn", "late min"] > 0.5 * t.loc["synthetic MLM", "late min"]
 assert t.loc["(c) first marker, uniform attn", "accuracy"] > 0.6
 assert t.loc["(c) first marker, uniform attn", "late min"] > 0.5 * t.loc["first marker", "late min"]
 assert t.loc["first marker", "late min"] < t.loc[holds, "late min"].min()
-synthetic = ["synthetic MLM", "ring MLM (shift-invariant)"]
-pairs = pd.concat({name: probe_trajectories[name] for name in synthetic}).query("step >= 250")
-neighbours = (pairs["j"] - pairs["i"] == 1).groupby(level=0).mean().rename("late checkpoints with |i - j| = 1")
-assert (neighbours >= 0.5).all()
-neighbours.to_frame()  # seed 0
+learned = [name for name, r in roster.items() if r.order_sensitive and not r.uniform_attention]
+assert t.loc[learned, "late relative"].idxmin() == "first marker"
 
 # %% [markdown]
-# ## A pretrained table: all-MiniLM-L6-v2
+# ## A pretrained table barely moves
 #
-# The learned position table of all-MiniLM-L6-v2 {cite:p}`wang2020minilm`, a BERT-architecture
-# encoder {cite:p}`devlin2019bert`, has 512 rows of dimension 384. Its rows are well
-# separated: the closest pair is far from zero, at a sizeable fraction of the row norm. The
-# separation of the first 64 rows, the positions SST-2 sentences reach, is given as well.
+# The table of all-MiniLM-L6-v2 {cite:p}`wang2020minilm`, a BERT-architecture encoder
+# {cite:p}`devlin2019bert`, is well separated, and fine-tuning moves only the rows its inputs
+# reach, by about 2% of their norm. We fine-tune a copy for SST-2 sentiment with a linear head
+# on the final [CLS] vector: AdamW at learning rate $5 \cdot 10^{-5}$ with weight decay 0.01,
+# 80 steps of 16 sentences cut to 64 tokens, the whole 512-row table recorded every 20 steps.
 
-# %%
-table = pg.learned_position_table()
-pretrained_stats = pd.DataFrame.from_dict(
-    {"all 512 rows": pg.separation_stats(table).as_dict(), "first 64 rows": pg.separation_stats(table[:64]).as_dict()},
-    orient="index",
-)
-pretrained_stats
+# %% tags=["stochastic"] tolerance={"atol": 0.0002, "rtol": 0.01} tolerance_reason="fine-tuning in float32: the accuracies on 256 sentences and the fifth decimal of a distance move between CPU kernel paths"
+finetuned = ch.finetune(s)["sst2"]
+before, after = finetuned.snapshots[0], finetuned.snapshots[max(finetuned.snapshots)]
+stats = [pg.separation_stats(P) for P in (before, after)]
+pd.DataFrame({
+    "min separation": [st.min_dist for st in stats],
+    "closest pair": [st.argmin for st in stats],
+    "normalised": [st.normalised for st in stats],
+    "validation accuracy": [acc for _, acc in finetuned.eval_accuracy],
+}, index=["before", "after 80 steps"]).round(4)
 
-# %%
-assert (pretrained_stats["normalised"] > 0.2).all()
-assert abs(pretrained_stats.loc["all 512 rows", "i"] - pretrained_stats.loc["all 512 rows", "j"]) == 1
-pretrained_stats[["min_dist", "i", "j", "normalised"]]
+# %% mystnb={"figure": {"caption": "Fine-tuning all-MiniLM-L6-v2 on SST-2: relative change of each of the first 128 rows of the position table over 80 steps (log scale), coloured by whether the training sentences reach the row; dashed line: the first row they never reach. Hover a point for its value.", "name": "fig-ch5-drift"}} tags=["stochastic"] tolerance={"atol": 1e-06, "rtol": 0.5} tolerance_reason="each row's drift is the difference of two nearly equal float32 rows after fine-tuning, whose last digits move between CPU kernel paths"
+ch.plot_row_drift(finetuned.snapshots, seen=finetuned.positions_seen, rows=128)
 
 # %% [markdown]
-# Here too the closest pair is a pair of neighbours.
-#
-# ### Fine-tuning on SST-2
-#
-# `ex.run_finetuning` fine-tunes a copy of the model for sentiment classification: a linear
-# head on the final [CLS] vector, AdamW with learning rate $5 \cdot 10^{-5}$ and weight decay
-# 0.01, batches of 16 SST-2 training sentences truncated to 64 tokens, 80 steps. The whole
-# position table is recorded every 20 steps, and with it the run's state (in the result cache):
-# a fine-tuning stopped midway continues from there when run again, and ends as it would have.
-# Accuracy on 256 validation sentences before and after:
+# The closest pair, neighbours 18 and 19, moves slightly *closer*: nothing in fine-tuning
+# protects a margin. Rows the inputs never reach move only through weight decay, by
+# $\eta\lambda = 5 \cdot 10^{-7}$ per step. P1's observation that pretrained models keep
+# their positions apart is, at this scale, the observation that fine-tuning is a small
+# perturbation of a well-separated table.
 
-# %%
-finetuned = ex.run_finetuning(settings, progress=False)
-pd.DataFrame(
-    {corpus: {f"accuracy at step {step}": acc for step, acc in run.eval_accuracy} for corpus, run in finetuned.items()}
-).T
-
-# %%
-run = finetuned[settings.finetune_corpora[0]]
-finetune_trajectory = pd.concat(
-    {
-        "all rows": ex.separation_trajectory(run.snapshots),
-        f"rows seen (< {run.positions_seen})": ex.separation_trajectory(run.snapshots, rows=run.positions_seen),
-    }
-)
-finetune_trajectory[["step", "min_dist", "normalised", "relative", "q50", "i", "j"]]
-
-# %%
-run.drift(rows=run.positions_seen).set_index("step")
+# %% tags=["remove-cell", "stochastic"] tolerance={"atol": 0.0002, "rtol": 0.01} tolerance_reason="assertions only, on a float32 fine-tuning run"
+traj = ch.trajectory(finetuned.snapshots)
+assert (traj["min_dist"] > 0).all() and (traj["j"] - traj["i"] == 1).all()
+assert stats[0].argmin == (18, 19)
+acc = dict(finetuned.eval_accuracy)
+assert acc[max(acc)] > acc[0] + 0.1
+drift = finetuned.drift(rows=finetuned.positions_seen)["relative_change"].iloc[-1]
+assert 0.01 < drift < 0.03  # "about 2%"
+assert 0 < traj["min_dist"].iloc[0] - traj["min_dist"].iloc[-1] < 0.05 * traj["min_dist"].iloc[0]
+unseen = slice(finetuned.positions_seen, None)
+assert (np.linalg.norm(after[unseen] - before[unseen], axis=1) < 1e-4 * np.linalg.norm(before[unseen], axis=1)).all()
 
 # %% [markdown]
-# The table barely moves. After 80 steps, the rows that received gradients (the positions
-# the training sentences reach) have changed by a few percent of their norm; the other rows are
-# untouched apart from a negligible weight decay. The minimum separation stays strictly
-# positive at every checkpoint and hardly changes, but it does *decrease* slightly: the
-# closest pair of neighbours moves a little closer. Nothing in fine-tuning protects a margin.
-# P1's observation that pretrained models keep their positions apart is, at this scale, the
-# observation that fine-tuning is a small perturbation of a well-separated table.
+# ## Beside the paper
+#
+# P1 checks Theorem 4 on models trained from scratch and on bert-base-uncased fine-tuned on
+# SST-2 and IMDB {cite:p}`maas2011imdb`, and reports a strictly positive minimum separation
+# throughout training, without a number. Ours agree, and the i.i.d. run shows why the
+# agreement says little:
 
-# %%
-assert (finetune_trajectory["min_dist"] > 0).all()
-accuracy = dict(run.eval_accuracy)
-assert accuracy[max(accuracy)] > accuracy[0] + 0.1
-drift = run.drift(rows=run.positions_seen)
-assert 0 < drift["relative_change"].iloc[-1] < 0.05
-change = finetune_trajectory["min_dist"].groupby(level=0).agg(["first", "last"])
-assert ((change["last"] - change["first"]).abs() < 0.05 * change["first"]).all()
-assert (change["last"] < change["first"]).all()  # slightly closer, not further apart
-P_first, P_last = run.snapshots[0], run.snapshots[max(run.snapshots)]
-unseen = np.linalg.norm(P_last[run.positions_seen :] - P_first[run.positions_seen :], axis=1)
-assert (unseen < 1e-4 * np.linalg.norm(P_first[run.positions_seen :], axis=1)).all()
-change.rename(columns={"first": "min separation before", "last": "min separation after"})
+# %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5} tolerance_reason="seed-0 training runs, as in the plain-training figure"
+pd.DataFrame({
+    "conditions hold": [roster[name].conditions_hold for name in plain] + [True],
+    "lowest min separation": [t["min_dist"].min() for t in plain_trajectories.values()]
+    + [ch.trajectory(finetuned.snapshots)["min_dist"].min()],
+}, index=[f"{name}, plain training" for name in plain] + ["MiniLM, fine-tuned on SST-2"]).round(2)
 
 # %% [markdown]
-# Row by row ({numref}`fig-ch5-drift`), the change is confined to the positions the inputs
-# reach. Beyond them, the rows move only through weight decay, which shrinks them by a fraction
-# $\eta\lambda = 5 \cdot 10^{-5} \times 0.01 = 5 \cdot 10^{-7}$ per step.
-
-# %% mystnb={"figure": {"caption": "Fine-tuning all-MiniLM-L6-v2 on SST-2: relative change of each of the first 128 rows of the position table between the first and the last checkpoint (log scale), coloured by whether the training sentences reach the row; dashed line: the first row they never reach. Hover a point for its value.", "name": "fig-ch5-drift"}} tags=["stochastic"] tolerance={"atol": 1e-06, "rtol": 0.5}
-# tolerance: compared to 50% (+1e-6): each row's drift is the difference of two nearly equal
-# float32 rows after fine-tuning, whose last digits move between CPU kernel paths.
-ex.plot_row_drift(run.snapshots, seen=run.positions_seen, rows=128)
-
-# %% [markdown]
-# ## The full profile
+# The same runs at P1's scale, wider encoders trained ten times longer and bert-base-uncased
+# fine-tuned on both corpora, are described in {doc}`the full-scale runs <appendix_full_scale>`.
 #
-# P1 runs its separation experiments with bert-base-uncased on SST-2 and IMDB
-# {cite:p}`maas2011imdb`. The `full` profile does the same on a GPU. It fine-tunes
-# bert-base-uncased for 2,000 steps on each corpus (batches of 32, learning rate
-# $2 \cdot 10^{-5}$, 128 tokens for SST-2 and 512 for IMDB) and trains wider encoders
-# (width 128, 4 layers, 5,000 steps, 64 positions) from scratch:
+# :::{admonition} Limits
+# :class: warning
+# - **Scale.** Width-32 encoders trained for 500 steps, and 80 steps of fine-tuning MiniLM
+#   rather than bert-base-uncased. No run reaches a global minimiser.
+# - **Seeds.** Only the two matched contrasts have five seeds. What the chapter says about
+#   the ring MLM, the first marker, (a) and (c) rests on seed 0: it shows what can happen,
+#   not how reliably.
+# - **Fragile margins.** The two closest-pair contrasts only just exclude 0, and reruns
+#   that differ only in floating-point rounding pushed the SST-2 one below 0. How far the
+#   bag-of-tokens minimum falls varies between such reruns, from a fifth to a thousandth of
+#   its start, so only the shrinkage common to all of them is claimed.
+# - **One probe.** Decoupled weight decay is one way to prefer merged positions. The same
+#   penalty added to the loss pulls far harder under Adam and collapses even the synthetic
+#   table (exercise 1): a probe's verdict depends on its strength.
+# :::
 #
-# ```bash
-# export POSGEO_PROFILE=full POSGEO_DATA_DIR=/path/to/data   # or leave POSGEO_DATA_DIR unset: the hub
-# jupyter nbconvert --to notebook --execute book/05_positional_separation.ipynb
-# ```
-#
-# In Colab, select a GPU runtime and run `import os; os.environ["POSGEO_PROFILE"] = "full"`
-# before the first cell. bert-base-uncased and the datasets then come from the Hugging Face
-# hub. `ex.separation_settings("full").table()` lists every size. The assertions above are
-# written as comparisons between runs, not as fixed numbers, so that they also apply to the
-# full profile. The printed values will of course differ.
-
-# %%
-pd.concat([ex.separation_settings(p).table() for p in pg.PROFILES], axis=1).loc[
-    ["d_model", "n_layers", "seq_len", "steps", "pretrained", "finetune_corpora", "finetune_steps", "finetune_max_length"]
-]
-
-# %% [markdown]
 # ## Summary
 #
-# - Theorem 4 is a statement about **global minimisers**: if the statistics at positions
-#   $i$ and $j$ differ, the task is order-sensitive and attention can use the difference,
-#   an optimal table has $p_i \neq p_j$. It promises no margin and says nothing about
-#   training trajectories.
-# - **P1's empirical check cannot fail.** With plain training (seed 0), every run keeps a
-#   positive minimum separation, including a run where positions carry no information at
-#   all.
-# - **A probe that can fail**, weight decay on the position table alone, separates the cases.
-#   Over five seeds, where the conditions hold, tables stay above the noise floor of a
-#   matched exchangeable run: clearly on the synthetic corpus (a median distance about five
-#   times the floor's), where the closest pairs are neighbouring positions, and modestly on
-#   SST-2 at this scale (a median distance about 60% above its shuffled twin's; the closest
-#   pair not established: only just significant here, not on other CPU kernel paths). Where tokens are exchangeable, tables
-#   shrink to Adam's noise floor. For an order-insensitive task that the model solves
-#   exactly, the whole table shrinks toward zero (seed 0).
-# - In the seed-0 runs, condition (iii) mattered less than the theorem suggests. Residual
-#   connections carry a token's own position vector to the masked-token head without
-#   attention, and LayerNorm lets uniform attention still see some order. One seed shows
-#   that this can happen, not how reliably.
-# - Report separation with its scale. The minimum distance, the minimum relative to the row
-#   norm and the minimum relative to the typical distance can tell different stories: a
-#   uniformly shrinking table keeps its ratios while it vanishes.
-# - The pretrained MiniLM table is well separated, and 80 steps of fine-tuning move it by
-#   a few percent: its separation is inherited from pretraining, not created by fine-tuning.
+# - Theorem 4 is about **global minimisers**: it promises $p_i \neq p_j$ at an optimum, no
+#   margin, and nothing about training paths.
+# - **P1's check cannot fail**: with plain training every run keeps a positive minimum
+#   separation, including one where positions carry no information.
+# - **The merge penalty**, weight decay on the table's own parameter group, makes the
+#   conditions matter: over five seeds, tables stay above a matched exchangeable run's noise
+#   floor, clearly on synthetic data and modestly on SST-2.
+# - Breaking a condition need not merge positions: an order-insensitive task shrinks the
+#   whole table, and uniform attention leaves it apart (seed 0).
+# - A pretrained table's separation is inherited from pretraining: fine-tuning moves the
+#   rows it reaches by about 2% and brings the closest pair slightly closer.
 #
 # ## Exercises
 #
-# 1. Repeat the probe on the i.i.d. MLM with `position_weight_decay` of 1 and 30
-#    (`ex.run_separation_experiments({"(b) i.i.d. MLM": experiments["(b) i.i.d. MLM"]},
-#    settings, position_weight_decay=...)`, then `ex.separation_table` and
-#    `ex.separation_trajectory`). How does the noise floor scale with $\lambda$? Compare
-#    with the random-walk estimate $\sqrt{\eta / (2\lambda)}$ per coordinate, and explain the
-#    gap (hint: how large are the gradients on $P$ late in training compared with early on,
-#    and what does Adam's second-moment average, with $\beta_2 = 0.999$, remember?).
+# 1. **The merge penalty in the loss.** Give `fit` a keyword `lam` and add
+#    `lam * merge_penalty(model.pos)` to its loss. Train the synthetic MLM and the i.i.d. MLM
+#    for 200 steps with `decay=0.0` and `lam=10.0`, and compare the median pairwise distance
+#    of their tables (`pg.separation_stats(...).quantile(0.5)`). Predict first: does the
+#    synthetic table stay apart, as it did under the decay of the same strength?
 #
 # ```{admonition} Solution
 # :class: dropdown
-# In seed 0, the late median pairwise distance is 0.102 at $\lambda = 1$, 0.0202 at
-# $\lambda = 10$ (the seed-0 table above; 0.021 in the mean over five seeds) and 0.0101 at
-# $\lambda = 30$. At $\lambda = 1$ the table has not reached its floor: the decay relaxes
-# with time constant $1/(\eta\lambda) = 333$ steps, and the median is still falling at
-# step 500 (0.087). With $\eta = 0.003$ the random-walk spread is
-# $\sqrt{\eta/(2\lambda)} = 0.039, 0.012, 0.0071$ per coordinate, and two independent rows of
-# $d = 32$ such coordinates lie about $\sqrt{2d} = 8$ times that apart: 0.31, 0.098, 0.057.
-# The measured floors at $\lambda = 10$ and 30 are about five times lower. From 10 to 30 they
-# fall by a factor 2.0 rather than $\sqrt3 = 1.73$: Adam's momentum ($\beta_1 = 0.9$) averages
-# the noise over about ten steps, which is comparable to the relaxation times (33 and 11
-# steps); a simulation of the decayed random walk with unit white-noise gradients and that
-# momentum gives spreads of 0.0110 and 0.0053, a ratio of 2.1. The overall factor of five is
-# in the step size, which the estimate takes to be $\eta$. Adam moves a coordinate by $\eta\,\hat m/\sqrt{\hat v}$,
-# and $\hat v$ averages the squared gradients over about a thousand steps. Measured over 100
-# batches, the root-mean-square gradient on the position table is 0.0079 at initialisation
-# and $8.3 \cdot 10^{-5}$ at the end of the $\lambda = 10$ run, a hundred times smaller, so
-# late steps are much smaller than $\eta$ and the estimate overshoots. (A gradient component shared by all rows, which
-# would move every row alike without changing a distance, is only 6% of the late gradient's
-# energy.)
+# In the loop, `loss = F.cross_entropy(...) + lam * merge_penalty(model.pos)`; then
+# `pg.separation_stats(fit(roster[name].task, decay=0.0, steps=200, lam=10.0).position_table())`.
+# Both tables collapse: from a median distance of 0.155 at initialisation to 0.00027 for the
+# synthetic MLM and 0.00024 for the i.i.d. MLM, so the task's distinctions are lost too. In
+# the loss, the penalty's gradient goes through Adam together with the task's, and at
+# initialisation it is 23 times larger (norms 6.1 against 0.26 on the synthetic batch): Adam
+# then moves the rows toward their centre at about $\eta$ per step, until the penalty's pull,
+# $\lambda$ times a distance, is as small as the task's gradient. Decoupled decay instead
+# shrinks the table by a fixed fraction $\eta\lambda$ per step, outside Adam's normalisation,
+# and the task's Adam-normalised steps of size about $\eta$ hold the rows apart. The same
+# $\lambda$ means very different pulls, and the probe's verdict depends on which one you use.
 # ```
 #
-# 2. The i.i.d. table "keeps the shape of its random start". Test this: compute
-#    `pg.separation_stats` of Gaussian tables of the same shape
-#    (`pg.random_encoding(32, 32, seed=s)` for 20 seeds) and compare their `normalised` and
-#    `relative` values with those of the i.i.d. MLM (plain training and probe) and of the
-#    synthetic MLM. Why does the standard deviation of the random table not matter?
+# 2. **A stronger pull.** Raise $\lambda$ from 10 to 30
+#    (`ch.summary(ch.train(s, {name: roster[name]}, decay=30.0))`) for the i.i.d. MLM and for
+#    the first marker, the run whose closest pair came nearest to merging. Before running: if
+#    the i.i.d. floor is set by the random walk, by what factor should its late median
+#    distance fall? Does the first marker's closest pair fall to the i.i.d. floor?
+#
+# ```{admonition} Solution
+# :class: dropdown
+# The random walk's spread $\sqrt{\eta/(2\lambda)}$ predicts a fall by $\sqrt 3 = 1.73$. The
+# i.i.d. late median falls from 0.020 to 0.010, a factor 2.0, a little more than predicted:
+# the estimate ignores Adam's momentum and the shrinking of its steps as the gradients on $P$
+# die out. The first marker keeps its typical pair apart (late median 0.073, seven times the
+# i.i.d. floor) but its closest pair is squeezed to a late mean of 0.0084, 1.5 times the
+# floor's 0.0056, and at one checkpoint to 0.0017, below the lowest the i.i.d. table reaches
+# (0.0050). The theorem promises distinct rows, not a margin, and the pairs that the task
+# rarely needs to tell apart give way first.
+# ```
+#
+# 3. **How random is the i.i.d. table?** Compute `pg.separation_stats` of 20 Gaussian
+#    tables of the same shape (`pg.random_encoding(32, 32, seed=k)`) and compare their
+#    `normalised` and `relative` values with those of the i.i.d. MLM and the synthetic MLM
+#    at the end of plain training. Why does the standard deviation of the random tables not
+#    matter?
 #
 # ```{admonition} Solution
 # :class: dropdown
 # Both ratios are invariant under scaling, so any standard deviation gives the same values.
-# Over the 20 random tables, `normalised` is $0.93 \pm 0.06$ (range 0.84 to 1.02) and
-# `relative` $0.66 \pm 0.04$ (range 0.60 to 0.72). The i.i.d. MLM's table after plain
-# training (seed 0), 0.915 and 0.658, is a typical random table, as is its initialisation (0.857 and
-# 0.611). Under the strong decay its late `relative` value, 0.56, is slightly below the
-# random range, but far above the structured tables: the synthetic MLM's is 0.25 after
-# plain training and 0.27 under decay. In a table that encodes a geometry the closest pair is
-# much closer than the typical pair; in a random table all pairs are about equally far apart.
+# Over the 20 random tables `normalised` is $0.93 \pm 0.06$ (0.84 to 1.02) and `relative`
+# $0.66 \pm 0.04$ (0.60 to 0.72). The i.i.d. table after plain training, 0.92 and 0.66, is a
+# typical random table, as is its initialisation (0.86 and 0.61). The synthetic table's
+# `relative` is 0.25: in a table that encodes a geometry the closest pair is much closer than
+# the typical pair, while in a random table all pairs are about equally far apart.
 # ```
-#
-# 3. Fine-tune with sentences cut to 16 tokens (after `import dataclasses`,
-#    `ex.run_finetuning(dataclasses.replace(settings, finetune_max_length=(("sst2", 16),)))`)
-#    and look at rows 16 to 63 of the MiniLM table. Which statistics of
-#    `ex.separation_trajectory(run.snapshots, rows=64)` change, and why do rows that the model
-#    never sees still matter for the minimum over all 512 rows?
-#
-# ```{admonition} Solution
-# :class: dropdown
-# With 16 tokens (`[CLS]` included) only rows 0 to 15 receive gradients; the others shrink
-# only through the weight decay, by a factor $(1 - \eta\lambda)^{80} = 1 - 4\cdot 10^{-5}$,
-# which matches their largest relative change in the run ($3.9 \cdot 10^{-5}$). The closest pair of the table,
-# rows 18 and 19 (0.1975), lies among the unseen rows, so the minimum over 64 rows and over all
-# 512 rows stays 0.1975 (0.197455 before, 0.197448 after). What changes, in the fifth
-# decimal, are the statistics that involve the 16 seen rows: the mean row norm, the mean
-# distance and the quantiles (`q50` over 64 rows moves from 0.475944 to 0.475963). Among the
-# seen rows the closest pair, 14 and 15, moves from 0.2012 to 0.2001, slightly closer, as
-# with 64 tokens. The validation accuracy rises from 0.52 to 0.75 (0.79 with 64 tokens).
-# The unseen rows matter because the model will meet those positions on longer inputs:
-# fine-tuning on short sequences leaves their geometry, and its minimum, to pretraining.
-# ```
-#
+
+# %% tags=["remove-cell", "stochastic"] tolerance={"atol": 0.05, "rtol": 0.5} tolerance_reason="assertions only, on training runs: their numbers move with the kernel path as in the cells above"
+# The numbers the solutions quote.
+def fit_penalised(task, steps, lam, seed=0):
+    model = pg.Transformer(ch.model_config(s, task), seed=seed)
+    opt = torch.optim.AdamW(parameter_groups(model, 0.0), lr=s.lr)
+    batches = torch.Generator().manual_seed(seed + 1)
+    for step in range(steps):
+        batch = task.sample(s.batch_size, batches)
+        loss = F.cross_entropy(model(batch.tokens).logits.flatten(0, 1), batch.targets.flatten())
+        loss = loss + lam * merge_penalty(model.pos)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return model
+
+
+def close(x, quoted, rel=0.5):  # within the spread training shows under other kernel paths
+    return abs(x - quoted) <= 0.05 * abs(quoted) + rel * abs(quoted)
+
+
+init = pg.separation_stats(pg.Transformer(ch.model_config(s, task), seed=0).position_table())
+medians = {name: pg.separation_stats(fit_penalised(roster[name].task, 200, 10.0).position_table()).quantile(0.5)
+           for name in ["synthetic MLM", "(b) i.i.d. MLM"]}
+assert round(init.quantile(0.5), 3) == 0.155
+assert close(medians["synthetic MLM"], 0.00027) and close(medians["(b) i.i.d. MLM"], 0.00024)
+assert max(medians.values()) < 0.01 * init.quantile(0.5)  # both collapse
+m0 = pg.Transformer(ch.model_config(s, task), seed=0)
+b0 = task.sample(s.batch_size, torch.Generator().manual_seed(1))
+g_task = torch.autograd.grad(F.cross_entropy(m0(b0.tokens).logits.flatten(0, 1), b0.targets.flatten()), m0.pos)[0]
+g_pen = torch.autograd.grad(10.0 * merge_penalty(m0.pos), m0.pos)[0]
+assert (round(float(g_pen.norm()), 1), round(float(g_task.norm()), 2)) == (6.1, 0.26)
+assert round(float(g_pen.norm() / g_task.norm())) == 23
+
+strong = ch.summary(ch.train(s, {name: roster[name] for name in ["(b) i.i.d. MLM", "first marker"]}, decay=30.0))
+iid10, iid30 = probe_table.loc["(b) i.i.d. MLM", "late median"], strong.loc["(b) i.i.d. MLM", "late median"]
+assert close(iid10, 0.020, 0.3) and close(iid30, 0.010, 0.3) and 1.8 < iid10 / iid30 < 2.2
+fm = strong.loc["first marker"]
+assert close(fm["late median"], 0.073) and 5 < fm["late median"] / iid30 < 9
+assert close(fm["late min"], 0.0084) and close(strong.loc["(b) i.i.d. MLM", "late min"], 0.0056)
+assert close(fm["lowest min"], 0.0017, 1.0) and close(strong.loc["(b) i.i.d. MLM", "lowest min"], 0.0050)
+assert fm["lowest min"] < strong.loc["(b) i.i.d. MLM", "lowest min"] < fm["late min"]
+
+rand = pd.DataFrame([pg.separation_stats(pg.random_encoding(32, 32, seed=k)).as_dict() for k in range(20)])
+assert [round(rand["normalised"].mean(), 2), round(rand["normalised"].std(), 2)] == [0.93, 0.06]
+assert [round(rand["relative"].mean(), 2), round(rand["relative"].std(), 2)] == [0.66, 0.04]
+assert [round(rand["normalised"].min(), 2), round(rand["normalised"].max(), 2)] == [0.84, 1.02]
+assert [round(rand["relative"].min(), 2), round(rand["relative"].max(), 2)] == [0.60, 0.72]
+iid_end = pg.separation_stats(plain["(b) i.i.d. MLM"].snapshots[s.steps])
+assert close(iid_end.normalised, 0.92, 0.1) and close(iid_end.relative, 0.66, 0.1)
+assert (round(init.normalised, 2), round(init.relative, 2)) == (0.86, 0.61)
+assert close(pg.separation_stats(plain["synthetic MLM"].snapshots[s.steps]).relative, 0.25, 0.3)
+
+# %% [markdown]
 # ## References
 #
 # ```{bibliography}
