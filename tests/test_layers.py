@@ -12,13 +12,6 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from posgeo import Sequences, pairwise_distances, stress
-from posgeo.experiments.layers import (
-    frequent_tokens,
-    head_stress_table,
-    hidden_stress_table,
-    layers_settings,
-    random_map_stress,
-)
 from posgeo import (
     layer_stress_table,
     positional_hidden_states,
@@ -92,17 +85,6 @@ def test_projected_stress_validates_shapes() -> None:
         projected_stress(P[0], D, np.eye(5))
 
 
-def test_random_map_stress_is_seeded_and_scale_free() -> None:
-    P, D = _points(10, 8)
-    a = random_map_stress(P, D, (4, 4), n_draws=6, seed=3)
-    b = random_map_stress(P, D, (4, 4), n_draws=6, seed=3)
-    c = random_map_stress(10.0 * P, D, (4, 4), n_draws=6, seed=3)
-    assert np.array_equal(a, b) and np.allclose(a, c, atol=1e-12)
-    assert not np.array_equal(a, random_map_stress(P, D, (4, 4), n_draws=6, seed=4))
-    with pytest.raises(ValueError, match="widths"):
-        random_map_stress(P, D, ())
-
-
 # ----------------------------------------------------------------- model access
 def test_query_key_maps_orientation(tiny_bert: torch.nn.Module) -> None:
     maps = query_key_maps(tiny_bert)
@@ -146,38 +128,12 @@ def test_positional_input_is_the_embedding_layers_positional_part(tiny_bert: tor
     assert cos > 0.9
 
 
-def test_positional_input_error_vanishes_when_sigma_is_constant(tiny_bert: torch.nn.Module) -> None:
-    import copy
-
-    from posgeo.experiments.layers import positional_input_error
-
-    loose = positional_input_error(tiny_bert, 8, [5, 6, 7])
-    assert loose["median"] > 1e-2  # random tiny embeddings: sigma varies with the position
-    # Exact case: positions on coordinates 0-3, words on 4-7 with zero mean and the same
-    # large spread, no token type. Then word and position are uncorrelated, every token has
-    # the same sigma, and sigma hardly depends on the position: the linearisation is exact.
-    model = copy.deepcopy(tiny_bert)
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        w = torch.zeros(40, 8)
-        w[:, 4:] = torch.randn(40, 4, generator=g)
-        w[:, 4:] -= w[:, 4:].mean(1, keepdim=True)
-        w *= 30.0 / w.std(1, unbiased=False, keepdim=True)  # large, but within float32 precision
-        model.embeddings.word_embeddings.weight.copy_(w)
-        model.embeddings.position_embeddings.weight[:, 4:] = 0.0
-        model.embeddings.token_type_embeddings.weight.zero_()
-    tight = positional_input_error(model, 8, [5, 6, 7])
-    assert tight["max"] < 1e-3 and tight["median cosine"] > 0.999999
-    with pytest.raises(ValueError, match="empty"):
-        positional_input_error(model, 8, [])
-
-
 def test_non_bert_model_is_rejected() -> None:
     with pytest.raises(ValueError, match="BERT-architecture"):
         query_key_maps(torch.nn.Linear(2, 2))
 
 
-def test_layer_and_head_tables(tiny_bert: torch.nn.Module) -> None:
+def test_layer_stress_table(tiny_bert: torch.nn.Module) -> None:
     n = 6
     D = np.abs(np.subtract.outer(np.arange(n, dtype=float), np.arange(n, dtype=float)))
     lt = layer_stress_table(tiny_bert, D)
@@ -186,9 +142,6 @@ def test_layer_and_head_tables(tiny_bert: torch.nn.Module) -> None:
     assert lt.loc[0, "raw"] == stress(X, D)
     maps = query_key_maps(tiny_bert)
     assert lt.loc[2, "optimal"] == projected_stress(X, D, [maps[1]["query"], maps[1]["key"]], scale="optimal")
-    ht = head_stress_table(tiny_bert, D, scale="raw")
-    assert ht.shape == (2, 2)
-    assert ht.loc[1, 1] == projected_stress(X, D, [maps[0]["query"][:, 4:], maps[0]["key"][:, 4:]])
     enc = np.random.default_rng(0).normal(size=(n, 8))
     assert layer_stress_table(tiny_bert, D, encoding=enc).loc[0, "raw"] == stress(enc, D)
 
@@ -209,81 +162,3 @@ def test_positional_hidden_states_average(tiny_bert: torch.nn.Module) -> None:
     assert np.allclose(H, np.mean(manual, axis=0), atol=1e-6)
     with pytest.raises(ValueError, match="no sequence"):
         positional_hidden_states(tiny_bert, corpus, 9, progress=False, cache=False)
-
-
-def test_hidden_stress_table() -> None:
-    D = np.abs(np.subtract.outer(np.arange(5.0), np.arange(5.0)))
-    H = np.stack([np.arange(5.0)[:, None] * [1.0, 0.0], np.arange(5.0)[:, None] * [3.0, 0.0]])
-    t = hidden_stress_table(H, D)
-    assert t.loc[0, "raw"] == 0.0 and t.loc[1, "raw"] == pytest.approx(4.0) and t.loc[1, "optimal"] == 0.0
-    with pytest.raises(ValueError, match="shape"):
-        hidden_stress_table(H[0], D)
-
-
-def test_settings() -> None:
-    small, full = layers_settings("small"), layers_settings("full")
-    assert small.model is None and full.model == "bert-base-uncased"
-    assert small.n_positions == {"sst2": 48, "imdb": 510}
-    with pytest.raises(ValueError):
-        layers_settings("medium")
-
-
-def _rows(spec: dict) -> list[dict]:
-    return [row for rows in spec.get("datasets", {}).values() for row in rows]
-
-
-def test_layer_stress_plot_colours_by_corpus_and_dashes_the_corrected_target():
-    import pandas as pd
-
-    from posgeo.experiments.layers import plot_layer_stress
-
-    t = pd.DataFrame({"optimal": [0.1, 0.2, 0.15], "raw": [1.0, 5.0, 3.0]}, index=pd.Index([0, 1, 2], name="layer"))
-    spec = plot_layer_stress({"sst2, plug-in": t, "sst2, corrected": t}, title="projected").to_dict()
-    line = spec["layer"][0]
-    assert line["mark"]["type"] == "line"
-    colours = dict(zip(line["encoding"]["color"]["scale"]["domain"], line["encoding"]["color"]["scale"]["range"]))
-    assert colours["sst2, plug-in"] == colours["sst2, corrected"] == "#D55E00"
-    dashes = dict(zip(line["encoding"]["strokeDash"]["scale"]["domain"], line["encoding"]["strokeDash"]["scale"]["range"]))
-    assert dashes["sst2, corrected"] != dashes["sst2, plug-in"]
-    assert {r["stress"] for r in _rows(spec)} == {0.1, 0.2, 0.15}
-    assert "scale" not in line["encoding"]["y"]
-    logged = plot_layer_stress({"imdb, plug-in": t}, log=True).to_dict()
-    assert logged["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
-
-
-def test_head_stress_plot_is_a_hoverable_heatmap_with_one_colour_bar():
-    import pandas as pd
-
-    from posgeo.experiments.layers import plot_head_stress
-
-    t = pd.DataFrame([[0.1, 0.2], [0.3, 0.4]], index=pd.Index([1, 2], name="layer"), columns=pd.Index([0, 1], name="head"))
-    spec = plot_head_stress({"sst2": t, "imdb": t * 0.5}).to_dict()
-    assert len(spec["concat"]) == 2 and spec["resolve"]["scale"]["color"] == "shared"
-    panel = spec["concat"][0]
-    assert panel["mark"]["type"] == "rect"
-    assert panel["encoding"]["color"]["scale"]["domain"] == [0.0, 0.4]
-    assert {tip["field"] for tip in panel["encoding"]["tooltip"]} == {"layer", "head", "stress"}
-    assert {(r["layer"], r["head"], r["stress"]) for r in _rows(spec)} >= {(2, 1, 0.4), (1, 0, 0.05)}
-
-
-@settings(max_examples=50, deadline=None)
-@given(tokens=arrays(np.int64, st.integers(0, 300), elements=st.integers(0, 2999)), k=st.integers(1, 3000))
-def test_frequent_tokens_order_is_fixed(tokens, k):
-    """Most frequent first, ties by ascending id. With 3,000 ids and at most 300 tokens most ids
-    tie (at zero or one), and numpy's unstable argsort scrambles such ties (on arrays above
-    its insertion-sort cut-off)."""
-    top = frequent_tokens(tokens, k, vocab_size=3000)
-    counts = np.bincount(tokens, minlength=3000)
-    expected = sorted(range(3000), key=lambda v: (-counts[v], v))[:k]
-    assert top.tolist() == expected
-
-
-def test_frequent_tokens_bad_input():
-    with pytest.raises(ValueError, match="k=5 is more than"):
-        frequent_tokens([1, 2], 5, vocab_size=4)
-    with pytest.raises(ValueError, match="token id 9 is outside"):
-        frequent_tokens([1, 9], 2, vocab_size=4)
-    with pytest.raises(ValueError, match="negative"):
-        frequent_tokens([1, -1], 2, vocab_size=4)
-    with pytest.raises(TypeError, match="integer token ids"):
-        frequent_tokens([1.5, 2.0], 2, vocab_size=4)
