@@ -1,0 +1,631 @@
+"""Helper of the chapter on position without positional encodings (P2): tasks, runs, measurements, charts."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+import posgeo as pg
+from posgeo.experiments.papers import P2_MAX_LEN, P2_REPORTED
+
+TASKS = ("addition", "reversal", "indexing", "sorting")
+TOKENS = ("<pad>", "<eos>", *"0123456789+=(),ehorstvwx")
+PAD, EOS = 0, 1
+SCORE = {"include_diagonal": False, "ties": "half", "progress": False}  # the chapter's convention
+
+SMALL = dict(
+    d_model=64, n_layers=2, n_heads=4, d_ff=128, steps=300, batch_size=64, lr=2e-3, seeds=(0, 1, 2, 3, 4),
+    seed_tasks=("sorting",), n_train=5000, n_test=1000, n_analysis=128, init_seeds=(0, 1, 2),
+    sweep_layers=(1, 2, 4), sweep_widths=(32, 64, 128, 384), sweep_trained=((1, 64), (2, 32), (4, 64)),
+    sweep_steps=150, sweep_task="sorting", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
+    ablation_steps=150, ablation_train_means=(0.0,), ablation_task="indexing", probe_steps=300, probe_hidden=32,
+)
+FULL = SMALL | dict(  # P2's scale (10.7M parameters), for a GPU: POSGEO_PROFILE=full
+    d_model=384, n_layers=6, n_heads=6, d_ff=1536, steps=5000, batch_size=128, lr=5e-4, seed_tasks=TASKS,
+    n_train=20_000, n_test=20_000, n_analysis=512, init_seeds=(0, 1, 2, 3, 4), sweep_layers=(6, 12, 24),
+    sweep_widths=(192, 384, 768), sweep_trained=tuple((L, w) for L in (6, 12, 24) for w in (192, 384, 768)),
+    sweep_steps=2000, sweep_task="reversal", ablation_steps=2000, ablation_train_means=(0.0, 4.0, 8.0),
+    ablation_task="reversal", probe_steps=2000, probe_hidden=128,
+)
+
+
+def settings(profile=None):
+    """The experiment sizes of a profile (``POSGEO_PROFILE``; default small)."""
+    return SimpleNamespace(**(FULL if pg.current_profile(profile) == "full" else SMALL))
+
+
+# ============================================================================ the tasks
+
+# prompt length = slope * size + offset, sizes from min_size to max_size (sorting: ten distinct digits)
+_FORMAT = {"addition": (1, 2, 2, None), "reversal": (1, 6, 1, None), "indexing": (1, 11, 1, None), "sorting": (2, 8, 1, 10)}
+
+
+def encode(text):
+    """Token ids of a string of task characters."""
+    return [TOKENS.index(c) for c in text]
+
+
+def decode(ids):
+    """The characters of token ids, up to the first <eos>, padding dropped."""
+    out = []
+    for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+        if i == EOS:
+            break
+        if i != PAD:
+            out.append(TOKENS[i])
+    return "".join(out)
+
+
+def _digits(rng, n, leading_zero=True):
+    d = rng.integers(0, 10, size=n)
+    if not leading_zero and n > 1:
+        d[0] = rng.integers(1, 10)
+    return "".join(map(str, d.tolist()))
+
+
+def _sample(task, size, rng):
+    if task == "addition":
+        da = int(rng.integers(1, size))
+        a, b = _digits(rng, da, False), _digits(rng, size - da, False)
+        return f"{a}+{b}=", str(int(a) + int(b))
+    if task == "reversal":
+        s = _digits(rng, size)
+        return f"rev({s})=", s[::-1]
+    if task == "indexing":
+        s = _digits(rng, size)
+        x = s[int(rng.integers(0, size))]
+        return f"wherex({s},{x})=", str(s.index(x))
+    src = "".join(map(str, rng.permutation(10)[:size].tolist()))
+    perm = rng.permutation(size)
+    return f"sort({src},{''.join(src[p] for p in perm.tolist())})=", "".join(map(str, perm.tolist()))
+
+
+def make_samples(task, n, *, min_len=None, max_len=None, seed=0):
+    """``n`` seeded (prompt, answer) pairs with prompts of ``min_len`` to ``max_len`` characters (default: P2's maximum)."""
+    slope, off, lo, hi = _FORMAT[task]
+    max_len = P2_MAX_LEN[task] if max_len is None else max_len
+    if hi is not None:
+        max_len = min(max_len, slope * hi + off)
+    min_len = slope * lo + off if min_len is None else min_len
+    sizes = [s for s in range(lo, (max_len - off) // slope + 1) if min_len <= slope * s + off <= max_len]
+    rng = np.random.default_rng(seed)
+    return [_sample(task, int(s), rng) for s in rng.choice(np.asarray(sizes), size=int(n)).tolist()]
+
+
+def correct_answer(prompt):
+    """The answer to a prompt, re-derived from the prompt alone (independently of the generator)."""
+    body = prompt[prompt.index("(") + 1:-2] if "(" in prompt else prompt[:-1]
+    if prompt.startswith("rev("):
+        return body[::-1]
+    if prompt.startswith("wherex("):
+        s, x = body.split(",")
+        return str(s.index(x))
+    if prompt.startswith("sort("):
+        src, tgt = body.split(",")
+        return "".join(str(src.index(c)) for c in tgt)
+    a, b = body.split("+")
+    return str(int(a) + int(b))
+
+
+def max_encoded_length(task, max_len):
+    """Longest ``prompt + answer + <eos>`` of a task whose prompts have at most ``max_len`` characters."""
+    if task == "addition":
+        return max_len + (max_len - 2) + 1
+    if task == "reversal":
+        return max_len + (max_len - 6) + 1
+    if task == "indexing":
+        return max_len + len(str(max(max_len - 12, 0))) + 1
+    size = min((max_len - 8) // 2, 10)
+    return (2 * size + 8) + size + 1
+
+
+@dataclass(frozen=True, eq=False)
+class P2Task:
+    """A pool of one task's samples as a causal-LM task for ``pg.train``: the loss is on the answer and <eos> only."""
+
+    task: str
+    n_samples: int = 20_000
+    max_len: int | None = None
+    min_len: int | None = None
+    seed: int = 0
+    kind: str = field(default="lm", init=False)
+    n_classes: None = field(default=None, init=False)
+    order_sensitive: bool = field(default=True, init=False)
+    vocab_size: int = field(default=len(TOKENS), init=False)
+    seq_len: int = field(default=0, init=False)
+    samples: tuple = field(default=(), init=False, repr=False)
+    tokens: torch.Tensor = field(default=None, init=False, repr=False)
+    answer_mask: torch.Tensor = field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        max_len = P2_MAX_LEN[self.task] if self.max_len is None else int(self.max_len)
+        samples = make_samples(self.task, self.n_samples, max_len=max_len, min_len=self.min_len, seed=self.seed)
+        slope, off, _, hi = _FORMAT[self.task]
+        seq_len = max_encoded_length(self.task, max_len if hi is None else min(max_len, slope * hi + off))
+        tokens = torch.full((len(samples), seq_len), PAD, dtype=torch.long)
+        answer = torch.zeros((len(samples), seq_len), dtype=torch.bool)
+        for row, (prompt, ans) in enumerate(samples):
+            ids = encode(prompt) + encode(ans) + [EOS]
+            tokens[row, :len(ids)] = torch.tensor(ids)
+            answer[row, len(prompt):len(ids)] = True
+        for name, value in (("seq_len", seq_len), ("samples", tuple(samples)), ("tokens", tokens), ("answer_mask", answer)):
+            object.__setattr__(self, name, value)
+
+    def batch(self, rows=None):
+        """Pool rows as a ``pg.Batch``: position ``i`` predicts token ``i + 1`` where that is an answer token or <eos>."""
+        idx = torch.arange(len(self.samples)) if rows is None else torch.as_tensor(rows, dtype=torch.long)
+        tokens, answer = self.tokens[idx], self.answer_mask[idx]
+        targets = torch.full_like(tokens, pg.IGNORE_INDEX)
+        targets[:, :-1] = torch.where(answer[:, 1:], tokens[:, 1:], torch.full_like(tokens[:, 1:], pg.IGNORE_INDEX))
+        return pg.Batch(tokens, targets, "lm", tokens != PAD)
+
+    def sample(self, batch_size, generator):
+        """``batch_size`` pool rows drawn with replacement."""
+        return self.batch(torch.randint(0, len(self.samples), (int(batch_size),), generator=generator))
+
+    def cache_key(self):
+        """What determines the pool."""
+        return {"task": "P2Task", "name": self.task, "n_samples": int(self.n_samples), "max_len": self.max_len,
+                "min_len": self.min_len, "seed": int(self.seed), "seq_len": self.seq_len}
+
+
+def analysis_tokens(task, n, *, seed=123):
+    """``n`` sequences whose prompts all have P2's maximum length, cut to the shortest ``prompt + answer + <eos>``."""
+    length = P2_MAX_LEN[task]
+    samples = make_samples(task, n, min_len=length, max_len=length, seed=seed)
+    cut = min(len(p) + len(a) + 1 for p, a in samples)
+    return torch.tensor([(encode(p) + encode(a) + [EOS])[:cut] for p, a in samples])
+
+
+def random_tokens(n, length, *, seed=7):
+    """I.i.d. uniform character tokens (no padding, no <eos>)."""
+    return torch.randint(2, len(TOKENS), (n, length), generator=torch.Generator().manual_seed(seed))
+
+
+# ============================================================================ the model and its training
+
+
+def model_config(s, max_len, **overrides):
+    """The NoPE causal decoder of settings ``s``; a new width keeps the head dimension and the MLP ratio."""
+    if "d_model" in overrides:
+        d = overrides["d_model"]
+        overrides = {"n_heads": max(1, d // (s.d_model // s.n_heads)), "d_ff": d * (s.d_ff // s.d_model), **overrides}
+    return pg.TransformerConfig(**{"vocab_size": len(TOKENS), "d_model": s.d_model, "n_heads": s.n_heads,
+                                   "n_layers": s.n_layers, "d_ff": s.d_ff, "max_len": max_len, "position": "none",
+                                   "causal": True, **overrides})
+
+
+def train_config(s, steps, seed):
+    """AdamW settings of ``s``, logging 20 times per run."""
+    return pg.TrainConfig(steps=steps, batch_size=s.batch_size, lr=s.lr, seed=seed, log_every=max(1, steps // 20))
+
+
+def train(task, s, *, seed=0, steps=None, **overrides):
+    """Train the decoder on one task's pool (seed ``seed``: pool, weights and batches); cached."""
+    pool = P2Task(task, n_samples=s.n_train, seed=seed)
+    steps = s.steps if steps is None else steps
+    return pg.train(model_config(s, pool.seq_len, **overrides), train_config(s, steps, seed), pool, progress=False)
+
+
+def with_embedding_init(model, *, mean, std, seed):
+    """A copy of ``model`` whose token embeddings alone are redrawn i.i.d. N(mean, std^2)."""
+    twin = pg.Transformer(model.config)
+    twin.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        w = twin.tok.weight
+        w.copy_(torch.randn(w.shape, generator=torch.Generator().manual_seed(int(seed))) * float(std) + float(mean))
+    return twin.train(model.training)
+
+
+def train_with_embedding_init(cfg, tcfg, pool, *, mean, std):
+    """``pg.train`` from token embeddings drawn N(mean, std^2); cached."""
+    mean, std = float(mean), float(std)
+    return pg.train(cfg, tcfg, pool, prepare=lambda m: with_embedding_init(m, mean=mean, std=std, seed=tcfg.seed),
+                    cache_namespace="train-embinit", cache_options={"embedding_init": [mean, std]},
+                    desc=f"train (mean={mean}, std={std})", progress=False)
+
+
+@torch.no_grad()
+def accuracy(model, pool, batch_size=512):
+    """Teacher-forced exact match (every answer token and <eos> right) and token accuracy on a pool."""
+    rows, n_tok, n_ok = [], 0, 0
+    with pg.eval_mode(model):
+        for start in range(0, len(pool.samples), batch_size):
+            b = pool.batch(torch.arange(start, min(start + batch_size, len(pool.samples))))
+            pred = model(b.tokens, attention_mask=b.attention_mask).logits.argmax(-1)
+            keep = b.targets != pg.IGNORE_INDEX
+            rows.append(((pred == b.targets) | ~keep).all(dim=1))
+            n_tok, n_ok = n_tok + int(keep.sum()), n_ok + int(((pred == b.targets) & keep).sum())
+    return float(torch.cat(rows).float().mean()), n_ok / max(n_tok, 1)
+
+
+def constant_answer(pool, test=None):
+    """Exact match of always answering ``pool``'s most common answer (on ``test``, default the pool itself)."""
+    answers = pd.Series([a for _, a in pool.samples]).value_counts()
+    return float(np.mean([a == answers.index[0] for _, a in (test or pool).samples]))
+
+
+def accuracy_row(res, task, s, test_seed=1000):
+    """Exact match, token accuracy and the constant-answer baseline of a run, on a fresh test pool."""
+    test = P2Task(task, n_samples=s.n_test, seed=test_seed)
+    exact, token = accuracy(res.model(), test)
+    return {"exact match": exact, "token accuracy": token, "final train loss": res.final("loss"),
+            "best constant answer": constant_answer(P2Task(task, n_samples=s.n_train, seed=res.train_config.seed), test)}
+
+
+def learning_curves(runs):
+    """The logged loss and batch token accuracy of runs ``{(task, seed): result}``."""
+    return pd.DataFrame([{"task": t, "seed": seed, "step": int(r["step"]), "loss": float(r["loss"]),
+                          "token accuracy": float(r.get("accuracy", np.nan))}
+                         for (t, seed), res in runs.items() for r in res.history if "loss" in r])
+
+
+# ============================================================================ the measurements
+
+
+@torch.no_grad()
+def hidden_states(model, tokens):
+    """Hidden states of every layer, shape (layers + 1, B, n, d), float64: layer 0 is the token embedding."""
+    with pg.eval_mode(model):
+        hs = model(tokens.to(next(model.parameters()).device), return_hidden=True).hidden_states
+    return np.stack([h.to("cpu", torch.float64).numpy() for h in hs])
+
+
+def layer_scores(H, **options):
+    """Adjacency score of every layer of ``hidden_states``."""
+    return np.array([pg.adjacency_score(pg.cosine_similarity_matrix(h), **{**SCORE, **options}) for h in H])
+
+
+def profile(model, tokens):
+    """Batch-mean cosine matrix and adjacency score of every layer."""
+    C = np.stack([pg.cosine_similarity_matrix(h) for h in hidden_states(model, tokens)])
+    return SimpleNamespace(mean_similarity=C.mean(axis=1), scores=np.array([pg.adjacency_score(c, **SCORE) for c in C]))
+
+
+def chance(n, include_diagonal):
+    """Score of a matrix without positional structure: 1/2, or with the diagonal (P2) the mean of 1/2 + 1/K, K = 2..n."""
+    return float(np.mean(0.5 + 1.0 / np.arange(2, n + 1))) if include_diagonal else 0.5
+
+
+def seed_scores(runs, tokens):
+    """Scores of every layer of every run, untrained (its own initialisation) and trained, under both diagonal conventions."""
+    rows = []
+    for (task, seed), res in runs.items():
+        for state, model in (("init", pg.Transformer(res.model_config, seed=seed)), ("trained", res.model())):
+            H = hidden_states(model, tokens[task])
+            for diag in (False, True):
+                sc = layer_scores(H, include_diagonal=diag)
+                rows.append({"task": task, "state": state, "diagonal": "with (P2)" if diag else "without", "seed": seed,
+                             **{f"layer {i}": v for i, v in enumerate(sc)}, "chance": chance(tokens[task].shape[1], diag)})
+    return pd.DataFrame(rows)
+
+
+def cosine_by_offset(C):
+    """Mean cosine ``C[k, k - t]`` at each offset ``t >= 0`` (batches averaged first)."""
+    A = C.mean(axis=0) if C.ndim == 3 else C
+    return np.array([np.diagonal(A, offset=-t).mean() for t in range(A.shape[0])])
+
+
+@torch.no_grad()
+def first_attention_output(model, tokens):
+    """The first attention sublayer's output alone (``h_1 = e + a + mlp``), captured with a hook."""
+    out = []
+    handle = model.blocks[0].attn.register_forward_hook(lambda mod, inp, o: out.append(o[0]))
+    try:
+        with pg.eval_mode(model):
+            model(tokens)
+    finally:
+        handle.remove()
+    return out[0].double().numpy()
+
+
+@torch.no_grad()
+def attention_to_uniform(model, tokens):
+    """Mean total-variation distance of the first layer's attention rows from uniform causal attention."""
+    with pg.eval_mode(model):
+        a = model(tokens, return_attention=True).attentions[0].double()
+    n = a.shape[-1]
+    uniform = torch.tril(torch.ones(n, n, dtype=torch.float64)) / torch.arange(1, n + 1, dtype=torch.float64)[:, None]
+    return float(0.5 * (a - uniform).abs().sum(-1).mean())
+
+
+def averaging_table(init_model, trained_model, tokens, seed=0):
+    """Scores of the inputs, the first attention output and layer 1: uniform causal means beside real first layers."""
+    B, n = tokens.shape
+
+    def score(X):
+        return pg.adjacency_score(pg.cosine_similarity_matrix(X), **SCORE)
+
+    def mean(X):
+        return np.cumsum(X, axis=1) / np.arange(1, n + 1)[None, :, None]
+
+    E = np.random.default_rng(seed).normal(size=(B, n, init_model.config.d_model))
+    H0 = hidden_states(init_model, tokens)[0]
+    rows = {"uniform mean of N(0, I)": (score(E), score(mean(E)), score(mean(E)), 0.0),
+            "uniform mean of token embeddings": (score(H0), score(mean(H0)), score(mean(H0)), 0.0)}
+    for label, m in (("1-layer model, init", init_model), ("1-layer model, trained", trained_model)):
+        H = hidden_states(m, tokens)
+        rows[label] = (score(H[0]), score(first_attention_output(m, tokens)), score(H[1]), attention_to_uniform(m, tokens))
+    return pd.DataFrame(rows, index=["inputs", "attention output", "layer 1", "attention TV to uniform"]).T
+
+
+def _update_ratio(H):
+    """Mean ``|h_1 - h_0| / |h_0|``: the first block's update relative to the token embedding."""
+    return float((np.linalg.norm(H[1] - H[0], axis=-1) / np.linalg.norm(H[0], axis=-1)).mean())
+
+
+def init_ablation_runs(s, tokens):
+    """Layer scores for token embeddings N(mean, std^2) over the grid and the seeds; the means of
+    ``ablation_train_means`` also trained from the same initialisation (paired)."""
+    task = s.ablation_task
+    cfg = model_config(s, max(tokens.shape[1], P2Task(task, n_samples=1).seq_len))
+    rows = []
+    for mean in s.init_means:
+        for std in s.init_stds:
+            for seed in s.seeds:
+                H = hidden_states(with_embedding_init(pg.Transformer(cfg, seed=seed), mean=mean, std=std, seed=seed), tokens)
+                sc = layer_scores(H)
+                row = {"mean": mean, "std": std, "seed": seed, "layer 0": sc[0], "layer 1": sc[1], "last layer": sc[-1],
+                       "update/embedding": _update_ratio(H)}
+                if mean in s.ablation_train_means:
+                    pool = P2Task(task, n_samples=s.n_train, seed=seed)
+                    trained = train_with_embedding_init(cfg, train_config(s, s.ablation_steps, seed), pool,
+                                                        mean=mean, std=std).model()
+                    sct = layer_scores(hidden_states(trained, tokens))
+                    row |= {"layer 1 (trained)": sct[1], "last layer (trained)": sct[-1],
+                            "exact match (trained)": accuracy(trained, pool)[0], "best constant answer": constant_answer(pool)}
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def depth_width_sweep(s, tokens):
+    """Scores of untrained decoders of every depth and width, averaged over ``init_seeds``."""
+    rows = []
+    for L in s.sweep_layers:
+        for w in s.sweep_widths:
+            cfg = model_config(s, tokens.shape[1], n_layers=L, d_model=w)
+            per_seed = []
+            for seed in s.init_seeds:
+                H = hidden_states(pg.Transformer(cfg, seed=seed), tokens)
+                sc = layer_scores(H)
+                per_seed.append([sc[0], sc[1], sc[-1], sc[1:].mean(), _update_ratio(H)])
+            rows.append({"layers": L, "width": w, "parameters": pg.count_parameters(pg.Transformer(cfg)),
+                         **dict(zip(["layer 0", "layer 1", "last layer", "mean over layers >= 1", "update/embedding"],
+                                    np.mean(per_seed, axis=0)))})
+    return pd.DataFrame(rows).set_index(["layers", "width"])
+
+
+def sweep_training_runs(s, tokens):
+    """Decoders of ``sweep_trained`` depths and widths, scored before and after training, one row per seed (paired)."""
+    pools = {seed: P2Task(s.sweep_task, n_samples=s.n_train, seed=seed) for seed in s.seeds}
+    rows = []
+    for L, w in s.sweep_trained:
+        cfg = model_config(s, max(tokens.shape[1], pools[s.seeds[0]].seq_len), n_layers=L, d_model=w)
+        for seed in s.seeds:
+            before = layer_scores(hidden_states(pg.Transformer(cfg, seed=seed), tokens))
+            trained = pg.train(cfg, train_config(s, s.sweep_steps, seed), pools[seed], progress=False).model()
+            after = layer_scores(hidden_states(trained, tokens))
+            rows.append({"layers": L, "width": w, "seed": seed, "layer 1 (init)": before[1], "layer 1 (trained)": after[1],
+                         "last layer (trained)": after[-1], "exact match (trained)": accuracy(trained, pools[seed])[0],
+                         "best constant answer": constant_answer(pools[seed])})
+    return pd.DataFrame(rows)
+
+
+# ============================================================================ probes and the mask
+
+
+def probe_features(H, kind):
+    """Per token: its row of the cosine matrix without the diagonal (``"cosine"``), or its variance over coordinates."""
+    B, n, _ = H.shape
+    if kind == "variance":
+        return H.var(axis=-1)[..., None]
+    return pg.cosine_similarity_matrix(H)[:, ~np.eye(n, dtype=bool)].reshape(B, n, n - 1)
+
+
+def _mlp(n_in, hidden, depth, generator):
+    layers, width = [], n_in
+    for _ in range(depth - 1):
+        layers += [nn.Linear(width, hidden), nn.ReLU()]
+        width = hidden
+    net = nn.Sequential(*layers, nn.Linear(width, 1))
+    with torch.no_grad():
+        for m in net:
+            if isinstance(m, nn.Linear):
+                m.weight.copy_((torch.rand(m.weight.shape, generator=generator) * 2 - 1) * (1.0 / math.sqrt(m.in_features)))
+                m.bias.zero_()
+    return net
+
+
+def train_position_probe(X, *, hidden=64, depth=4, steps=400, lr=3e-3, seed=0, test_fraction=0.25):
+    """A ``depth``-layer MLP predicting each token's position from its features, early-stopped on held-out
+    sequences; returns the test NRMSE (1: no better than the mean position) and Pearson R."""
+    B, n, f = X.shape
+    n_test = int(round(B * test_fraction))
+    n_val = int(round((B - n_test) / 5))
+    order = np.random.default_rng(seed).permutation(B)
+    test, val, fit = order[:n_test], order[n_test:n_test + n_val], order[n_test + n_val:]
+    pos = np.broadcast_to(np.arange(n, dtype=np.float64), (B, n))
+    mu, sd = X[fit].reshape(-1, f).mean(0), X[fit].reshape(-1, f).std(0)
+    sd = np.where(sd > 1e-12, sd, 1.0)
+    ymu, ysd = pos[fit].mean(), pos[fit].std()
+
+    def tensors(rows):
+        return (torch.as_tensor((X[rows].reshape(-1, f) - mu) / sd, dtype=torch.float32),
+                torch.as_tensor((pos[rows].reshape(-1) - ymu) / ysd, dtype=torch.float32))
+
+    (xf, yf), (xv, yv), (xt, _) = tensors(fit), tensors(val), tensors(test)
+    net = _mlp(f, hidden, depth, torch.Generator().manual_seed(seed))
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+
+    def val_loss():
+        with torch.no_grad():
+            return float(((net(xv).squeeze(-1) - yv) ** 2).mean())
+
+    best, best_state = val_loss(), {k: v.clone() for k, v in net.state_dict().items()}
+    for step in range(steps):
+        loss = ((net(xf).squeeze(-1) - yf) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if (step + 1) % 10 == 0 or step + 1 == steps:
+            v = val_loss()
+            if v < best:
+                best, best_state = v, {k: t.clone() for k, t in net.state_dict().items()}
+    net.load_state_dict(best_state)
+    with torch.no_grad():
+        pred = net(xt).squeeze(-1).double().numpy() * ysd + ymu
+    truth = pos[test].reshape(-1)
+    r = float(np.corrcoef(pred, truth)[0, 1]) if pred.std() > 1e-12 else float("nan")
+    return float(np.sqrt(np.mean((pred - truth) ** 2)) / truth.std()), r
+
+
+def probe_by_layer(H, s):
+    """Cosine and variance probes on every layer of ``hidden_states``."""
+    rows = []
+    for layer, h in enumerate(H):
+        row = {"layer": layer}
+        for kind in ("cosine", "variance"):
+            row[f"NRMSE ({kind})"], row[f"R ({kind})"] = train_position_probe(
+                probe_features(h, kind), hidden=s.probe_hidden, steps=s.probe_steps)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("layer")
+
+
+def causal_contrast(model, tokens, seed=0):
+    """Layer scores of the same weights with and without the causal mask, and whether the model is
+    permutation-equivariant (one random permutation of the positions)."""
+    perm = torch.as_tensor(np.random.default_rng(seed).permutation(tokens.shape[1]))
+    rows = {}
+    for label, causal in (("causal mask", True), ("no mask", False)):
+        twin = pg.Transformer(dataclasses.replace(model.config, causal=causal))
+        twin.load_state_dict(model.state_dict())
+        H, Hp = hidden_states(twin, tokens), hidden_states(twin, tokens[:, perm])
+        err = np.abs(Hp[-1] - H[-1][:, perm.numpy()]).max() / np.abs(H[-1]).max()
+        rows[label] = {**{f"layer {i}": v for i, v in enumerate(layer_scores(H))}, "equivariant": bool(err < 1e-4)}
+    return pd.DataFrame(rows).T
+
+
+# ============================================================================ charts
+
+
+def _upright(chart):
+    for layer in chart.layer:
+        if getattr(layer.encoding.x, "shorthand", "").endswith(":O"):
+            layer.encoding.x.axis = alt.Axis(labelAngle=0)
+    return chart
+
+
+def plot_scores_by_layer(table):
+    """Adjacency score against layer, one line per row, with P2's reported values in grey and chance dotted."""
+    cols = [c for c in table.columns if c.startswith("layer ")]
+    long = pd.DataFrame([{"layer": int(c.split()[-1]), "score": float(v), "model": label}
+                         for label, row in table[cols].iterrows() for c, v in row.items()])
+    long = pd.concat([long, pd.DataFrame({"layer": range(len(cols)), "score": 0.5, "model": "chance"})], ignore_index=True)
+    lo, hi = P2_REPORTED.layer1_score_range
+    bottom = min(0.3, math.floor(long["score"].min() * 10) / 10)
+    lines = _upright(pg.series_chart(long, x="layer", y="score", series="model", x_type="ordinal", points=True,
+                                     x_title="layer (0 = token embeddings)", y_title="adjacency score", series_title="model",
+                                     y_scale={"domain": [bottom, 1.0]}, height=300))
+    x = alt.X("layer:O", title="layer (0 = token embeddings)", axis=alt.Axis(labelAngle=0))
+    y = alt.Scale(domain=[bottom, 1.0])
+    band_name, square_name = f"P2 reported, layers 1 and up ({lo:g}-{hi:g})", f"P2 reported, layer 0 ({P2_REPORTED.embedding_score:g})"
+    band = alt.Chart(pd.DataFrame({"layer": range(1, len(cols)), "low": lo, "high": hi, "reference": band_name})).mark_area(
+        opacity=0.5).encode(x=x, y=alt.Y("low:Q", title="adjacency score", scale=y), y2="high:Q",
+                            fill=alt.Fill("reference:N", scale=alt.Scale(domain=[band_name], range=["#BBBBBB"]), title="P2",
+                                          legend=alt.Legend(symbolType="square")),
+                            tooltip=["reference:N", "layer:O", "low:Q", "high:Q"])
+    square = alt.Chart(pd.DataFrame({"layer": [0], "score": P2_REPORTED.embedding_score, "reference": square_name})).mark_point(
+        filled=True, size=90, color="#555555").encode(
+        x=x, y=alt.Y("score:Q", scale=y), shape=alt.Shape("reference:N", scale=alt.Scale(domain=[square_name], range=["square"]), title=None),
+        tooltip=["reference:N", "score:Q"])
+    return pg.finish_chart(alt.layer(band, square, lines), description=(
+        "Adjacency score of every layer (0 = token embeddings) for each model, before and after training, with P2's "
+        "reported values (a grey square at layer 0, a grey band from layer 1 on) and the chance level of one half dotted."))
+
+
+def plot_similarity_grid(profiles):
+    """Batch-mean cosine matrices, one panel per (layer, model), on one diverging scale from -1 to 1."""
+    panels = []
+    first = next(iter(profiles.values()))
+    for layer in range(len(first.scores)):
+        for label, p in profiles.items():
+            chart = pg.heatmap_chart(p.mean_similarity[layer], title=f"{label}, layer {layer}: score {p.scores[layer]:.3f}",
+                                     value_title="cosine similarity (batch mean)", domain=(-1.0, 1.0), scheme="blueorange")
+            panels.append(chart.encode(stroke=alt.Stroke("value:Q", scale=alt.Scale(scheme="blueorange", domain=[-1.001, 1.001]),
+                                                         legend=None)))
+    return pg.finish_chart(pg.panel_grid(panels).resolve_scale(color="shared"), canvas=True, description=(
+        "Heatmaps of the batch-mean cosine similarity between the hidden states of positions i (rows) and j (columns), "
+        f"one panel per layer and model ({', '.join(profiles)}), on one colour scale from -1 (blue) to 1 (orange)."))
+
+
+def plot_offset_decay(curves):
+    """Mean cosine against the offset ``k - i``, one line per curve."""
+    frame = pd.concat([pd.DataFrame({"offset": np.arange(len(y)), "cosine": y, "curve": label}) for label, y in curves.items()])
+    return pg.finish_chart(pg.series_chart(frame, x="offset", y="cosine", series="curve", x_title="offset k - i (positions)",
+                                           y_title="mean cosine C[k, i]", series_title="curve", height=280), description=(
+        "Mean cosine similarity between the hidden states of positions k and i against their offset k - i, one line per "
+        f"construction or layer ({', '.join(curves)})."))
+
+
+def plot_init_ablation(table, columns):
+    """Score against the embedding std, one line per (column, mean), with its 95% interval (a ``pg.seed_summary`` table)."""
+    parts = []
+    for c in columns:
+        part = table[c].dropna().rename_axis(["μ", "σ"]).reset_index()
+        parts.append(pd.DataFrame({"std": part["σ"], "score": part["mean"], "low": part["low"], "high": part["high"],
+                                   "series": [f"{c}, mean {m:g}" for m in part["μ"]]}))
+    frame = pd.concat([*parts, pd.DataFrame({"std": sorted(set(table.index.get_level_values("std"))), "score": 0.5,
+                                             "series": "chance"})], ignore_index=True)
+    return pg.finish_chart(_upright(pg.series_chart(
+        frame, x="std", y="score", series="series", lower="low", upper="high", x_type="ordinal", points=True,
+        x_title="token-embedding std σ (log-spaced grid)", y_title="adjacency score", series_title="score, embedding mean μ",
+        height=280)), description=("Adjacency score against the standard deviation of the token-embedding initialisation, "
+                                   "one line per embedding mean, with the 95% interval over seeds as a band; chance dotted."))
+
+
+def plot_learning_curves(curves):
+    """Training loss and batch token accuracy against step: a task's mean with its 95% band over seeds, or its one seed."""
+    panels, order = [], []
+    for metric, title in (("loss", "training loss (answer tokens)"), ("token accuracy", "batch token accuracy")):
+        parts = []
+        for task, group in curves.groupby("task", sort=False):
+            seeds = group["seed"].nunique()
+            label = f"{task} (mean of {seeds} seeds)" if seeds > 1 else f"{task} (seed {group['seed'].iloc[0]})"
+            ivs = {step: pg.seed_interval(g[metric].to_numpy()) for step, g in group.groupby("step")} if seeds > 1 else {}
+            part = pd.DataFrame({"step": group["step"].unique()})
+            part["value"] = [ivs[t].mean for t in part["step"]] if ivs else group[metric].to_numpy()
+            part["low"] = [ivs[t].low for t in part["step"]] if ivs else np.nan
+            part["high"] = [ivs[t].high for t in part["step"]] if ivs else np.nan
+            parts.append(part.assign(series=label))
+            order += [label] if label not in order else []
+        panels.append(pg.series_chart(pd.concat(parts, ignore_index=True), x="step", y="value", series="series", lower="low",
+                                      upper="high", x_title="training step", y_title=title, series_title="task", title=title,
+                                      width=pg.PANEL_WIDTH, height=220, series_order=order))
+    return pg.finish_chart(alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared"), description=(
+        "Training loss (left) and token accuracy of the training batch (right) against the training step, one line per "
+        "task: the mean over seeds with its 95% interval where there are several seeds, else the one seed's line."))
+
+
+def plot_probes(tables):
+    """Probe NRMSE and Pearson R against layer, one line per (model, features); dotted: no positional information."""
+    panels = []
+    for metric, title in (("NRMSE", "test NRMSE (1 = predicting the mean position)"), ("R", "test Pearson R")):
+        frame = pd.concat([pd.DataFrame({"layer": df.index, "value": df[f"{metric} ({kind})"], "probe": f"{label}, {kind}"})
+                           for label, df in tables.items() for kind in ("cosine", "variance")])
+        layers = sorted(set(frame["layer"]))
+        ref = pd.DataFrame({"layer": layers, "value": 1.0 if metric == "NRMSE" else 0.0, "probe": "reference: no positional information"})
+        panels.append(_upright(pg.series_chart(pd.concat([frame, ref], ignore_index=True), x="layer", y="value", series="probe",
+                                               x_type="ordinal", points=True, x_title="layer (0 = token embeddings)", y_title=title,
+                                               series_title="model, features", title=f"probe {metric}",
+                                               width=pg.PANEL_WIDTH, height=220)))
+    return pg.finish_chart(alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared"), description=(
+        "Position probes by layer: test NRMSE (left) and test Pearson R (right), one line per model and feature kind "
+        "(cosine rows or variance), with the dotted reference of a probe that has no positional information."))

@@ -1,0 +1,377 @@
+"""Tests for book/_ch11.py, the helper of the chapter on position without positional encodings (P2)."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import _ch11 as ch
+import posgeo as pg
+from posgeo.experiments.papers import P2_MAX_LEN, P2_REPORTED
+
+TINY = SimpleNamespace(**(ch.SMALL | dict(
+    d_model=16, n_heads=2, d_ff=32, n_layers=1, steps=5, batch_size=8, n_train=64, n_test=32, seeds=(0, 1),
+    init_seeds=(0,), sweep_layers=(1, 2), sweep_widths=(8, 16), sweep_trained=((1, 8), (2, 16)), sweep_steps=3,
+    sweep_task="indexing", init_means=(0.0, 4.0), init_stds=(0.002, 0.2), ablation_steps=2, probe_steps=20,
+    probe_hidden=8)))
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(private_cache):
+    """Every run of these tests is cached in an empty directory of its own."""
+    return private_cache
+
+
+def tiny_model(*, causal=True, max_len=40, **kw):
+    cfg = ch.model_config(TINY, max_len, **kw)
+    return pg.Transformer(pg.TransformerConfig(**{**cfg.to_dict(), "causal": causal}), seed=0)
+
+
+# ----------------------------------------------------------------------------- the tasks
+FORMATS = {  # an independent restatement of the formats: prompt and answer
+    "addition": (r"(0|[1-9]\d*)\+(0|[1-9]\d*)=", r"0|[1-9]\d*"),
+    "reversal": (r"rev\(\d+\)=", r"\d+"),
+    "indexing": (r"wherex\(\d+,\d\)=", r"\d+"),
+    "sorting": (r"sort\(\d+,\d+\)=", r"\d+"),
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), task=st.sampled_from(ch.TASKS))
+def test_every_sample_is_well_formed_and_correct(seed, task):
+    for prompt, answer in ch.make_samples(task, 50, seed=seed):
+        assert re.fullmatch(FORMATS[task][0], prompt) and re.fullmatch(FORMATS[task][1], answer)
+        assert len(prompt) <= P2_MAX_LEN[task]
+        assert answer == ch.correct_answer(prompt)
+        if task == "sorting":
+            src, tgt = prompt[5:-2].split(",")
+            assert len(set(src)) == len(src) and sorted(src) == sorted(tgt)
+
+
+def test_p2_examples():
+    assert ch.correct_answer("123+456=") == "579" and ch.correct_answer("rev(1234)=") == "4321"
+    assert ch.correct_answer("wherex(134504392,4)=") == "2" and len("wherex(134504392,4)=") == P2_MAX_LEN["indexing"]
+    assert ch.correct_answer("sort(3142,4213)=") == "2310"
+
+
+@pytest.mark.parametrize("task", ch.TASKS)
+def test_samples_are_seeded_and_cover_the_lengths(task):
+    assert ch.make_samples(task, 30, seed=7) == ch.make_samples(task, 30, seed=7) != ch.make_samples(task, 30, seed=8)
+    lengths = {len(p) for p, _ in ch.make_samples(task, 2000, seed=0)}
+    slope, off, lo, _ = ch._FORMAT[task]
+    assert lengths == {slope * s + off for s in range(lo, 40) if slope * s + off <= P2_MAX_LEN[task]}
+    narrow = ch.make_samples(task, 200, min_len=min(lengths) + 2, max_len=min(lengths) + 4, seed=1)
+    assert all(min(lengths) + 2 <= len(p) <= min(lengths) + 4 for p, _ in narrow)
+
+
+def test_sorting_is_capped_at_ten_distinct_digits():
+    assert max(len(p) for p, _ in ch.make_samples("sorting", 300, max_len=100, seed=0)) == 28
+
+
+def test_encode_and_decode_round_trip():
+    ids = ch.encode("rev(12)=") + [ch.EOS, ch.PAD]
+    assert ids[:8] == [20, 17, 23, 14, 3, 4, 15, 13] and len(ch.TOKENS) == 26
+    assert ch.decode(ids) == "rev(12)=" and ch.decode(torch.tensor([ch.PAD, 2, ch.EOS, 3])) == "0"
+
+
+@pytest.mark.parametrize("task", ch.TASKS)
+def test_p2task_batches_target_only_the_answer(task):
+    pool = ch.P2Task(task, n_samples=40, seed=3)
+    b = pool.batch()
+    assert b.kind == "lm" and b.tokens.shape == (40, pool.seq_len) == b.targets.shape
+    for row, (prompt, answer) in enumerate(pool.samples):
+        ids = ch.encode(prompt) + ch.encode(answer) + [ch.EOS]
+        assert b.tokens[row, :len(ids)].tolist() == ids and (b.tokens[row, len(ids):] == ch.PAD).all()
+        assert b.attention_mask[row].tolist() == [True] * len(ids) + [False] * (pool.seq_len - len(ids))
+        # position i predicts token i + 1; only the answer tokens and <eos> are predicted
+        expected = [pg.IGNORE_INDEX] * (len(prompt) - 1) + ids[len(prompt):] + [pg.IGNORE_INDEX] * (pool.seq_len - len(ids) + 1)
+        assert b.targets[row].tolist() == expected
+        assert ch.decode([t for t in expected if t != pg.IGNORE_INDEX]) == answer
+
+
+def test_p2task_sample_is_seeded_and_draws_pool_rows():
+    pool = ch.P2Task("sorting", n_samples=30, seed=0)
+    a, b = pool.sample(16, torch.Generator().manual_seed(5)), pool.sample(16, torch.Generator().manual_seed(5))
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.targets, b.targets)
+    rows = {tuple(r) for r in pool.tokens.tolist()}
+    assert all(tuple(r) in rows for r in a.tokens.tolist())
+
+
+@settings(max_examples=25, deadline=None)
+@given(task=st.sampled_from(ch.TASKS), extra=st.integers(0, 12), seed=st.integers(0, 1000))
+def test_seq_len_bounds_every_encoding_and_depends_on_the_lengths_only(task, extra, seed):
+    slope, off, lo, _ = ch._FORMAT[task]
+    pool = ch.P2Task(task, n_samples=30, max_len=slope * lo + off + extra, seed=seed)
+    assert max(len(p) + len(a) + 1 for p, a in pool.samples) <= pool.seq_len
+    assert pool.seq_len == ch.P2Task(task, n_samples=5, max_len=slope * lo + off + extra, seed=seed + 1).seq_len
+
+
+def test_seq_len_is_attained_at_p2s_lengths():
+    assert {t: ch.P2Task(t, n_samples=1).seq_len for t in ch.TASKS} == {"addition": 17, "reversal": 39, "indexing": 22, "sorting": 24}
+    assert ch.P2Task("reversal", n_samples=1, min_len=22, max_len=22).seq_len == 39
+    toks = ch.analysis_tokens("reversal", 6, seed=0)
+    assert toks.shape == (6, 39) and (toks != ch.PAD).all()
+
+
+# ----------------------------------------------------------------------------- training and accuracy
+def test_p2task_trains_and_exact_match_equals_greedy_decoding():
+    pool = ch.P2Task("indexing", n_samples=200, max_len=13, seed=0)  # one- or two-digit strings: answers 0 or 1
+    cfg = ch.model_config(TINY, pool.seq_len)
+    res = pg.train(cfg, pg.TrainConfig(steps=40, batch_size=32, lr=1e-2, device="cpu", log_every=5), pool,
+                   progress=False, cache=False)
+    assert res.final("loss") < res.history[0]["loss"]
+    model = res.model()
+    exact, token = ch.accuracy(model, pool)
+    greedy = []
+    with torch.no_grad():  # greedy decoding, token by token
+        for prompt, _ in pool.samples:
+            ids = ch.encode(prompt)
+            while len(ids) < pool.seq_len:
+                nxt = int(model(torch.tensor([ids])).logits[0, -1].argmax())
+                if nxt == ch.EOS:
+                    break
+                ids.append(nxt)
+            greedy.append(ch.decode(ids[len(prompt):]))
+    assert exact == pytest.approx(np.mean([g == a for g, (_, a) in zip(greedy, pool.samples)]))
+    assert 0.0 <= exact <= token <= 1.0
+
+
+def test_constant_answer_is_the_share_of_the_most_common_answer():
+    pool, test = ch.P2Task("indexing", n_samples=64, seed=0), ch.P2Task("indexing", n_samples=32, seed=1000)
+    common = pd.Series([a for _, a in pool.samples]).value_counts().index[0]
+    assert ch.constant_answer(pool, test) == pytest.approx(np.mean([a == common for _, a in test.samples]))
+    assert ch.constant_answer(pool) == pytest.approx(np.mean([a == common for _, a in pool.samples]))
+    res = ch.train("indexing", TINY)
+    row = ch.accuracy_row(res, "indexing", TINY)
+    assert row["best constant answer"] == pytest.approx(ch.constant_answer(pool, test))
+    assert 0.0 <= row["exact match"] <= row["token accuracy"] <= 1.0
+
+
+def test_train_is_seeded_and_the_seed_changes_the_run():
+    a, b, c = ch.train("sorting", TINY), ch.train("sorting", TINY), ch.train("sorting", TINY, seed=1)
+    assert all(torch.equal(a.state_dict[k], b.state_dict[k]) for k in a.state_dict)
+    assert a.final("loss") != c.final("loss")
+    assert a.model_config.position == "none" and a.model_config.causal and a.train_config.log_every == 1
+    curves = ch.learning_curves({("sorting", 0): a, ("sorting", 1): c})
+    assert len(curves) == len(a.history) + len(c.history) and curves.step.max() == TINY.steps - 1
+
+
+def test_a_new_width_keeps_the_head_dimension_and_the_mlp_ratio():
+    small = ch.settings("small")
+    cfg = ch.model_config(small, 30, d_model=128)
+    assert (cfg.n_heads, cfg.d_ff, cfg.position, cfg.causal) == (8, 256, "none", True)
+    full = ch.settings("full")
+    n_full = pg.count_parameters(pg.Transformer(ch.model_config(full, 40)))
+    assert abs(n_full / P2_REPORTED.n_params - 1) < 0.01  # P2's 10.6M
+    assert full.sweep_layers == P2_REPORTED.sweep_layers and full.sweep_widths == P2_REPORTED.sweep_widths
+    assert small.init_means == P2_REPORTED.init_means and small.init_stds == P2_REPORTED.init_stds
+
+
+# ----------------------------------------------------------------------------- scores
+def test_layer_scores_agree_with_the_library_and_known_patterns():
+    model = tiny_model(n_layers=2)
+    toks = ch.analysis_tokens("reversal", 6, seed=0)
+    H = ch.hidden_states(model, toks)
+    assert H.shape == (3, 6, 39, 16) and H.dtype == np.float64
+    direct = [pg.adjacency_score(pg.cosine_similarity_matrix(h), include_diagonal=False, ties="half", progress=False) for h in H]
+    assert ch.layer_scores(H).tolist() == pytest.approx(direct)
+    prof = ch.profile(model, toks)
+    assert prof.scores.tolist() == pytest.approx(direct) and prof.mean_similarity.shape == (3, 39, 39)
+    X = np.random.default_rng(0).normal(size=(4, 20, 32))
+    random_, ordered = ch.layer_scores(np.stack([X, np.cumsum(np.abs(X), axis=1)]))
+    assert abs(random_ - 0.5) < 0.05 and ordered > 0.9
+
+
+def test_chance_with_the_diagonal_matches_random_matrices_row_by_row():
+    X = np.random.default_rng(0).normal(size=(4000, 12, 64))
+    C = pg.cosine_similarity_matrix(X)
+    K = np.arange(2, 13)  # 1-based rows with a pair
+    rows = [np.mean([(C[:, r - 1, j] > C[:, r - 1, i]).mean() for i in range(r) for j in range(i + 1, r)]) for r in K]
+    assert rows == pytest.approx(0.5 + 1.0 / K, abs=0.01)  # 1/2 + 1/K: the diagonal beats every other entry
+    assert ch.chance(12, True) == pytest.approx(np.mean(0.5 + 1.0 / K)) and ch.chance(12, False) == 0.5
+    assert ch.chance(12, True) == pytest.approx(pg.adjacency_score(C, include_diagonal=True, progress=False), abs=0.005)
+
+
+def test_seed_scores_pair_each_seeds_initialisation_with_its_training():
+    runs = {("indexing", seed): ch.train("indexing", TINY, seed=seed) for seed in (0, 1)}
+    toks = {"indexing": ch.analysis_tokens("indexing", 6, seed=0)}
+    t = ch.seed_scores(runs, toks)
+    assert len(t) == 8 and set(t.loc[t.diagonal == "without", "chance"]) == {0.5}
+    init1 = t[(t.state == "init") & (t.seed == 1) & (t.diagonal == "with (P2)")]
+    expect = ch.layer_scores(ch.hidden_states(pg.Transformer(runs[("indexing", 1)].model_config, seed=1), toks["indexing"]),
+                             include_diagonal=True)
+    assert init1[["layer 0", "layer 1"]].to_numpy()[0] == pytest.approx(expect)
+
+
+# ----------------------------------------------------------------------------- the causal average
+def test_causal_means_follow_the_closed_form():
+    n, d = 24, 4096
+    e = np.random.default_rng(0).normal(size=(8, n, d))
+    C = pg.cosine_similarity_matrix(np.cumsum(e, axis=1) / np.arange(1, n + 1)[:, None])
+    k = np.arange(1, n + 1)
+    np.testing.assert_allclose(C.mean(axis=0), np.sqrt(np.minimum.outer(k, k) / np.maximum.outer(k, k)), atol=0.02)
+    decay = ch.cosine_by_offset(C)
+    assert decay[0] == pytest.approx(1.0) and np.all(np.diff(decay) < 0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(3, 40), r=st.floats(0.0, 50.0))
+def test_the_closed_form_rows_increase_towards_the_diagonal(n, r):
+    k = np.arange(1, n + 1, dtype=float)
+    C = (r + 1 / np.maximum.outer(k, k)) / np.sqrt(np.outer(r + 1 / k, r + 1 / k))  # with a common mean, r = |m|^2 / (s^2 d)
+    np.testing.assert_allclose(np.diag(C), 1.0)
+    assert all(np.all(np.diff(C[i, :i + 1]) > 0) for i in range(1, n))
+    assert pg.adjacency_score(C, **ch.SCORE) == 1.0
+
+
+def test_attention_is_uniform_for_tiny_weights_and_the_hook_rebuilds_layer_one():
+    toks = ch.random_tokens(3, 12, seed=0)
+    assert ch.attention_to_uniform(tiny_model(init_std=1e-5), toks) < 1e-3
+    model = tiny_model(init_std=0.5)
+    assert ch.attention_to_uniform(model, toks) > 0.05
+    H = ch.hidden_states(model, toks)
+    A = torch.as_tensor(ch.first_attention_output(model, toks), dtype=torch.float32)
+    with torch.no_grad():
+        block = model.blocks[0]
+        x = torch.as_tensor(H[0], dtype=torch.float32) + A
+        np.testing.assert_allclose((x + block.mlp(block.ln2(x))).numpy(), H[1], atol=1e-5)  # h_1 = e + a + mlp
+
+
+def test_averaging_table_puts_the_constructions_at_their_limits():
+    model = tiny_model(d_model=64)
+    t = ch.averaging_table(model, model, ch.random_tokens(32, 24, seed=1))
+    assert t.loc["uniform mean of N(0, I)", "attention output"] > 0.95 and abs(t.loc["uniform mean of N(0, I)", "inputs"] - 0.5) < 0.05
+    assert (t.loc[["uniform mean of N(0, I)", "uniform mean of token embeddings"], "attention TV to uniform"] == 0).all()
+
+
+# ----------------------------------------------------------------------------- initialisation and sweeps
+def test_with_embedding_init_changes_only_the_embeddings():
+    model = tiny_model()
+    new = ch.with_embedding_init(model, mean=8.0, std=0.002, seed=1)
+    assert abs(float(new.tok.weight.detach().mean()) - 8.0) < 0.01 and abs(float(new.tok.weight.detach().std()) - 0.002) < 0.001
+    for (name, p), (_, q) in zip(model.state_dict().items(), new.state_dict().items()):
+        assert torch.equal(p, q) == (name != "tok.weight"), name
+
+
+def test_small_embedding_std_gives_a_stronger_layer_one_pattern():
+    toks = ch.analysis_tokens("indexing", 16, seed=0)
+    base = pg.Transformer(ch.model_config(ch.settings("small"), 22, n_layers=1), seed=0)
+    s = {std: ch.layer_scores(ch.hidden_states(ch.with_embedding_init(base, mean=0.0, std=std, seed=0), toks))[1]
+         for std in (0.002, 0.2)}
+    assert s[0.002] > 0.85 and s[0.2] < 0.65
+
+
+def test_train_with_embedding_init_is_seeded_and_keyed_apart(private_cache):
+    pool = ch.P2Task("indexing", n_samples=32, seed=0)
+    cfg, tc = ch.model_config(TINY, pool.seq_len), pg.TrainConfig(steps=4, batch_size=8, device="cpu")
+    a = ch.train_with_embedding_init(cfg, tc, pool, mean=4.0, std=0.02)
+    b = ch.train_with_embedding_init(cfg, tc, pool, mean=4.0, std=0.02)
+    assert all(torch.equal(a.state_dict[k], b.state_dict[k]) for k in a.state_dict)
+    assert abs(float(a.model().tok.weight.detach().mean()) - 4.0) < 0.05
+    plain = pg.train(cfg, tc, pool, progress=False)
+    assert abs(float(plain.model().tok.weight.detach().mean())) < 0.05  # another cache entry: the default initialisation
+    assert len(list(private_cache.glob("train-embinit-*.pkl"))) == 1 and len(list(private_cache.glob("train-*.pkl"))) == 2
+
+
+def test_init_ablation_runs_are_per_seed_and_paired():
+    toks = ch.analysis_tokens("indexing", 6, seed=0)
+    runs = ch.init_ablation_runs(TINY, toks)
+    assert runs[["mean", "std", "seed"]].values.tolist() == [[m, s, seed] for m in TINY.init_means for s in TINY.init_stds
+                                                           for seed in TINY.seeds]
+    trained = runs[runs["mean"] == 0.0]
+    assert trained["layer 1 (trained)"].notna().all() and runs.loc[runs["mean"] == 4.0, "layer 1 (trained)"].isna().all()
+    a, b = trained[trained.seed == 0], trained[trained.seed == 1]
+    assert not np.allclose(a["layer 1"], b["layer 1"]) and not np.allclose(a["layer 1 (trained)"], b["layer 1 (trained)"])
+    ratio = trained.pivot(index="seed", columns="std", values="update/embedding")
+    assert (ratio[0.002] > ratio[0.2]).all()  # small embeddings: the update dominates
+
+
+def test_sweeps_pair_each_seeds_initialisation_with_its_training():
+    toks = ch.random_tokens(3, 8)
+    runs = ch.sweep_training_runs(TINY, toks)
+    assert runs[["layers", "width", "seed"]].values.tolist() == [[1, 8, 0], [1, 8, 1], [2, 16, 0], [2, 16, 1]]
+    for (L, w), group in runs.groupby(["layers", "width"]):  # the untrained column is the seed's own initialisation
+        one = SimpleNamespace(**(vars(TINY) | {"sweep_layers": (L,), "sweep_widths": (w,)}))
+        for seed, value in zip(group.seed, group["layer 1 (init)"]):
+            one.init_seeds = (seed,)
+            assert value == pytest.approx(ch.depth_width_sweep(one, toks)["layer 1"].iloc[0], abs=1e-12)
+    assert (runs["layer 1 (trained)"] != runs["layer 1 (init)"]).all()
+    assert runs["exact match (trained)"].between(0, 1).all() and runs["best constant answer"].between(0, 1).all()
+    pd.testing.assert_frame_equal(runs, ch.sweep_training_runs(TINY, toks))  # deterministic under the seeds
+
+
+# ----------------------------------------------------------------------------- probes and the mask
+def test_probe_features_leave_the_diagonal_out():
+    H = np.random.default_rng(0).normal(size=(3, 6, 5))
+    cos, var = ch.probe_features(H, "cosine"), ch.probe_features(H, "variance")
+    assert cos.shape == (3, 6, 5) and var.shape == (3, 6, 1)
+    np.testing.assert_allclose(cos[1, 2], np.delete(pg.cosine_similarity_matrix(H)[1, 2], 2))
+    np.testing.assert_allclose(var[..., 0], H.var(axis=-1))
+
+
+def test_probe_reads_informative_features_and_not_noise():
+    rng = np.random.default_rng(0)
+    k = np.arange(12.0)
+    good = np.tile(np.stack([np.sqrt(k), np.log1p(k)], axis=-1), (40, 1, 1)) + 0.01 * rng.normal(size=(40, 12, 2))
+    nrmse, r = ch.train_position_probe(good, hidden=16, steps=150, seed=0)
+    assert nrmse < 0.15 and r > 0.98 and (nrmse, r) == ch.train_position_probe(good, hidden=16, steps=150, seed=0)
+    nrmse, r = ch.train_position_probe(rng.normal(size=(40, 12, 6)), hidden=16, steps=60, seed=0)
+    assert nrmse > 0.9 and abs(r) < 0.3  # early stopping: noise gives no better than the mean position
+    table = ch.probe_by_layer(ch.hidden_states(tiny_model(), ch.random_tokens(20, 8, seed=0)), TINY)
+    assert list(table.index) == [0, 1] and list(table.columns) == ["NRMSE (cosine)", "R (cosine)", "NRMSE (variance)", "R (variance)"]
+
+
+def test_without_the_mask_the_model_is_equivariant_and_scores_chance():
+    # width 128: untrained, the causal layer-1 pattern needs width (at 64 it is about 0.53 here)
+    model = pg.Transformer(ch.model_config(ch.settings("small"), 30, d_model=128), seed=0)
+    df = ch.causal_contrast(model, ch.random_tokens(64, 30, seed=1))
+    layers = [c for c in df.columns if c.startswith("layer")]
+    assert (df.loc["no mask", layers] - 0.5).abs().max() < 0.02 and df.loc["causal mask", "layer 1"] > 0.6
+    assert bool(df.loc["no mask", "equivariant"]) and not bool(df.loc["causal mask", "equivariant"])
+
+
+def test_the_equivariance_check_catches_a_positional_signal():
+    # fault injection: a learned position table breaks the symmetry even without the mask
+    model = pg.Transformer(pg.TransformerConfig(**{**ch.model_config(TINY, 12).to_dict(), "position": "learned",
+                                                   "init_std": 0.5}), seed=0)
+    assert not ch.causal_contrast(model, ch.random_tokens(4, 12))["equivariant"].any()
+
+
+# ----------------------------------------------------------------------------- charts
+def _rows(spec):
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def test_charts_carry_their_data():
+    prof = ch.profile(tiny_model(n_layers=2), ch.random_tokens(4, 10, seed=0))
+    grid = ch.plot_similarity_grid({"a": prof, "b": prof}).to_dict()
+    assert [p["title"].split(":")[0] for p in grid["concat"]][:2] == ["a, layer 0", "b, layer 0"]
+    assert grid["concat"][0]["encoding"]["color"]["scale"] == {"domain": [-1.0, 1.0], "scheme": "blueorange"}
+    table = pd.DataFrame({"layer 0": [0.5, 0.55], "layer 1": [0.7, 0.85]}, index=["x, init", "x, trained"])
+    rows = _rows(ch.plot_scores_by_layer(table).to_dict())
+    assert {r["model"] for r in rows if "model" in r} == {"x, init", "x, trained", "chance"}
+    band = [r for r in rows if "low" in r]
+    assert [r["layer"] for r in band] == [1] and (band[0]["low"], band[0]["high"]) == P2_REPORTED.layer1_score_range
+    runs = pd.DataFrame({"mean": [0.0] * 4 + [4.0] * 4, "std": [0.002, 0.002, 0.2, 0.2] * 2, "seed": [0, 1] * 4,
+                         "layer 1": [0.9, 0.88, 0.5, 0.52, 0.91, 0.9, 0.45, 0.47]})
+    rows = _rows(ch.plot_init_ablation(pg.seed_summary(runs, by=["mean", "std"], metrics="layer 1"), ["layer 1"]).to_dict())
+    assert {r["series"] for r in rows} == {"layer 1, mean 0", "layer 1, mean 4", "chance"}
+    row = next(r for r in rows if r["series"] == "layer 1, mean 4" and r["std"] == 0.2)
+    assert row["score"] == pytest.approx(0.46) and row["low"] < 0.46 < row["high"]
+    curves = pd.DataFrame({"task": ["a"] * 4 + ["b"] * 2, "seed": [0, 0, 1, 1, 0, 0], "step": [0, 10] * 3,
+                           "loss": [2.0, 1.0, 2.1, 1.2, 2.0, 1.5], "token accuracy": [0.1, 0.5, 0.1, 0.4, 0.1, 0.3]})
+    rows = _rows(ch.plot_learning_curves(curves).to_dict())
+    assert {r["series"] for r in rows} == {"a (mean of 2 seeds)", "b (seed 0)"}
+    probes = pd.DataFrame({"NRMSE (cosine)": [1.0, 0.5], "R (cosine)": [0.0, 0.8], "NRMSE (variance)": [1.0, 0.9],
+                           "R (variance)": [0.0, 0.3]})
+    rows = _rows(ch.plot_probes({"a": probes}).to_dict())
+    assert {r["probe"] for r in rows} == {"a, cosine", "a, variance", "reference: no positional information"}
+    rows = _rows(ch.plot_offset_decay({"limit": np.linspace(1, 0, 8)}).to_dict())
+    assert [r["cosine"] for r in rows][-1] == 0.0
