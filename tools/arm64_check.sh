@@ -30,11 +30,8 @@
 # emulated process can train a chapter's runs in another order into the same cache, so that both
 # cores train (the cache's writes are atomic). Every run it holds was trained on emulated arm64.
 #
-# PREFILL=GROUP[,GROUP] (with POSGEO_CACHE_DIR) starts that second process: tools/arm64_prefill.py
-# trains the runs of the named cells (its groups, e.g. nope-ablation: chapter 10's cells 24 and 26;
-# separation-* for chapter 5, ntk-* for chapter 8, constructive-small for chapter 12)
-# from the last backwards into the cache, logging each run's seconds to ROOT/work/prefill.log,
-# and is stopped when nbval ends.
+# (A second process that trained a chapter's runs into the same cache, tools/arm64_prefill.py,
+# was removed when the chapters' recipes moved from posgeo.experiments into the chapters.)
 #
 # Status (2026-12-06): every cell of every chapter (1-12) has passed with this script, the
 # long chapters in parts (CHAPTER.ipynb:CELLS) over several sessions; chapters 3, 8 and 9 first
@@ -55,14 +52,7 @@ ROOT=${ROOT:-/opt/posgeo-arm64}
 export QEMU_CPU=${QEMU_CPU:-neoverse-n1}  # read by qemu-user (binfmt): the CPU the fake MIDR names
 REPO=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel)
 DATA=${POSGEO_DATA_DIR:-$REPO/../shared/data}
-PREFILL=${PREFILL:-}
-if [ -n "$PREFILL" ] && [ -z "${POSGEO_CACHE_DIR:-}" ]; then
-  echo "PREFILL=$PREFILL needs POSGEO_CACHE_DIR=/tmp/NAME, the result cache it shares with nbval" >&2
-  exit 2
-fi
-# a misspelt group fails here, not minutes later inside the root while nbval trains alone
-[ -z "$PREFILL" ] || python3 "$REPO/tools/arm64_prefill.py" --check $(echo "$PREFILL" | tr , ' ') || exit 2
-[ "$#" -gt 0 ] || set -- book/01_introduction.ipynb book/02_permutation_equivariance.ipynb:0-2,8-11 book/06_sinusoids_circulant.ipynb
+[ "$#" -gt 0 ] || set -- book/01_introduction.ipynb book/02_permutation_equivariance.ipynb book/06_sinusoids_circulant.ipynb
 
 command -v qemu-aarch64-static >/dev/null || apt-get install -y qemu-user-static binfmt-support debootstrap
 [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
@@ -147,12 +137,4 @@ done
 exit $rc
 EOF
 chmod +x "$ROOT/work/run_nbval.sh"
-if [ -n "$PREFILL" ]; then
-  groups=$(echo "$PREFILL" | tr , ' ')
-  chroot "$ROOT" /bin/sh -c ". /work/env.sh && cd /work/main && exec /venv/bin/python tools/arm64_prefill.py $groups" \
-    > "$ROOT/work/prefill.log" 2>&1 &
-  prefill=$!
-  trap 'kill "$prefill" 2>/dev/null || true' EXIT
-  echo "prefill ($PREFILL): process $prefill, log $ROOT/work/prefill.log"
-fi
 chroot "$ROOT" /work/run_nbval.sh "$@"
