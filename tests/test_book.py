@@ -582,3 +582,16 @@ def test_launch_buttons_are_configured_from_the_repository() -> None:
     repo = CONFIG["repository"]
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repo["url"].rstrip("/")), repo["url"]
     assert repo["branch"] == "main" and repo.get("path_to_book", "") in ("", None)
+
+
+def test_the_book_pages_name_only_functions_that_exist() -> None:
+    """A page that cites `pg.NAME` names a public name of the library (a chapter's own code is
+    `ch.NAME`, in its helper module)."""
+    import posgeo
+
+    missing = []
+    for page in sorted(BOOK.glob("*.md")):
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            missing += [f"{rel(page)}:{number}: pg.{name}" for name in re.findall(r"`pg\.(\w+)", line)
+                        if name not in posgeo.__all__]
+    assert not missing, "pages cite names the library does not have: " + "; ".join(missing)
