@@ -1,4 +1,4 @@
-"""Tests of tools/full_profile_constructive.py (chapter 10's full profile on a GPU): the runner
+"""Tests of tools/full_profile_constructive.py (the constructive chapter's full profile on a GPU): the runner
 trains what it is asked, writes each run at once, and lists what its budget left."""
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from posgeo.experiments import constructive as ex
+import _ch10 as ch
 
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "full_profile_constructive.py"
 
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
-    s = dataclasses.replace(ex.constructive_settings("small"), corpora=(("synthetic", 8, ("mlm", "cls")),),
+    s = dataclasses.replace(ch.settings("small"), corpora=(("synthetic", 8, ("mlm", "cls")),),
                             encodings=("PMDS k=3", "none"), seeds=(0, 1), steps=3, ranks=(3,), eval_sequences=64)
     path = tmp_path_factory.mktemp("full") / "tasks.pkl.gz"
     with gzip.open(path, "wb") as f:
-        pickle.dump({"settings": s, "corpora": {"synthetic": ex.constructive_tasks("synthetic", 8, s)}}, f)
+        pickle.dump({"settings": s, "corpora": {"synthetic": ch.tasks("synthetic", 8, s)}}, f)
     return path
 
 
@@ -46,10 +46,10 @@ def test_runs_seed_major_then_skips_what_is_done_and_filters(tasks, tmp_path):
     assert [k[2] for k in keys][:4] == [0, 0, 0, 0]  # every task's seed 0 first
     assert meta["runs_done"] == meta["runs_planned"] == 8 and meta["not_trained"] == [] and meta["failed"] == []
     assert all(0 <= float(r["accuracy"]) <= 1 and float(r["seconds"]) > 0 for r in rows)
-    # the same runs as the library's own loop (the runner adds processes, not another recipe)
+    # the same runs as the helper's own loop (the runner adds processes, not another recipe)
     with gzip.open(tasks) as f:
         state = pickle.load(f)
-    own = ex.run_constructive_job(ex.ConstructiveJob("synthetic", "cls", "none", 1), state["settings"], state["corpora"],
+    own = ch.run_job(ch.Job("synthetic", "cls", "none", 1), state["settings"], state["corpora"],
                                   cache=False)
     mine = next(r for r in rows if (r["objective"], r["encoding"], r["seed"]) == ("cls", "none", "1"))
     assert float(mine["accuracy"]) == pytest.approx(own["accuracy"]) and float(mine["final_loss"]) == pytest.approx(own["final_loss"])
@@ -110,10 +110,10 @@ def test_merge_adds_runs_in_job_order_with_stress_and_commands(tasks, tmp_path):
     runs = pd.read_csv(into)
     with gzip.open(tasks) as f:
         state = pickle.load(f)
-    jobs = [(j.objective, j.encoding, j.seed) for j in ex.constructive_jobs(state["settings"], state["corpora"])]
+    jobs = [(j.objective, j.encoding, j.seed) for j in ch.jobs(state["settings"], state["corpora"])]
     keys = [(r.objective, r.encoding, r.seed) for r in runs.itertuples()]
-    assert keys == [k for k in jobs if k in keys] and len(keys) == 4  # the library's job order
-    want = ex.table_stresses(state["corpora"], state["settings"])["plug-in"][("synthetic", "PMDS k=3")]
+    assert keys == [k for k in jobs if k in keys] and len(keys) == 4  # the helper's job order
+    want = ch.table_stresses(state["corpora"], state["settings"])["plug-in"][("synthetic", "PMDS k=3")]
     assert runs.loc[runs["encoding"] == "PMDS k=3", "stress"].tolist() == pytest.approx([want, want], rel=1e-5)
     assert runs.loc[runs["encoding"] == "none", "stress"].isna().all()
     meta = json.loads((tmp_path / "shipped.json").read_text())

@@ -1,22 +1,22 @@
-"""Chapter 12's full profile on a GPU, in two steps (the GPU machine has no data and no network).
+"""The constructive chapter's full profile on a GPU, in steps (the GPU machine has no data and no network).
 
 1. ``prepare OUT.pkl.gz`` (here, on the CPU): builds the full profile's tasks from the
-   corpora (``POSGEO_DATA_DIR``) with :func:`posgeo.experiments.constructive.constructive_tasks`
-   and pickles them.
-2. ``run TASKS.pkl.gz --out RUNS.csv --workers P --budget SECONDS`` (on the GPU machine):
-   trains :func:`~posgeo.experiments.constructive.constructive_jobs` of the full profile with
-   :func:`~posgeo.experiments.constructive.run_constructive_job`, ``P`` processes sharing the
-   GPU, one seed of every task and encoding before the next seed; each finished run is appended to the CSV at
-   once, and no run starts after ``SECONDS`` (what was not trained is listed in RUNS.json).
+   corpora (``POSGEO_DATA_DIR``) with ``tasks`` of the chapter's helper ``book/_ch10.py`` and
+   pickles them (the pickle refers to ``_ch10``'s classes: this script puts ``book/`` on the path).
+2. ``run TASKS.pkl.gz --out RUNS.csv --workers P --budget SECONDS`` (on the GPU machine, with
+   the repository's ``book/`` beside this script): trains the helper's ``jobs`` of the full
+   profile with its ``run_job``, ``P`` processes sharing the GPU, one seed of every task and
+   encoding before the next seed; each finished run is appended to the CSV at once, and no run
+   starts after ``SECONDS`` (what was not trained is listed in RUNS.json).
 
 3. ``merge TASKS.pkl.gz --into SHIPPED.csv RUNS.csv [RUNS.csv ...]`` (here): adds the runs of one
    or more ``run`` calls to the shipped CSV and its JSON (the ``stress`` column computed from the
    prepared tasks, the commands taken from each RUNS.json); refuses runs that are not jobs of the
    prepared settings, a run present twice, and shipped stresses the tasks no longer give.
 
-The chapter reads the shipped CSV (``companion/src/posgeo/experiments/results/constructive_full.csv``
-through :func:`posgeo.experiments.constructive.full_profile_runs`) and shows it beside the small
-profile. The commands that produced it are listed in the JSON beside it.
+The chapter reads the shipped CSV (``book/data/constructive_full.csv`` through the helper's
+``full_profile_runs``) and shows it beside the small profile. The commands that produced it are
+listed in the JSON beside it.
 """
 
 from __future__ import annotations
@@ -34,16 +34,19 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))  # the chapter's helper, _ch10 (workers too)
 
 RUN_FIELDS = ["corpus", "objective", "encoding", "seed", "final_loss", "accuracy", "seconds"]
 
 
 def prepare(path: str) -> None:
-    from posgeo.experiments import constructive as ex
+    import _ch10 as ch
 
-    s = ex.constructive_settings("full")
+    s = ch.settings("full")
     t0 = time.perf_counter()
-    corpora = {name: ex.constructive_tasks(name, n, s) for name, n, _ in s.corpora}
+    corpora = {name: ch.tasks(name, n, s) for name, n, _ in s.corpora}
     with gzip.open(path, "wb", compresslevel=6) as f:
         pickle.dump({"settings": s, "corpora": corpora}, f, protocol=pickle.HIGHEST_PROTOCOL)
     print(f"prepared {len(corpora)} corpora in {time.perf_counter() - t0:.0f} s: {path} ({os.path.getsize(path) / 2**20:.1f} MiB)")
@@ -58,17 +61,17 @@ def _init(path: str, threads: int) -> None:
     torch.set_num_threads(threads)
     with gzip.open(path, "rb") as f:
         _STATE.update(pickle.load(f))
-    from posgeo.experiments import constructive as ex
+    import _ch10 as ch
 
-    _STATE["tables"] = {name: ex.fixed_tables(ct.geometry, _STATE["settings"])
+    _STATE["tables"] = {name: ch.fixed_tables(ct.geometry, _STATE["settings"])
                         for name, ct in _STATE["corpora"].items()}
 
 
 def _one(job):
-    from posgeo.experiments import constructive as ex
+    import _ch10 as ch
 
     t0 = time.perf_counter()
-    row = ex.run_constructive_job(job, _STATE["settings"], _STATE["corpora"], tables=_STATE["tables"][job.corpus],
+    row = ch.run_job(job, _STATE["settings"], _STATE["corpora"], tables=_STATE["tables"][job.corpus],
                                   cache=False)
     row["seconds"] = round(time.perf_counter() - t0, 2)
     return row
@@ -78,13 +81,13 @@ def run(path: str, out: str, workers: int, budget: float, *, skip: str | None = 
         seeds: str | None = None, limit: int | None = None) -> None:
     import torch
 
-    from posgeo.experiments import constructive as ex
+    import _ch10 as ch
 
     t0 = time.perf_counter()
     with gzip.open(path, "rb") as f:
         state = pickle.load(f)
     s, corpora = state["settings"], state["corpora"]
-    jobs = ex.constructive_jobs(s, corpora)
+    jobs = ch.jobs(s, corpora)
     # seed-major: whatever the budget allows, every task has the same seeds (+-1) trained
     jobs = sorted(jobs, key=lambda j: s.seeds.index(j.seed))
     if skip:  # runs an earlier call trained (its CSV)
@@ -189,7 +192,7 @@ def merge(path: str, into: str, new: list[str]) -> None:
     import numpy as np
     import pandas as pd
 
-    from posgeo.experiments import constructive as ex
+    import _ch10 as ch
 
     with gzip.open(path, "rb") as f:
         state = pickle.load(f)
@@ -224,7 +227,7 @@ def merge(path: str, into: str, new: list[str]) -> None:
         devices.append(run_meta)
     added = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RUN_FIELDS)
     runs = pd.concat([old.drop(columns="stress"), added], ignore_index=True)
-    order = {(j.corpus, j.objective, j.encoding, j.seed): i for i, j in enumerate(ex.constructive_jobs(s, corpora))}
+    order = {(j.corpus, j.objective, j.encoding, j.seed): i for i, j in enumerate(ch.jobs(s, corpora))}
     keys = [_key(r) for _, r in runs.iterrows()]
     unknown = sorted({k for k in keys if k not in order})
     if unknown:
@@ -233,7 +236,7 @@ def merge(path: str, into: str, new: list[str]) -> None:
     if twice:
         raise SystemExit(f"merge: {len(twice)} run(s) appear twice (already shipped, or in two CSVs), e.g. {twice[:3]}; "
                          "a `run` call with --skip the shipped CSV trains only new runs")
-    stresses = ex.table_stresses(corpora, s)["plug-in"]
+    stresses = ch.table_stresses(corpora, s)["plug-in"]
     stress = np.array([stresses.get((c, e), np.nan) for c, e in zip(runs["corpus"], runs["encoding"])], dtype=float)
     shipped = np.asarray(old["stress"], dtype=float)
     if not np.allclose(np.nan_to_num(stress[: len(old)], nan=-1), np.nan_to_num(shipped, nan=-1), rtol=1e-5, atol=0):
@@ -246,7 +249,7 @@ def merge(path: str, into: str, new: list[str]) -> None:
     planned = len(order)
     seconds = runs["seconds"].astype(float)
     meta.update({
-        "what": (f"Chapter 12's full profile (posgeo.experiments.constructive.constructive_settings('{s.profile}')), "
+        "what": (f"The constructive chapter's full profile (book/_ch10.py, settings('{s.profile}')), "
                  f"{len(runs)} of its {planned} runs: {coverage(runs, s)}. One run took {seconds.min():.0f}-"
                  f"{seconds.max():.0f} s with several runs sharing the device ({s.steps:,} steps each)."),
         "runs_done": len(runs),
