@@ -14,7 +14,7 @@ module:
    module of the package (each with its own ``__all__``), in the order and with the topics of
    the module table in ``posgeo/experiments/__init__.py``'s docstring (a module missing from
    the table is appended, titled by its docstring); names are documented under their module,
-   ``posgeo.experiments.separation.train_separation``;
+   ``posgeo.experiments.statistics.corpus_bootstrap``;
 3. **the audit**, ``posgeo.audit.__all__`` (documented as ``posgeo.audit.audit``), read at
    build time and grouped by the submodule that defines each name, in ``__all__`` order.
 
@@ -99,12 +99,12 @@ PART_INTROS = {
         "Then the public module `posgeo.validation`, which is imported as such."
     ),
     "experiments": (
-        "Each chapter's recipes, built only from the library's public names: "
-        "`from posgeo.experiments import separation as ex`, then `ex.train_separation(...)`. "
-        "One section per module, in chapter order; every name is documented under its module."
+        "The recipes several chapters share, built only from the library's public names: "
+        "`from posgeo.experiments import statistics as ex_stats`, then `ex_stats.corpus_bootstrap(...)`. "
+        "A chapter's own code is in the chapter or its helper module and is not listed here."
     ),
     "audit": (
-        "The `posgeo audit` tool (chapter 11): `import posgeo.audit as au`, then "
+        "The `posgeo audit` tool (the audit chapter): `import posgeo.audit as au`, then "
         "`au.audit(...)`. The names of `posgeo.audit.__all__`, grouped by the submodule that "
         "defines them; import them from `posgeo.audit`."
     ),
@@ -232,7 +232,8 @@ def experiments_sections(package_name: str = EXPERIMENTS) -> list[Section]:
         short = module.__name__.rsplit(".", 1)[-1]
         chapter, topic = table.get(short, ("", ""))
         title = f"`{short}` — {topic or _docstring_title(module)}"
-        note = "" if not chapter else ("every chapter" if chapter == "all" else f"chapter {chapter}")
+        note = "" if not chapter else ("every chapter" if chapter == "all" else
+                                       f"chapters {', '.join(chapter.split(','))}" if "," in chapter else f"chapter {chapter}")
         sections.append(Section(title, module, module.__name__, tuple(_exports(module)), note=note))
     return sections
 

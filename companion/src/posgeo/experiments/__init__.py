@@ -1,29 +1,17 @@
-"""The book's experiments: each chapter's recipes, built only from :mod:`posgeo`'s public names.
+"""Recipes that several chapters share, built only from :mod:`posgeo`'s public names.
 
-A chapter reads::
+A chapter's own code lives in the chapter, or in its helper module beside it
+(``book/_chNN.py``); what more than one chapter needs of it lives here::
 
-    import posgeo as pg                                  # the library: tools
-    from posgeo.experiments import separation as ex      # this chapter's recipe
+    import posgeo as pg                                     # the library: tools
+    from posgeo.experiments import statistics as ex_stats   # a recipe the chapters share
 
-so every line shows whether it calls a reusable tool (``pg.``) or the chapter's recipe
-(``ex.``). Modules, by chapter:
-
-====================  =======  ==========================================================
-module                chapter  topic
-====================  =======  ==========================================================
-``statistics``        2        summaries of corpora and of their positional geometry
-``calibration``       2        the estimators against a known truth (Zipfian corpora)
-``stress``            3        the encodings compared by stress, P1's stress table
-``equivariance``      4        Theorem 1: permutation equivariance without positions
-``separation``        5        Theorem 4: trained tables separate positions
-``circulant``         6        sinusoids, circulant and Toeplitz geometry
-``lowrank``           7        effective rank and low-rank tables (Observation 8)
-``ntk``               8        monotonicity in offset and the NTK regime
-``layers``            9        the positional geometry through a pretrained model's layers
-``constructive``      12       P1's constructive claim: fixed corpus tables, trained
-``nope``, ``tasks``   10       P2: position information without positional encodings
-``papers``            all      the numbers the two papers report
-====================  =======  ==========================================================
+====================  ==============  ======================================================
+module                chapters        topic
+====================  ==============  ======================================================
+``statistics``        3,4,7,8,10      the corpora's positional geometry with its intervals
+``papers``            all             the numbers the two papers report
+====================  ==============  ======================================================
 
 Importing this package imports none of them.
 
