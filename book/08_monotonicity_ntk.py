@@ -204,7 +204,7 @@ assert [round(100 * rates.loc["MiniLM learned", (c, "offset")]) for c in ("sst2"
 #
 # A rate in offset order uses the encoding alone; a rate in corrected order inherits the
 # noise of the estimated distances. The half-sample replicates of the corrected geometry
-# ({doc}`the geometry chapter <03_statistical_geometry>`: 25 halvings, intervals widened by
+# ({doc}`the calibration appendix <appendix_calibration>`: 25 halvings, intervals widened by
 # the disagreement with a second estimator) give each such rate its 95% interval, and each
 # difference of two rates a paired one. IMDB's, whose replicates take minutes, are read
 # from a file that `python _ch08.py imdb data/ch08_imdb_intervals.csv` writes.
@@ -570,7 +570,7 @@ for t in sweep_summary.values():
 # - **Small models**: width 32 (8 to 64 in the sweep), 300 steps, five seeds. The tables
 #   trained from scratch on text are single runs at 16 positions.
 # - **Corrected-order rates** carry the noise of the estimated geometry; their intervals
-#   rest on the widening rule of {doc}`the geometry chapter <03_statistical_geometry>`.
+#   rest on the widening rule of {doc}`the calibration appendix <appendix_calibration>`.
 # - **P1's rates** come without their corpus, number of positions, ordering, tie rule or
 #   $P_{\mathrm{MDS}}$ rank, and its pretrained model is BERT-base, not MiniLM.
 # :::
