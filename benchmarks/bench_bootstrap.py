@@ -44,7 +44,8 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import posgeo
-from posgeo import DATA_ENV_VAR, hellinger_matrix, load_corpus, positional_marginals
+from posgeo import hellinger_matrix, load_corpus, positional_marginals
+from posgeo._corpus import DATA_ENV_VAR
 from posgeo import bootstrap_geometry
 
 TARGET_S = 60.0

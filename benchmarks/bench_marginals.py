@@ -33,7 +33,13 @@ from pathlib import Path
 import numpy as np
 
 import posgeo
-from posgeo import DATA_ENV_VAR, Sequences, load_texts, positional_marginals, tokenize
+from posgeo import (
+    Sequences,
+    load_texts,
+    positional_marginals,
+    tokenize,
+)
+from posgeo._corpus import DATA_ENV_VAR
 
 REQUIRED_SPEEDUP = 20.0
 

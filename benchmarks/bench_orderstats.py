@@ -28,7 +28,8 @@ import numpy as np
 
 os.environ.setdefault("TQDM_DISABLE", "1")
 
-from posgeo import adjacency_row_scores, cosine_similarity_matrix  # noqa: E402
+from posgeo import cosine_similarity_matrix  # noqa: E402
+from posgeo._metrics import adjacency_row_scores
 from posgeo import monotonicity_violations  # noqa: E402
 
 

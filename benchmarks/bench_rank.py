@@ -39,7 +39,12 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from posgeo import double_centered_gram, pairwise_distances, stress, top_eigenpairs  # noqa: E402
+from posgeo import (
+    double_centered_gram,
+    pairwise_distances,
+    stress,
+    top_eigenpairs  # noqa: E402,
+)
 
 
 def test_matrix(n: int, kind: str = "structured", seed: int = 0) -> np.ndarray:

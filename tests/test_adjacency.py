@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from posgeo import adjacency_row_scores, adjacency_score, cosine_similarity_matrix
+from posgeo import adjacency_score, cosine_similarity_matrix
+from posgeo._metrics import adjacency_row_scores
 
 
 def _brute_row_scores(C: np.ndarray, ties: str, include_diagonal: bool) -> list[float]:

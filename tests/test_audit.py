@@ -489,8 +489,7 @@ def test_data_errors_come_before_any_weight_is_read(
     """Issue 46, defect 7: the column, the split, the reach of --positions and the table's size are
     checked before the weights are read (a weights loader that fails the test if called), and a model
     folder without weights reports the data error first."""
-    import torch
-    from transformers import AutoModel, BertConfig
+    from transformers import BertConfig
 
     def no_weights(*args, **kwargs):
         pytest.fail("the weights were read before the data was checked")

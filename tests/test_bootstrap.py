@@ -9,7 +9,6 @@ import pytest
 
 from posgeo import (
     Sequences,
-    first_order_hellinger_matrix,
     hellinger_matrix,
     matched_hellinger_matrix,
     positional_marginals,
@@ -17,6 +16,7 @@ from posgeo import (
     synthetic_corpus,
     synthetic_marginals,
 )
+from posgeo._marginals import first_order_hellinger_matrix
 from posgeo._bootstrap import BootstrapGeometry, bootstrap_geometry
 
 ESTIMATORS = ("plugin", "first_order", "matched")
@@ -402,28 +402,6 @@ def test_stress_intervals_and_paired_differences():
         stress_intervals(bg, {"short": line[:5]})
 
 
-def test_fitted_stress_intervals_refit_every_half():
-    import posgeo as pg
-
-    bg = pg.bootstrap_geometry(pg.synthetic_corpus(n_sequences=2000), 16, estimator="hybrid", n_boot=6, progress=False)
-    t = pg.fitted_stress_intervals(bg, classical_ranks=(1, 2), smacof_ranks=(1, 2))
-    assert list(t.index) == ["PMDS k=1", "PMDS k=2", "PMDS full", "SMACOF k=1", "SMACOF k=2"]
-    E = bg.estimate
-    assert t.loc["PMDS k=2", "stress"] == pytest.approx(pg.stress(pg.classical_mds(E, 2).coords, E, scale="optimal"))
-    assert t.loc["SMACOF k=1", "stress"] == pytest.approx(pg.stress(pg.stress_optimal_mds(E, 1).coords, E, scale="optimal"), rel=1e-6)
-    assert (t["low"] <= t["stress"]).all() and (t["stress"] <= t["high"]).all() and (t["low"] >= 0).all()
-    # refitting: the interval differs from that of the estimate's table held fixed
-    fixed = pg.stress_intervals(bg, {"PMDS k=1": pg.classical_mds(E, 1).coords}, n_permutations=2).loc["PMDS k=1"]
-    assert fixed["stress"] == pytest.approx(t.loc["PMDS k=1", "stress"])
-    assert (fixed["low"], fixed["high"]) != pytest.approx((t.loc["PMDS k=1", "low"], t.loc["PMDS k=1", "high"]))
-    with pytest.raises(TypeError, match="BootstrapGeometry"):
-        pg.fitted_stress_intervals(E)
-    with pytest.raises(ValueError, match="classical rank"):
-        pg.fitted_stress_intervals(bg, classical_ranks=(16,))
-    with pytest.raises(ValueError, match="no table"):
-        pg.fitted_stress_intervals(bg, classical_ranks=(), smacof_ranks=(), full_rank=False)
-
-
 def test_widened_moves_every_interval_out_by_the_disagreement():
     import posgeo as pg
 
@@ -452,67 +430,6 @@ def test_widened_moves_every_interval_out_by_the_disagreement():
         bg.widened(R + np.triu(np.ones((8, 8)), 1))
     with pytest.raises(ValueError, match="widened already"):
         wide.widened(R)
-
-
-def test_fitted_stress_intervals_smacof_on_the_first_replicates():
-    import posgeo as pg
-    from scipy.stats import t as student_t
-
-    bg = pg.bootstrap_geometry(pg.synthetic_corpus(n_sequences=2000), 12, estimator="hybrid", n_boot=6, progress=False)
-    every = pg.fitted_stress_intervals(bg, classical_ranks=(1,), smacof_ranks=(1, 2))
-    head = pg.fitted_stress_intervals(bg, classical_ranks=(1,), smacof_ranks=(1, 2), smacof_replicates=3)
-    assert list(head.index) == list(every.index) == ["PMDS k=1", "PMDS full", "SMACOF k=1", "SMACOF k=2"]
-    assert every["replicates"].tolist() == [6, 6, 6, 6] and head["replicates"].tolist() == [6, 6, 3, 3]
-    # the classical rows and every estimate are unchanged; the SMACOF intervals use halvings 0-2 only
-    assert head.loc[["PMDS k=1", "PMDS full"]].equals(every.loc[["PMDS k=1", "PMDS full"]])
-    assert np.allclose(head["stress"], every["stress"])
-
-    def smacof2(D):
-        return pg.stress(pg.stress_optimal_mds(D, 2, init=pg.classical_mds(D).coords[:, :2]).coords, D, scale="optimal")
-
-    iu = np.triu_indices(12, 1)
-    a, c = [], []
-    for b in range(3):  # both halves of each of the first three halvings
-        a.append(smacof2(bg.replicate(b)))
-        D = np.zeros((12, 12))
-        D[iu] = bg.complements[b]
-        c.append(smacof2(D + D.T))
-    se = np.sqrt(np.mean(((np.array(a) - np.array(c)) / 2) ** 2))
-    half = student_t.ppf(0.975, df=2) * se
-    row = head.loc["SMACOF k=2"]
-    assert row["low"] == pytest.approx(max(0.0, row["stress"] - half), rel=1e-6)
-    assert row["high"] == pytest.approx(row["stress"] + half, rel=1e-6)
-    assert row["high"] - row["low"] != pytest.approx(every.loc["SMACOF k=2", "high"] - every.loc["SMACOF k=2", "low"])
-    assert bg.n_boot == 6 and bg.replicates.shape[0] == 6  # the geometry itself is untouched
-    for bad in (1, 7):
-        with pytest.raises(ValueError, match="smacof_replicates"):
-            pg.fitted_stress_intervals(bg, smacof_replicates=bad)
-    with pytest.raises(TypeError, match="smacof_replicates"):
-        pg.fitted_stress_intervals(bg, smacof_replicates=2.5)
-
-
-def test_fitted_stress_intervals_paired_difference_of_the_same_refits():
-    import posgeo as pg
-
-    bg = pg.bootstrap_geometry(pg.synthetic_corpus(n_sequences=2000), 12, estimator="hybrid", n_boot=5, progress=False)
-    t = pg.fitted_stress_intervals(bg, classical_ranks=(1, 2), smacof_ranks=(2, 3), full_rank=False, paired=True,
-                                   smacof_replicates=4)
-    assert list(t.index) == ["PMDS k=1", "PMDS k=2", "SMACOF k=2", "SMACOF k=3", "SMACOF k=2 - PMDS k=2"]
-    row = t.loc["SMACOF k=2 - PMDS k=2"]
-    assert row["stress"] == pytest.approx(t.loc["SMACOF k=2", "stress"] - t.loc["PMDS k=2", "stress"])
-    assert row["replicates"] == 4 and row["low"] <= row["stress"] <= row["high"]
-
-    def difference(D):  # the same statistic by hand, on the first four halvings
-        full = pg.classical_mds(D).coords[:, :2]
-        smacof = pg.stress_optimal_mds(D, 2, init=full).coords
-        return pg.stress(smacof, D, scale="optimal") - pg.stress(full, D, scale="optimal")
-
-    head = dataclasses.replace(bg, n_boot=4, replicates=bg.replicates[:4], complements=bg.complements[:4])
-    _, lo, hi = head.interval(difference)
-    assert (row["low"], row["high"]) == pytest.approx((lo, hi), rel=1e-6)  # not clipped at 0
-    assert row["low"] < 0
-    with pytest.raises(TypeError, match="paired"):
-        pg.fitted_stress_intervals(bg, paired="yes")
 
 
 @pytest.mark.slow

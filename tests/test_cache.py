@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import posgeo._cache as cache_mod
-from posgeo import CACHE_ENV_VAR, cache_dir, cache_key, cached, file_digest, function_digest
+from posgeo import cached, file_digest
+from posgeo._cache import CACHE_ENV_VAR, cache_dir, cache_key, function_digest
 
 
 class Counter:

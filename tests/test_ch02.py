@@ -13,6 +13,7 @@ from scipy.stats import binomtest
 
 import _ch02 as ch
 import posgeo as pg
+from posgeo._train import SortedTask  # the library's own, which the chapter's copy must match
 
 RNG = np.random.default_rng(0)
 W1 = RNG.standard_normal((3, 7))
@@ -186,7 +187,7 @@ def test_sorted_task_redraws_unsorted_rows_that_came_out_sorted():
 
 @pytest.mark.skipif(not hasattr(pg, "SortedTask"), reason="the library no longer has SortedTask")
 def test_sorted_task_is_the_library_task_it_replaces():
-    mine, theirs = ch.SortedTask(vocab_size=16, seq_len=12), pg.SortedTask(vocab_size=16, seq_len=12)
+    mine, theirs = ch.SortedTask(vocab_size=16, seq_len=12), SortedTask(vocab_size=16, seq_len=12)
     a, b = mine.sample(256, torch.Generator().manual_seed(3)), theirs.sample(256, torch.Generator().manual_seed(3))
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.targets, b.targets)
     assert mine.cache_key() == theirs.cache_key()  # the chapter's cached runs stay valid

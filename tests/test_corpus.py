@@ -22,7 +22,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posgeo import (
-    DATA_ENV_VAR,
     Corpus,
     CorpusUnavailableError,
     Sequences,
@@ -32,6 +31,7 @@ from posgeo import (
     positional_marginals,
     tokenize,
 )
+from posgeo._corpus import DATA_ENV_VAR
 
 _DATA = os.environ.get(DATA_ENV_VAR)
 DATA_DIR = Path(_DATA).expanduser().resolve() if _DATA else None

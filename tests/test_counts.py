@@ -27,7 +27,8 @@ from scipy import sparse
 from tokenizers import Tokenizer
 
 import posgeo
-from posgeo._counts import HubDataset, PositionalCounts, _count, _cross_products, count_main, positional_counts, tokenizer_id
+from posgeo._counts import HubDataset, PositionalCounts, _count, _cross_products, count_main, counting_method, positional_counts, tokenizer_id
+from posgeo._marginals import hybrid_hellinger_from_counts, position_counts
 from posgeo._counts import _backend_of, _half_b, _plan, _resolve_tokenizer, _ship, _slices, _source_seed, _tokenizer_from_json
 
 N = 96  # positions counted
@@ -134,7 +135,7 @@ def test_counts_match_positional_marginals(corpus):
     c, seqs = corpus["reference"], corpus["seqs"]
     assert c.n_documents == len(corpus["texts"]) and c.vocab_size == seqs.vocab_size == 30522
     assert isinstance(c.counts, sparse.csr_array) and c.counts.shape == (N, 30522)
-    assert np.array_equal(c.reach, posgeo.position_counts(seqs, N))
+    assert np.array_equal(c.reach, position_counts(seqs, N))
     assert np.array_equal(c.marginals(), posgeo.positional_marginals(seqs, N, seqs.vocab_size))
     dense = np.rint(posgeo.positional_marginals(seqs, N, seqs.vocab_size) * c.reach[:, None])
     assert np.array_equal(c.counts.toarray(), dense)
@@ -199,16 +200,16 @@ def test_counting_picks_the_padded_table_only_where_it_applies(monkeypatch):
     counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 50257)  # 2 V > 65534: 32-bit keys
     counts._count_ids(np.zeros(2, dtype=np.int32), np.array([1, 1]), in_b, 4, 300)  # mostly padding
     assert calls == [30522]
-    assert posgeo.counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=8) == "padded"
-    assert posgeo.counting_method(n_positions=4, vocab_size=50257, n_documents=2, n_tokens=8) == "sort"
+    assert counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=8) == "padded"
+    assert counting_method(n_positions=4, vocab_size=50257, n_documents=2, n_tokens=8) == "sort"
     monkeypatch.setattr(counts, "_quicksort_is_slow", lambda: False)  # a fast quicksort: always the sort
     counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)
     assert calls == [30522]
-    assert posgeo.counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=8) == "sort"
+    assert counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=8) == "sort"
     with pytest.raises(ValueError, match="n_tokens"):
-        posgeo.counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=-1)
+        counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=-1)
     with pytest.raises(TypeError, match="vocab_size"):
-        posgeo.counting_method(n_positions=4, vocab_size=3.5, n_documents=2, n_tokens=8)
+        counting_method(n_positions=4, vocab_size=3.5, n_documents=2, n_tokens=8)
 
 
 def test_halves_are_a_deterministic_split(corpus):
@@ -483,7 +484,7 @@ def test_geometry_equals_the_in_memory_corpus_geometry(corpus):
     hybrid = posgeo.hybrid_hellinger_matrix(seqs, N, seqs.vocab_size)
     np.testing.assert_allclose(c.hybrid(), hybrid, rtol=0, atol=1e-10)
     dense = np.rint(posgeo.positional_marginals(seqs, N, seqs.vocab_size) * c.reach[:, None])
-    np.testing.assert_allclose(c.hybrid(squared=True), posgeo.hybrid_hellinger_from_counts(dense, c.reach, squared=True),
+    np.testing.assert_allclose(c.hybrid(squared=True), hybrid_hellinger_from_counts(dense, c.reach, squared=True),
                                rtol=0, atol=1e-10)
     np.testing.assert_allclose(c.hellinger_matrix(), ref.distances, rtol=0, atol=1e-10)  # the sparse plug-in
     # the split-half fields: the same statistics on the stored split (another draw than corpus_geometry's)
@@ -548,7 +549,7 @@ def test_from_sequences_synthetic_with_ragged_lengths():
     corpus = posgeo.synthetic_corpus(n_sequences=300, lengths=np.random.default_rng(0).integers(5, 33, 300))
     c = PositionalCounts.from_sequences(corpus, 20)
     assert np.array_equal(c.marginals(), posgeo.positional_marginals(corpus, 20, corpus.vocab_size))
-    assert np.array_equal(c.reach, posgeo.position_counts(corpus, 20))
+    assert np.array_equal(c.reach, position_counts(corpus, 20))
     with pytest.raises(ValueError, match="reached by no document"):
         PositionalCounts.from_sequences(corpus, 40).marginals()
     assert PositionalCounts.from_sequences(corpus, 40).truncate(20).counts.shape == (20, corpus.vocab_size)

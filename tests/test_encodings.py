@@ -9,13 +9,12 @@ from hypothesis import strategies as st
 
 from posgeo import (
     alibi_encoding,
-    alibi_slopes,
     pairwise_distances,
     random_encoding,
     rope_encoding,
-    rope_frequencies,
     sinusoidal_encoding,
 )
+from posgeo._encodings import alibi_slopes, rope_frequencies
 
 
 @settings(max_examples=30, deadline=None)

@@ -32,7 +32,15 @@ import pytest
 import torch
 
 import posgeo._cache as cache_mod
-from posgeo import FirstMarkerTask, TrainConfig, TrainResult, TransformerConfig, cache_key, cached, corpus_source
+from posgeo import (
+    FirstMarkerTask,
+    TrainConfig,
+    TrainResult,
+    TransformerConfig,
+    cached,
+    corpus_source,
+)
+from posgeo._cache import cache_key
 from posgeo import load_corpus, torch_threads, train
 
 

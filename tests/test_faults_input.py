@@ -27,14 +27,13 @@ import posgeo.audit
 from posgeo import (
     Sequences,
     corpus_geometry,
-    first_order_hellinger_matrix,
     hellinger_noise_floor,
     load_corpus,
     load_texts,
-    position_counts,
     positional_marginals,
     tokenize,
 )
+from posgeo._marginals import first_order_hellinger_matrix, position_counts
 from posgeo.__main__ import main
 from posgeo.audit import AuditError, AuditReport, audit
 from posgeo.audit import inputs as audit_inputs

@@ -16,10 +16,10 @@ from posgeo import (
     effective_rank,
     hellinger_matrix,
     pairwise_distances,
-    scale_optimal_alpha,
     stress,
     stress_optimal_mds,
 )
+from posgeo._geometry import scale_optimal_alpha
 
 
 def random_distributions(rng, n, v, sparsity=0.0):
@@ -445,7 +445,7 @@ def test_stress_optimal_mds_checks_its_options():
 
 # --------------------------------------------------------------------------- order-free baselines
 def test_regular_simplex_is_equidistant():
-    from posgeo import regular_simplex
+    from posgeo._geometry import regular_simplex
 
     E = pairwise_distances(regular_simplex(6))
     off = E[~np.eye(6, dtype=bool)]

@@ -10,8 +10,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posgeo import alibi_slopes, sinusoidal_encoding
-from posgeo import POSITION_KINDS, Transformer, TransformerConfig, TransformerOutput, count_parameters
+from posgeo import sinusoidal_encoding
+from posgeo._encodings import alibi_slopes
+from posgeo import (
+    Transformer,
+    TransformerConfig,
+    TransformerOutput,
+    count_parameters,
+)
+from posgeo._model import POSITION_KINDS
 from posgeo._model import _rotate
 
 N = 7  # sequence length used by the property tests

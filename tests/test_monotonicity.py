@@ -10,13 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from posgeo import (
-    MonotonicityResult,
-    encoding_distances,
-    monotonicity_violation_rate,
-    monotonicity_violations,
-    offset_reference,
-)
+from posgeo import monotonicity_violation_rate
+from posgeo._metrics import MonotonicityResult, encoding_distances, monotonicity_violations, offset_reference
 from posgeo._metrics import _dense_ranks, _merge_near_ties, _strict_inversions
 
 

@@ -17,36 +17,19 @@ from hypothesis import given, settings, strategies as st
 
 import posgeo
 from posgeo import (
-    chart_bundle,
     chart_spec,
     colour_scale,
-    corpus_geometry,
-    distance_by_offset,
-    enable_charts,
     finish_chart,
     heatmap_chart,
-    load_corpus,
     notebook_setup,
     panel_grid,
-    plot_distance_heatmaps,
-    plot_noise_floor,
-    plot_offset_profiles,
     plot_spectra,
-    plot_stress_bars,
     series_chart,
     series_colour,
 )
+from posgeo._plotting import chart_bundle, enable_charts
 
 VEGALITE = "application/vnd.vegalite.v5+json"
-
-
-@pytest.fixture(scope="module")
-def geometries():
-    out = []
-    for gamma, lengths in ((0.0, None), (2.0, np.r_[np.full(150, 12), np.full(50, 6)])):
-        c = load_corpus("synthetic", n_sequences=200, n_positions=12, vocab_size=24, nonstationarity=gamma, lengths=lengths)
-        out.append(corpus_geometry(c, 12, cache=False, min_count=160))
-    return out
 
 
 def walk(spec):
@@ -242,54 +225,7 @@ def test_enable_charts_registers_the_renderer():
         alt.renderers.enable(before)
 
 
-# ----------------------------------------------------------------------------- the library's charts
-def test_distance_heatmaps(geometries):
-    spec = plot_distance_heatmaps({g.name + str(i): g.distances for i, g in enumerate(geometries)}).to_dict()
-    assert marks(spec) == ["rect", "rect"] and spec["columns"] == 2
-    first = spec["concat"][0]["data"]["values"][0]["v"]
-    assert first[1] == pytest.approx(geometries[0].distances[0, 1], abs=1e-3)
-    with pytest.raises(ValueError, match="no matrices"):
-        plot_distance_heatmaps({})
-
-
-def test_heatmaps_linked_to_their_offset_curves(geometries):
-    g = geometries[0]
-    spec = plot_distance_heatmaps({"one": g.distances}, profiles=True, max_offset=5).to_dict()
-    (row,) = spec["vconcat"]
-    heat, curve = row["hconcat"]
-    assert heat["mark"]["type"] == "rect"
-    params = [p for d in walk(spec) for p in d.get("params", []) if isinstance(p, dict)]
-    (linked,) = [p for p in params if p["name"].startswith("offset_")]
-    assert linked["select"]["fields"] == ["offset"] and linked["select"]["on"] == "pointerover"
-    assert len(linked.get("views", [])) == 2  # one selection, set from the heatmap and from the curve
-    rule = [layer for layer in curve["layer"] if layer["mark"]["type"] == "rule"][0]
-    assert rule["transform"] == [{"filter": {"param": linked["name"], "empty": False}}]
-    (profile,) = [d for d in datasets(spec) if "mean" in d]
-    assert profile["mean"].to_numpy() == pytest.approx(np.asarray(distance_by_offset(g.distances, max_offset=5)["mean"]))
-
-
-def test_offset_profiles_use_the_corrected_geometry(geometries):
-    spec = plot_offset_profiles(geometries, max_offset=6).to_dict()
-    assert len(spec["concat"]) == 2
-    first, _ = datasets(spec)  # one data set per panel, in panel order
-    data = pd.concat(datasets(spec))
-    curves = set(data["series"])
-    assert curves == {"plug-in (band: min to max)", "corrected (hybrid)", "noise floor"}
-    corrected = first[first["series"] == "corrected (hybrid)"]
-    expected = distance_by_offset(geometries[0].hybrid, max_offset=6)["mean"]
-    assert corrected["mean"].to_numpy() == pytest.approx(np.asarray(expected), abs=1e-12)
-    plugin = data[data["series"].str.startswith("plug-in")]
-    assert plugin["min"].notna().all() and (plugin["min"] <= plugin["mean"] + 1e-12).all()
-
-
-def test_noise_floor_marks_flagged_positions(geometries):
-    spec = plot_noise_floor(geometries).to_dict()
-    text = json.dumps(spec)
-    assert "sequences reaching it" in text and '"type": "log"' in text
-    assert ("too few sequences" in text) == bool(np.any([g.flagged.any() for g in geometries]))
-
-
-def test_spectra_and_stress_bars():
+def test_spectra():
     lam = {"a": np.array([4.0, 2.0, 1.0, -0.5]), "b": np.array([3.0, 1.0, 0.0, 0.0])}
     spec = plot_spectra(lam, top=3).to_dict()
     data = pd.concat(datasets(spec))
@@ -302,12 +238,6 @@ def test_spectra_and_stress_bars():
     assert noisy_share["index"].tolist() == [1, 2]
     left, right = (panel["layer"][0]["encoding"]["color"]["scale"] for panel in spec["hconcat"])
     assert left == right and left["range"][-1] == series_colour("reference")  # one scale: the 99% line is black in both
-    table = pd.DataFrame({"sst2": [0.1, 0.5], "imdb": [0.2, 0.4]}, index=["sinusoidal", "random"])
-    bars = plot_stress_bars(table, log=True).to_dict()
-    assert marks(bars) == ["bar"] and bars["encoding"]["y"]["scale"]["type"] == "log"
-    (rows,) = datasets(bars)
-    assert sorted(rows["stress"]) == [0.1, 0.2, 0.4, 0.5]
-    assert bars["encoding"]["color"]["scale"]["range"] == [series_colour("sst2"), series_colour("imdb")]
 
 
 # ----------------------------------------------------------------------------- notebook_setup

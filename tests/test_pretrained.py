@@ -14,8 +14,8 @@ from posgeo import (
     learned_position_table,
     load_pretrained,
     model_positional_kind,
-    without_position_embeddings,
 )
+from posgeo._pretrained import without_position_embeddings
 
 
 @pytest.fixture(scope="module")

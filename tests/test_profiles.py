@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posgeo import PROFILE_ENV_VAR, PROFILES, current_profile
+from posgeo import current_profile
+from posgeo._profiles import PROFILE_ENV_VAR, PROFILES
 
 
 def test_constants():

@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import posgeo as pg
+from posgeo._sequences import stratified_blocks, stratified_halves
 
 
 @given(st.lists(st.integers(1, 30), min_size=1, max_size=200), st.integers(0, 2**31 - 1))
 @settings(max_examples=80, deadline=None)
 def test_halves_are_balanced_at_every_position(lengths, seed):
     L = np.array(lengths)
-    half = pg.stratified_halves(L, seed=seed)
+    half = stratified_halves(L, seed=seed)
     for i in range(L.max()):
         reach = L > i
         assert abs(int((reach & half).sum()) - int((reach & ~half).sum())) <= 1
@@ -25,7 +25,7 @@ def test_halves_are_balanced_at_every_position(lengths, seed):
 def test_groups_stay_whole_and_are_balanced_by_their_longest_sequence(items, seed):
     L = np.array([a for a, _ in items])
     g = np.array([b for _, b in items])
-    half = pg.stratified_halves(L, seed=seed, groups=g)
+    half = stratified_halves(L, seed=seed, groups=g)
     ids = np.unique(g)
     assert all(len(set(half[g == k])) == 1 for k in ids)  # a group is never split
     longest = np.array([L[g == k].max() for k in ids])
@@ -37,10 +37,10 @@ def test_groups_stay_whole_and_are_balanced_by_their_longest_sequence(items, see
 
 def test_seed_and_generator():
     L = np.arange(1, 101) % 7 + 1
-    a, b = pg.stratified_halves(L, seed=3), pg.stratified_halves(L, seed=3)
-    assert (a == b).all() and not (a == pg.stratified_halves(L, seed=4)).all()
+    a, b = stratified_halves(L, seed=3), stratified_halves(L, seed=3)
+    assert (a == b).all() and not (a == stratified_halves(L, seed=4)).all()
     rng = np.random.default_rng(3)
-    first, second = pg.stratified_halves(L, seed=rng), pg.stratified_halves(L, seed=rng)
+    first, second = stratified_halves(L, seed=rng), stratified_halves(L, seed=rng)
     assert (first == a).all() and not (second == first).all()  # a generator is consumed
 
 
@@ -56,7 +56,7 @@ def test_seed_and_generator():
 )
 def test_bad_input_is_named(kwargs, error, match):
     with pytest.raises(error, match=match):
-        pg.stratified_halves(**kwargs)
+        stratified_halves(**kwargs)
 
 
 # ----------------------------------------------------------------------------- blocks
@@ -69,9 +69,9 @@ def test_blocks_are_balanced_at_every_position_and_keep_groups_whole(items, k, s
     ids = np.unique(g)
     if k > ids.size:
         with pytest.raises(ValueError, match="exceeds"):
-            pg.stratified_blocks(L, k, seed=seed, groups=g if grouped else None)
+            stratified_blocks(L, k, seed=seed, groups=g if grouped else None)
         return
-    block = pg.stratified_blocks(L, k, seed=seed, groups=g if grouped else None)
+    block = stratified_blocks(L, k, seed=seed, groups=g if grouped else None)
     assert block.dtype == np.int64 and block.min() >= 0 and block.max() < k
     assert all(len(set(block[g == u])) == 1 for u in ids)  # a group is never split
     longest = np.array([L[g == u].max() for u in ids])
@@ -83,13 +83,13 @@ def test_blocks_are_balanced_at_every_position_and_keep_groups_whole(items, k, s
 
 def test_blocks_seed_and_bad_input():
     L = np.arange(1, 61) % 5 + 1
-    a = pg.stratified_blocks(L, 4, seed=2)
-    assert (a == pg.stratified_blocks(L, 4, seed=2)).all() and not (a == pg.stratified_blocks(L, 4, seed=3)).all()
+    a = stratified_blocks(L, 4, seed=2)
+    assert (a == stratified_blocks(L, 4, seed=2)).all() and not (a == stratified_blocks(L, 4, seed=3)).all()
     with pytest.raises(ValueError, match="n_blocks"):
-        pg.stratified_blocks(L, 1, seed=0)
+        stratified_blocks(L, 1, seed=0)
     with pytest.raises(ValueError, match="exceeds the 3 units"):
-        pg.stratified_blocks([2, 2, 2], 4, seed=0)
+        stratified_blocks([2, 2, 2], 4, seed=0)
     with pytest.raises(TypeError, match="1-d integer array"):
-        pg.stratified_blocks([1.5, 2.0], 2, seed=0)
+        stratified_blocks([1.5, 2.0], 2, seed=0)
     with pytest.raises(ValueError, match="one group id per sequence"):
-        pg.stratified_blocks([1, 2], 2, seed=0, groups=[0])
+        stratified_blocks([1, 2], 2, seed=0, groups=[0])

@@ -15,15 +15,13 @@ from posgeo import (
     IGNORE_INDEX,
     Batch,
     FirstMarkerTask,
-    LMTask,
     MLMTask,
-    SortedTask,
-    Task,
     TrainConfig,
     TrainResult,
     evaluate,
     train,
 )
+from posgeo._train import LMTask, SortedTask, Task
 
 
 @pytest.fixture(autouse=True)

@@ -44,7 +44,7 @@ from typing import Callable, TypeVar
 import numpy as np
 from typing import Any
 
-__all__ = ['CACHE_ENV_VAR', 'cache_dir', 'cache_key', 'cached', 'array_digest', 'file_digest', 'function_digest']
+__all__ = ['cached', 'array_digest', 'file_digest']
 
 
 CACHE_ENV_VAR = "POSGEO_CACHE_DIR"

@@ -32,7 +32,6 @@ from ._sequences import Corpus, Sequences
 from .validation import check_texts, suggest_name
 
 __all__ = [
-    'DATA_ENV_VAR',
     'NESTED_SPLITS',
     'CorpusUnavailableError',
     'load_texts',

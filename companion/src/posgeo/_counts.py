@@ -68,7 +68,7 @@ from ._progress import progress_bar
 from ._sequences import Corpus, Sequences
 from .validation import check_int, check_positions, check_tokenizer
 
-__all__ = ["HubDataset", "PositionalCounts", "counting_method", "positional_counts", "tokenizer_id"]  # count_main is the CLI's (posgeo.__main__)
+__all__ = ['HubDataset', 'PositionalCounts', 'positional_counts', 'tokenizer_id']  # count_main is the CLI's (posgeo.__main__)
 
 _log = logging.getLogger(__name__)
 

@@ -21,9 +21,7 @@ from .validation import check_float, check_int, check_fits_in_memory
 
 __all__ = [
     'sinusoidal_encoding',
-    'rope_frequencies',
     'rope_encoding',
-    'alibi_slopes',
     'alibi_encoding',
     'random_encoding',
 ]

@@ -13,11 +13,9 @@ from .validation import check_float, check_fits_in_memory, check_int
 __all__ = [
     'distance_by_offset',
     'stress_table',
-    'as_distribution_matrix',
     'check_distance_matrix',
     'hellinger_matrix',
     'pairwise_distances',
-    'scale_optimal_alpha',
     'stress',
     'MDSResult',
     'double_centered_gram',
@@ -25,7 +23,6 @@ __all__ = [
     'stress_optimal_mds',
     'SpectrumSummary',
     'effective_rank',
-    'regular_simplex',
     'order_free_baselines',
 ]
 

@@ -7,7 +7,7 @@ from typing import Iterator, Literal
 import numpy as np
 from .validation import check_int
 
-__all__ = ['small_blas', 'resolve_eig_method', 'top_eigenpairs']
+__all__ = ['small_blas', 'top_eigenpairs']
 
 
 # --------------------------------------------------------------------------- BLAS threads

@@ -24,12 +24,8 @@ __all__ = [
     'matched_hellinger_matrix',
     'NoiseFloor',
     'hellinger_noise_floor',
-    'first_order_hellinger_matrix',
-    'first_order_correction',
     'positional_marginals',
-    'position_counts',
     'hybrid_hellinger_matrix',
-    'hybrid_hellinger_from_counts',
 ]
 
 
@@ -1262,7 +1258,7 @@ def hybrid_hellinger_from_counts(
 
     Examples
     --------
-    >>> from posgeo import load_corpus, positional_marginals, position_counts
+    >>> from posgeo import load_corpus, positional_marginals
     >>> corpus = load_corpus("synthetic", n_sequences=400)
     >>> N = position_counts(corpus.sequences, 8)
     >>> C = positional_marginals(corpus.sequences, 8, corpus.vocab_size) * N[:, None]

@@ -14,12 +14,7 @@ from .validation import check_float, check_int, check_not_complex, check_real_ar
 
 __all__ = [
     'cosine_similarity_matrix',
-    'adjacency_row_scores',
     'adjacency_score',
-    'MonotonicityResult',
-    'offset_reference',
-    'encoding_distances',
-    'monotonicity_violations',
     'monotonicity_violation_rate',
     'SeparationStats',
     'separation_stats',

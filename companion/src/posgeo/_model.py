@@ -33,7 +33,6 @@ from ._encodings import alibi_slopes, rope_frequencies, sinusoidal_encoding
 from .validation import check_float, check_int
 
 __all__ = [
-    'POSITION_KINDS',
     'TransformerConfig',
     'TransformerOutput',
     'Transformer',

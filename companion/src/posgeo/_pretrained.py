@@ -36,7 +36,6 @@ __all__ = [
     'model_positional_kind',
     'find_position_embedding',
     'learned_position_table',
-    'without_position_embeddings',
 ]
 
 

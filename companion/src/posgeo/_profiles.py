@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ['PROFILE_ENV_VAR', 'PROFILES', 'current_profile']
+__all__ = ['current_profile']
 
 
 PROFILE_ENV_VAR = "POSGEO_PROFILE"

@@ -28,7 +28,7 @@ import numpy as np
 
 from posgeo.validation import check_float
 
-__all__ = ["SeedInterval", "seed_interval", "seed_difference", "seed_summary", "interval_table"]
+__all__ = ['SeedInterval', 'seed_interval', 'seed_difference', 'seed_summary', 'interval_table']
 
 
 @dataclass(frozen=True)

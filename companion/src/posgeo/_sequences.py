@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 import numpy as np
 
-__all__ = ['Sequences', 'Corpus', 'overlap_groups', 'stratified_halves', 'stratified_blocks']
+__all__ = ['Sequences', 'Corpus', 'overlap_groups']
 
 
 # --------------------------------------------------------------------------------------
