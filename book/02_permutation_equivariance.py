@@ -132,7 +132,7 @@ torch.set_num_threads(1)  # these models are tiny: one thread is the fastest
 # larger than at training time (`init_std=0.2`), so that attention is far from uniform and a
 # signal acting inside attention shows.
 
-# %% tags=["stochastic"] tolerance={"atol": 1e-12, "rtol": 0} tolerance_reason="float64 rounding errors (about 2e-15) whose last digits depend on the CPU's floating-point kernels; 1e-12 is far below the errors of order one that signal a broken symmetry"
+# %% tags=["stochastic"] tolerance={"atol": 1e-12, "rtol": 1e-06} tolerance_reason="the equivariant error is a float64 rounding error (about 2e-15) compared at 1e-12, far below the errors of order one that signal a broken symmetry; the weights are drawn in float32 before the cast to float64, and torch's normal sampler rounds their last bit differently on other CPUs (AVX2 and scalar paths), which moved the broken-symmetry error 1.4431909 to 1.4431908: 7e-8 of the value, inside rtol 1e-6"
 def encoder(position="none", causal=False):
     """The book's small transformer with random weights, in float64."""
     config = pg.TransformerConfig(

@@ -1,6 +1,6 @@
 """A chart as Google Colab receives it, drawn in Chromium with the CDN served from node_modules.
 
-Colab has no Vega-Lite renderer, so on Colab ``posgeo.chart_bundle`` adds an HTML output that
+Colab has no Vega-Lite renderer, so on Colab ``posgeo._plotting.chart_bundle`` adds an HTML output that
 loads vega, vega-lite and vega-embed from jsDelivr at the book's pinned versions. Colab itself
 cannot be reached from here; this test opens that HTML in Chromium, answers the three jsDelivr
 requests with the files jsDelivr serves for them (each package's ``jsdelivr`` entry, from the
@@ -41,7 +41,8 @@ def _cdn_file(url: str) -> Path | None:
 
 @pytest.fixture()
 def colab_html(monkeypatch: pytest.MonkeyPatch) -> str:
-    from posgeo import chart_bundle, finish_chart
+    from posgeo import finish_chart
+    from posgeo._plotting import chart_bundle
 
     if not (ROOT / "node_modules" / "vega-embed" / "package.json").is_file():
         pytest.fail("node_modules is missing: run `npm ci` (make setup does)")

@@ -191,8 +191,7 @@ def test_page_renders_offline(browser, server: str, screenshots: Path, docname: 
 
 def test_introduction_has_typeset_equations(browser, server: str) -> None:
     """The introduction displays the Hellinger and stress formulas: they must be typeset."""
-    root = toc_docnames()[0]
-    context, page, log = open_page(browser, server, f"{root}.html")
+    context, page, log = open_page(browser, server, f"{_docname_ending('01_introduction')}.html")
     try:
         math = page.evaluate(MATH_JS)
         stress_box = page.locator("div.math mjx-container").first.bounding_box()
@@ -252,6 +251,11 @@ def test_search_finds_a_chapter(browser, server: str) -> None:
         page.fill("input[name=q] >> visible=true", "Hellinger")
         page.keyboard.press("Enter")
         page.wait_for_url(re.compile(r"/search\.html\?q=Hellinger"), timeout=10_000)
+        # Sphinx lists the hits one by one; read them once it says the search has finished.
+        page.wait_for_function(
+            "() => /finished/i.test((document.querySelector('#search-results .search-summary') || {}).textContent || '')"
+            " || /finished/i.test((document.querySelector('#search-results h2') || {}).textContent || '')",
+            timeout=20_000)
         page.wait_for_selector("#search-results ul.search li", timeout=20_000)
         hits = page.eval_on_selector_all("#search-results ul.search li a", "links => links.map(a => a.getAttribute('href'))")
     finally:
