@@ -335,8 +335,8 @@ def stress_comparison(target):
 stress_plugin = stress_comparison("distances")
 stress_plugin.where(stress_plugin > 1e-12, 0.0)  # values below 1e-12 are rounding: shown as 0
 
-# %% mystnb={"figure": {"caption": "Scale-optimal stress of every encoding against each corpus's plug-in distances (log scale; lower fits better). Full-rank PMDS is left out: its stress is zero. Hover a bar for its value.", "name": "fig-ch04-stress"}}
-ch.plot_stress_bars(stress_plugin.xs("optimal", axis=1, level=1).drop(index="PMDS full"), log=True)
+# %% mystnb={"figure": {"caption": "Scale-optimal stress of every encoding against each corpus's plug-in distances (log scale; lower fits better). Full-rank PMDS is left out: its stress is zero. Hover a dot for its value.", "name": "fig-ch04-stress"}}
+ch.plot_stress(stress_plugin.xs("optimal", axis=1, level=1).drop(index="PMDS full"))
 
 # %% [markdown]
 # By raw stress the sinusoids and RoPE score from 227 to 2,058, doubling from $d = 384$ to

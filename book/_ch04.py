@@ -43,16 +43,20 @@ def fitted_stress_intervals(boot, ranks=(1, 2, 3), smacof_replicates=None):
     return pd.concat(frames)
 
 
-def plot_stress_bars(table, *, log=False):
-    """Grouped bars of scale-optimal stress: encodings (rows) by corpus (columns)."""
+def plot_stress(table):
+    """Dots of scale-optimal stress on a log axis: encodings (rows) by corpus (columns).
+
+    Dots, not bars: a bar on a log axis has no baseline to start from.
+    """
     long = table.rename_axis(index="encoding", columns="corpus").stack().rename("stress").reset_index()
     long["encoding"], long["corpus"] = long["encoding"].astype(str), long["corpus"].astype(str)
     corpora = list(dict.fromkeys(long["corpus"]))
-    chart = alt.Chart(long).mark_bar().encode(
+    chart = alt.Chart(long).mark_point(filled=True, size=90, opacity=1).encode(
         x=alt.X("encoding:N", sort=list(dict.fromkeys(long["encoding"])), title=None, axis=alt.Axis(labelAngle=-35)),
         xOffset=alt.XOffset("corpus:N", sort=corpora),
-        y=alt.Y("stress:Q", title="optimal stress", scale=alt.Scale(type="log") if log else alt.Undefined),
+        y=alt.Y("stress:Q", title="optimal stress (log scale)", scale=alt.Scale(type="log")),
         color=alt.Color("corpus:N", scale=pg.colour_scale(corpora), title="corpus"),
+        shape=alt.Shape("corpus:N", sort=corpora, title="corpus"),
         tooltip=["encoding", "corpus", alt.Tooltip("stress:Q", format=".4f")],
     ).properties(width=pg.COLUMN_WIDTH, height=240)
-    return pg.finish_chart(chart, description="Optimal stress of each encoding (bars) against each corpus (colours); lower fits better.")
+    return pg.finish_chart(chart, description="Optimal stress of each encoding (dots, log scale) against each corpus (colours and shapes); lower fits better.")

@@ -245,10 +245,12 @@ def test_a_halving_with_an_empty_position_is_left_out():
     assert ((fits["low"] <= fits["stress"] + 1e-12) & (fits["stress"] <= fits["high"] + 1e-12)).all()
 
 
-# ----------------------------------------------------------------------------- plot_stress_bars
-def test_plot_stress_bars():
+# ----------------------------------------------------------------------------- plot_stress
+def test_plot_stress_draws_dots_on_a_log_axis():
     table = pd.DataFrame({"sst2": [0.05, 0.2], "imdb": [0.01, 0.3]}, index=["sinusoidal", "ALiBi"])
-    spec = ch.plot_stress_bars(table, log=True).to_dict()
+    spec = ch.plot_stress(table).to_dict()
+    # a bar on a log axis starts at log(0) and is drawn with no height
+    assert spec["mark"]["type"] == "point" and spec["mark"]["filled"]
     rows = next(iter(spec["datasets"].values()))
     assert len(rows) == 4 and {r["corpus"] for r in rows} == {"sst2", "imdb"}
     assert spec["encoding"]["y"]["scale"]["type"] == "log"
