@@ -58,7 +58,8 @@
 # attention layer on, on four synthetic tasks.
 
 # %% tags=["hide-input"]
-# Colab only: install the companion package and fetch this chapter's helper module.
+# Colab only: install the companion package and fetch this chapter's helper module and data.
+import os
 import subprocess
 import sys
 import urllib.request
@@ -73,6 +74,11 @@ if "google.colab" in sys.modules:
     )
     urllib.request.urlretrieve(
         "https://raw.githubusercontent.com/posgeo/geometry-of-positional-encodings/main/book/_ch11.py", "_ch11.py"
+    )
+    os.makedirs("data", exist_ok=True)
+    urllib.request.urlretrieve(
+        "https://raw.githubusercontent.com/posgeo/geometry-of-positional-encodings/main/book/data/ch11_sweep_runs.csv",
+        "data/ch11_sweep_runs.csv",
     )
 
 # %% tags=["hide-cell"]
@@ -418,10 +424,19 @@ assert (layer1[384] >= papers.P2_REPORTED.layer1_score_range[0]).all() and (laye
 #
 # **Training makes the pattern at every depth and width we trained.** Decoders of 1 and 4
 # layers at width 64 and of width 32 at 2 layers (the 2-layer, width-64 decoder is the one
-# trained above), 150 sorting steps, five seeds each, scored before and after (paired):
+# trained above), 150 sorting steps, five seeds each, scored before and after (paired). The
+# 15 runs are trained by `python _ch11.py sweep data/ch11_sweep_runs.csv` into the file read
+# here; the first run is trained again beside it:
 
-# %% tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0.1} tolerance_reason="means and paired differences over five retrained seeds: three other CPU kernel paths (native AVX-512; generic ATen with OpenBLAS Sandybridge; SSE4) moved a mean or an interval end by up to 0.076"
-sweep_runs = ch.sweep_training_runs(S, tokens[S.sweep_task])
+# %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0} tolerance_reason="the row trained again is a float32 training result: three other CPU kernel paths (native AVX-512; generic ATen with OpenBLAS Sandybridge; SSE4) moved five-seed means of these columns by up to 0.076, one run may move further; the file's row is read, not trained"
+sweep_runs = ch.read_sweep_runs()
+again = ch.sweep_training_runs(S, tokens[S.sweep_task], configs=[S.sweep_trained[0]], seeds=[S.seeds[0]])
+pd.concat({"file": sweep_runs.iloc[:1], "trained again": again}).droplevel(1).iloc[:, 3:7].round(3)
+
+# %% tags=["remove-cell"]
+assert np.allclose(again.iloc[0, 3:].astype(float), sweep_runs.iloc[0, 3:].astype(float), atol=0.1)  # the cell's tolerance
+
+# %%
 sweep_runs = sweep_runs.assign(**{"trained - untrained": sweep_runs["layer 1 (trained)"] - sweep_runs["layer 1 (init)"],
                                   "exact match - constant answer": sweep_runs["exact match (trained)"] - sweep_runs["best constant answer"]})
 sweep_summary = pg.seed_summary(sweep_runs, by=["layers", "width"], bounds={"layer 1 (init)": (0, 1), "layer 1 (trained)": (0, 1)},

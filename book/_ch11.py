@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 
 import altair as alt
@@ -403,13 +405,14 @@ def depth_width_sweep(s, tokens):
     return pd.DataFrame(rows).set_index(["layers", "width"])
 
 
-def sweep_training_runs(s, tokens):
-    """Decoders of ``sweep_trained`` depths and widths, scored before and after training, one row per seed (paired)."""
-    pools = {seed: P2Task(s.sweep_task, n_samples=s.n_train, seed=seed) for seed in s.seeds}
+def sweep_training_runs(s, tokens, configs=None, seeds=None):
+    """Decoders of ``configs`` (default ``sweep_trained``) depths and widths, scored before and after training, one row per seed (paired)."""
+    configs, seeds = configs or s.sweep_trained, seeds or s.seeds
+    pools = {seed: P2Task(s.sweep_task, n_samples=s.n_train, seed=seed) for seed in seeds}
     rows = []
-    for L, w in s.sweep_trained:
-        cfg = model_config(s, max(tokens.shape[1], pools[s.seeds[0]].seq_len), n_layers=L, d_model=w)
-        for seed in s.seeds:
+    for L, w in configs:
+        cfg = model_config(s, max(tokens.shape[1], pools[seeds[0]].seq_len), n_layers=L, d_model=w)
+        for seed in seeds:
             before = layer_scores(hidden_states(pg.Transformer(cfg, seed=seed), tokens))
             trained = pg.train(cfg, train_config(s, s.sweep_steps, seed), pools[seed], progress=False).model()
             after = layer_scores(hidden_states(trained, tokens))
@@ -417,6 +420,14 @@ def sweep_training_runs(s, tokens):
                          "last layer (trained)": after[-1], "exact match (trained)": accuracy(trained, pools[seed])[0],
                          "best constant answer": constant_answer(pools[seed])})
     return pd.DataFrame(rows)
+
+
+SWEEP_FILE = Path(__file__).resolve().parent / "data" / "ch11_sweep_runs.csv"
+
+
+def read_sweep_runs(path=SWEEP_FILE) -> pd.DataFrame:
+    """The trained sweep, as written by `python _ch11.py sweep data/ch11_sweep_runs.csv`."""
+    return pd.read_csv(path)
 
 
 # ============================================================================ probes and the mask
@@ -629,3 +640,12 @@ def plot_probes(tables):
     return pg.finish_chart(alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared"), description=(
         "Position probes by layer: test NRMSE (left) and test Pearson R (right), one line per model and feature kind "
         "(cosine rows or variance), with the dotted reference of a probe that has no positional information."))
+
+
+if __name__ == "__main__":  # the data file, one thread: python _ch11.py sweep data/ch11_sweep_runs.csv
+    torch.set_num_threads(1)  # (about 90 CPU-seconds; POSGEO_PROFILE=full: P2's depths and widths)
+    what, out = sys.argv[1:3]
+    if what != "sweep":
+        raise SystemExit(f"unknown file {what!r}: the one this helper writes is 'sweep'")
+    S = settings()
+    sweep_training_runs(S, analysis_tokens(S.sweep_task, S.n_analysis)).to_csv(out, index=False)

@@ -527,6 +527,12 @@ def test_colab_install_cell_of_every_chapter(notebook: Path) -> None:
         assert f"{raw}/book/{helper}.py" in first.source, (
             f"{rel(notebook)} imports {helper}: its Colab cell must fetch {raw}/book/{helper}.py"
         )
+        # and the data files the helper reads (book/data/NAME, named in its code)
+        code = (BOOK / f"{helper}.py").read_text(encoding="utf-8")
+        for name in sorted(p.name for p in (BOOK / "data").iterdir() if p.name in code):
+            assert name in first.source and f"{raw}/book/data/" in first.source, (
+                f"{rel(notebook)} reads book/data/{name} through {helper}: its Colab cell must fetch it"
+            )
 
 
 def _requirement_name(line: str) -> str:

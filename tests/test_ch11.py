@@ -305,6 +305,23 @@ def test_sweeps_pair_each_seeds_initialisation_with_its_training():
     assert (runs["layer 1 (trained)"] != runs["layer 1 (init)"]).all()
     assert runs["exact match (trained)"].between(0, 1).all() and runs["best constant answer"].between(0, 1).all()
     pd.testing.assert_frame_equal(runs, ch.sweep_training_runs(TINY, toks))  # deterministic under the seeds
+    one = ch.sweep_training_runs(TINY, toks, configs=[(2, 16)], seeds=[1])  # a subset is the same rows
+    pd.testing.assert_frame_equal(one, runs.iloc[[3]].reset_index(drop=True))
+
+
+def test_the_sweep_file_holds_every_configuration_and_seed_of_the_chapter():
+    S, t = ch.settings(), ch.read_sweep_runs()
+    assert list(zip(t.layers, t.width, t.seed)) == [(L, w, k) for L, w in S.sweep_trained for k in S.seeds]
+    assert t.drop(columns=["layers", "width", "seed"]).apply(lambda c: c.between(0, 1)).all().all()
+
+
+@pytest.mark.slow
+def test_the_sweep_file_reproduces_its_first_run():
+    S = ch.settings()
+    row = ch.sweep_training_runs(S, ch.analysis_tokens(S.sweep_task, S.n_analysis), configs=[S.sweep_trained[0]],
+                                 seeds=[S.seeds[0]]).iloc[0]
+    stored = ch.read_sweep_runs().iloc[0]
+    assert np.allclose(row.to_numpy(float), stored.to_numpy(float), atol=0.1)  # as across CPU kernel paths
 
 
 # ----------------------------------------------------------------------------- probes and the mask
