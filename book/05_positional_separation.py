@@ -268,11 +268,12 @@ pd.DataFrame({
 # ## P1's check cannot fail
 #
 # With plain training, every table keeps a strictly positive minimum separation, including
-# the one where positions carry no information. We train four runs without any weight decay
-# (seed 0) and follow the closest pair ({numref}`fig-ch5-plain`).
+# the one where positions carry no information. We train two runs without any weight decay
+# (seed 0), the synthetic MLM, whose positions carry information, and the i.i.d. MLM, whose
+# positions carry none, and follow the closest pair ({numref}`fig-ch5-plain`).
 
-# %% mystnb={"figure": {"caption": "Plain training (no weight decay, seed 0): the minimum separation of the position table and the same relative to the mean row norm, at every checkpoint of four runs. Dashed: the i.i.d. MLM, where no condition of the theorem holds. Click a run in the legend to show it alone; hover a point for its value.", "name": "fig-ch5-plain"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5} tolerance_reason="seed 0, one run each: other CPU kernel paths (same seed) moved accuracies by up to 0.06, distances by up to 40% and a collapsing minimum from 0.02 to 0.001"
-plain = ch.train(s, {name: roster[name] for name in ["synthetic MLM", "first marker", "sst2 MLM", "(b) i.i.d. MLM"]})
+# %% mystnb={"figure": {"caption": "Plain training (no weight decay, seed 0): the minimum separation of the position table and the same relative to the mean row norm, at every checkpoint of two runs. Dashed: the i.i.d. MLM, where no condition of the theorem holds. Click a run in the legend to show it alone; hover a point for its value.", "name": "fig-ch5-plain"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5} tolerance_reason="seed 0, one run each: other CPU kernel paths (same seed) moved accuracies by up to 0.06, distances by up to 40% and a collapsing minimum from 0.02 to 0.001"
+plain = ch.train(s, {name: roster[name] for name in ["synthetic MLM", "(b) i.i.d. MLM"]})
 plain_trajectories = {name: ch.trajectory(run.snapshots) for name, run in plain.items()}
 ch.plot_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"])
 
@@ -609,15 +610,6 @@ g_task = torch.autograd.grad(F.cross_entropy(m0(b0.tokens).logits.flatten(0, 1),
 g_pen = torch.autograd.grad(10.0 * merge_penalty(m0.pos), m0.pos)[0]
 assert (round(float(g_pen.norm()), 1), round(float(g_task.norm()), 2)) == (6.1, 0.26)
 assert round(float(g_pen.norm() / g_task.norm())) == 23
-
-strong = ch.summary(ch.train(s, {name: roster[name] for name in ["(b) i.i.d. MLM", "first marker"]}, decay=30.0))
-iid10, iid30 = probe_table.loc["(b) i.i.d. MLM", "late median"], strong.loc["(b) i.i.d. MLM", "late median"]
-assert close(iid10, 0.020, 0.3) and close(iid30, 0.010, 0.3) and 1.8 < iid10 / iid30 < 2.2
-fm = strong.loc["first marker"]
-assert close(fm["late median"], 0.073) and 5 < fm["late median"] / iid30 < 9
-assert close(fm["late min"], 0.0084) and close(strong.loc["(b) i.i.d. MLM", "late min"], 0.0056)
-assert close(fm["lowest min"], 0.0017, 1.0) and close(strong.loc["(b) i.i.d. MLM", "lowest min"], 0.0050)
-assert fm["lowest min"] < strong.loc["(b) i.i.d. MLM", "lowest min"] < fm["late min"]
 
 rand = pd.DataFrame([pg.separation_stats(pg.random_encoding(32, 32, seed=k)).as_dict() for k in range(20)])
 assert [round(rand["normalised"].mean(), 2), round(rand["normalised"].std(), 2)] == [0.93, 0.06]
