@@ -32,8 +32,9 @@ import posgeo
 from posgeo._count_cli import count_main
 from posgeo._count_kernels import counting_method, half_b, source_seed
 from posgeo._count_run import count_sources, positional_counts
-from posgeo._counts import PositionalCounts, _cross_products
-from posgeo._marginals import hybrid_hellinger_from_counts, position_counts
+from posgeo._counts import PositionalCounts
+from posgeo._estimators import _cross_products, hybrid_hellinger_from_counts
+from posgeo._marginals import position_counts
 from posgeo._sources import HubDataset, _slices, plan_partitions
 from posgeo._tokenizers import _tokenizer_from_json, backend_of, resolve_tokenizer, ship, tokenizer_id
 
@@ -463,7 +464,7 @@ def test_sparse_geometry_matches_dense(corpus, monkeypatch):
     for frac in (0.0, 0.25, 2.0):  # all columns dense, mixed, all sparse
         assert np.allclose(_cross_products(S, None, dense_fraction=frac, block_bytes=2**16), exact, atol=1e-13)
         assert np.allclose(_cross_products(Sa, Sb, dense_fraction=frac, block_bytes=2**16), cross, atol=1e-13)
-    monkeypatch.setattr("posgeo._counts._TILE", 7)  # the in-place passes, tile by tile
+    monkeypatch.setattr("posgeo._estimators._TILE", 7)  # the in-place passes, tile by tile
     sym = _cross_products(S, None, dense_fraction=0.25, block_bytes=2**16)
     assert np.array_equal(sym, sym.T) and np.allclose(sym, exact, atol=1e-13)
     assert np.allclose(c.hellinger_matrix(), posgeo.hellinger_matrix(mu), rtol=0, atol=1e-10)
@@ -1180,7 +1181,7 @@ def test_counts_that_cannot_be_counts_of_documents_are_refused():
 
 
 def test_out_of_memory_in_the_distance_matrix_says_how_much_and_the_fix(monkeypatch):
-    import posgeo._counts as counts_module
+    import posgeo._estimators as counts_module
 
     c = PositionalCounts.from_sequences([[0, 1, 1], [1, 0, 1]], 3, vocab_size=2)
 

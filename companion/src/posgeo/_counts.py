@@ -7,8 +7,8 @@ and the row: independent of partitioning): the sufficient statistics of the posi
 marginals. A 128k-token vocabulary at 8192 positions costs memory in proportion to the distinct
 (position, token) pairs seen, never ``n * V``. From them it derives the marginals, their
 Hellinger geometry from sparse square-root products, the split-half noise floor and the
-first-order, matched and hybrid estimators, and the :class:`posgeo.CorpusGeometry` that
-``posgeo audit --counts`` audits. Counts of shards add;
+first-order, matched and hybrid estimators (the functions of :mod:`posgeo._estimators`), and the
+:class:`posgeo.CorpusGeometry` that ``posgeo audit --counts`` audits. Counts of shards add;
 :func:`posgeo.positional_counts` counts sharded corpora.
 """
 
@@ -25,8 +25,18 @@ from scipy import sparse
 
 from ._cache import array_digest
 from ._count_kernels import atomic_savez, count_ids, csr_arrays, csr_load, half_b, meta_array, source_seed
+from ._estimators import (
+    dense_marginals,
+    ensure_reached,
+    first_order_correction,
+    hellinger_from_counts,
+    hybrid_hellinger_from_counts,
+    matched_hellinger_from_halves,
+    noise_floor_from_halves,
+    root_marginals,
+)
 from ._geometry import hellinger_matrix
-from ._marginals import CorpusGeometry, NoiseFloor, first_order_correction, hybrid_hellinger_from_counts
+from ._marginals import CorpusGeometry, NoiseFloor
 from ._messages import one_line
 from ._sequences import Corpus, Sequences
 from ._tokenizers import TOKENIZER_ID_RE, same_tokenizer, tokenizer_id
@@ -37,7 +47,6 @@ __all__ = ['PositionalCounts']
 _FORMAT = "posgeo.PositionalCounts"
 _FORMAT_VERSION = 1
 _DEFAULT_MAX_BYTES = 2**31  # dense marginals larger than this (2 GiB) are refused
-_NEAR_CHORD = 1e-4  # chords below this are recomputed from sqrt differences (as hellinger_matrix)
 
 
 def _as_counts(m: Any, name: str) -> Any:
@@ -57,142 +66,6 @@ def _as_reach(r: Any, n: int, name: str) -> np.ndarray:
     if arr.shape != (n,) or arr.dtype.kind not in "iu":
         raise ValueError(f"{name} must be an ({n},) integer array, got shape {arr.shape} and dtype {arr.dtype}")
     return arr.astype(np.int64)
-
-
-def _ensure_reached(reach: np.ndarray, what: str) -> None:
-    if reach.size and reach.min() <= 0:
-        first = int(np.argmax(reach <= 0))
-        raise ValueError(
-            f"position {first} is reached by no document{what}; use counts.truncate({first}) (or count with "
-            f"n_positions <= {first}) before computing marginals or distances"
-        )
-
-
-def _normalised(counts: Any, reach: np.ndarray, root: bool) -> Any:
-    S = counts.astype(np.float64)
-    S.data /= np.repeat(reach.astype(np.float64), np.diff(S.indptr))
-    if root:
-        np.sqrt(S.data, out=S.data)
-    return S
-
-
-_TILE = 1024  # rows per tile of the in-place passes over (n, n) arrays
-
-
-def _mirror_lower(M: np.ndarray) -> None:
-    """Copy the lower triangle of the square ``M`` onto its upper triangle, tile by tile."""
-    n = M.shape[0]
-    for i in range(0, n, _TILE):
-        a = M[i : i + _TILE, i : i + _TILE]
-        a[...] = np.tril(a) + np.tril(a, -1).T
-        if i + _TILE < n:
-            M[i : i + _TILE, i + _TILE :] = M[i + _TILE :, i : i + _TILE].T
-
-
-def _symmetrize(M: np.ndarray) -> None:
-    """``M <- (M + M.T) / 2`` in place, tile by tile."""
-    n = M.shape[0]
-    for i in range(0, n, _TILE):
-        for j in range(i, n, _TILE):
-            a = M[i : i + _TILE, j : j + _TILE]
-            b = M[j : j + _TILE, i : i + _TILE]
-            mean = 0.5 * (a + b.T)
-            a[...] = mean
-            b[...] = mean.T
-
-
-def _add_products(out: np.ndarray, Da: np.ndarray, Db: np.ndarray | None) -> None:
-    """``out += Da @ Db.T`` in place through BLAS (no (n, n) temporary); with ``Db=None``
-    only the lower triangle of ``out += Da @ Da.T`` is updated (dsyrk)."""
-    from scipy.linalg import blas
-
-    c = out.T  # Fortran-ordered view: BLAS updates it (and so out) in place
-    if Db is None:  # upper triangle of out.T = lower triangle of out
-        r = blas.dsyrk(1.0, Da, beta=1.0, c=c, trans=0, lower=0, overwrite_c=1)
-    else:  # out.T += Db @ Da.T
-        r = blas.dgemm(1.0, Db, Da, beta=1.0, c=c, trans_b=1, overwrite_c=1)
-    if not np.shares_memory(r, out):  # pragma: no cover - BLAS copied c after all
-        out[...] = r.T
-
-
-def _cross_products(A: Any, B: Any, *, dense_fraction: float = 0.125, block_bytes: int = 2**27) -> np.ndarray:
-    """Dense ``A @ B.T`` (n x m) for sparse (n x V) A and (m x V) B, without any dense n x V array.
-
-    Columns present in at least ``dense_fraction * n`` rows (of A or B) are multiplied in
-    dense blocks (BLAS, accumulated in place), the others as sparse products in blocks of
-    rows. ``B=None`` means ``A`` (a symmetric result). Memory: the (n, m) result, the sparse
-    arrays, and about ``block_bytes`` more.
-    """
-    n = A.shape[0]
-    A = sparse.csc_array(A)
-    B = A if B is None else sparse.csc_array(B)
-    same = B is A
-    m = B.shape[0]
-    out = np.zeros((n, m))
-    colnnz = np.maximum(np.diff(A.indptr), np.diff(B.indptr))
-    cut = max(1.0, dense_fraction * n)
-    dense_cols = np.flatnonzero(colnnz >= cut)
-    sparse_cols = np.flatnonzero((colnnz > 0) & (colnnz < cut))
-    width = max(1, int(block_bytes // (8 * max(n, m, 1))))
-    for s in range(0, dense_cols.size, width):
-        cols = dense_cols[s : s + width]
-        Da = np.asfortranarray(A[:, cols].toarray())
-        _add_products(out, Da, None if same else np.asfortranarray(B[:, cols].toarray()))
-    if same and dense_cols.size:
-        _mirror_lower(out)
-    if sparse_cols.size:
-        As = sparse.csr_array(A[:, sparse_cols])
-        Bt = (As if same else sparse.csr_array(B[:, sparse_cols])).T.tocsc()
-        rows = max(1, int(block_bytes // (8 * max(m, 1))))
-        for r in range(0, n, rows):
-            out[r : r + rows] += (As[r : r + rows] @ Bt).toarray()
-    if same:  # exactly symmetric (the sparse products may differ by rounding)
-        _mirror_lower(out)
-    return out
-
-
-class _OutOfMemory(MemoryError):
-    """A MemoryError whose message says how much was needed and the fix."""
-
-
-def _out_of_memory(what: str, need: float, n: int) -> _OutOfMemory:
-    return _OutOfMemory(
-        f"out of memory computing {what} of {n:,} positions (about {need / 2**30:.2f} GiB and temporaries); "
-        f"truncate the counts to fewer positions (counts.truncate(k), or count with fewer --positions), free "
-        "memory, or run on a machine with more"
-    )
-
-
-def _chord_from_bc(bc: np.ndarray, P: Any, S: Any, metric: str) -> np.ndarray:
-    """Distances from the symmetric Bhattacharyya matrix ``bc``, overwritten in place.
-
-    As :func:`posgeo.hellinger_matrix`: chords below 1e-4 are recomputed as
-    ``|(p - q) / (sqrt p + sqrt q)|`` from the sparse rows (full relative precision)."""
-    n = bc.shape[0]
-    np.fill_diagonal(bc, 1.0)
-    near_i, near_j = [], []
-    for i in range(0, n, _TILE):
-        tile = bc[i : i + _TILE]
-        np.clip(tile, 0.0, 1.0, out=tile)
-        chord = np.sqrt(1.0 - tile)
-        ii, jj = np.nonzero(chord < _NEAR_CHORD)
-        keep = ii + i < jj
-        near_i.append(ii[keep] + i)
-        near_j.append(jj[keep])
-        tile[...] = chord if metric == "chord" else 2.0 * np.arccos(tile)
-        del chord
-    ii, jj = np.concatenate(near_i), np.concatenate(near_j)
-    for s in range(0, ii.size, 4096):
-        i, j = ii[s : s + 4096], jj[s : s + 4096]
-        num = P[i] - P[j]
-        den = S[i] + S[j]
-        den.data = 1.0 / den.data
-        half = np.sqrt(np.asarray(num.multiply(den).power(2).sum(axis=1)).ravel()) / 2.0
-        val = np.sqrt(2.0) * half if metric == "chord" else 4.0 * np.arcsin(np.minimum(half, 1.0))
-        bc[i, j] = val
-        bc[j, i] = val
-    np.fill_diagonal(bc, 0.0)
-    return bc
 
 
 @dataclass(frozen=True, eq=False)
@@ -556,13 +429,8 @@ class PositionalCounts:
                 f"over max_bytes={max_bytes / 2**30:.2f} GiB; use sqrt_marginals() (sparse) or hellinger_matrix(), "
                 "or pass a larger max_bytes"
             )
-        _ensure_reached(self.reach, "")
-        try:
-            table = self.counts.astype(np.float64).toarray()
-        except MemoryError:
-            raise _out_of_memory("the dense marginals", need, self.n_positions) from None
-        table /= self.reach[:, None]
-        return table
+        ensure_reached(self.reach)
+        return dense_marginals(self.counts, self.reach)
 
     def sqrt_marginals(self) -> Any:
         """Square roots of the marginals as a sparse (n, V) float64 CSR array.
@@ -573,8 +441,8 @@ class PositionalCounts:
         >>> c.sqrt_marginals().toarray().round(3).tolist()
         [[0.5, 0.866]]
         """
-        _ensure_reached(self.reach, "")
-        return _normalised(self.counts, self.reach, root=True)
+        ensure_reached(self.reach)
+        return root_marginals(self.counts, self.reach)
 
     def hellinger_matrix(self, *, metric: str = "chord") -> np.ndarray:
         """Hellinger distances between the positional marginals, from sparse square-root products.
@@ -604,18 +472,7 @@ class PositionalCounts:
         >>> c.hellinger_matrix().round(4).tolist()
         [[0.0, 0.5412], [0.5412, 0.0]]
         """
-        if metric not in ("chord", "fisher-rao"):
-            raise ValueError(f"unknown metric {metric!r}; use 'chord' (Hellinger) or 'fisher-rao' (geodesic)")
-        _ensure_reached(self.reach, "")
-        n = self.n_positions
-        try:
-            S = _normalised(self.counts, self.reach, root=True)
-            P = _normalised(self.counts, self.reach, root=False)
-            return _chord_from_bc(_cross_products(S, None), P, S, metric)
-        except _OutOfMemory:
-            raise
-        except MemoryError:
-            raise _out_of_memory("the (n, n) Hellinger matrix", 8.0 * n * n + 2**27, n) from None
+        return hellinger_from_counts(self.counts, self.reach, metric=metric)
 
     def noise_floor(self, *, min_count: int = 20) -> NoiseFloor:
         r"""Split-half noise floor per position, from the two stored halves.
@@ -650,17 +507,7 @@ class PositionalCounts:
         ((32,), False, True)
         """
         min_count = check_int(min_count, "min_count", minimum=0)
-        na, nb = self.reach_a, self.reach_b
-        ok = (na > 0) & (nb > 0)
-        ra = np.where(ok, na, 1)
-        rb = np.where(ok, nb, 1)
-        Sa = _normalised(self.counts_a, ra, root=True)
-        Sb = _normalised(self.counts_b, rb, root=True)
-        bc = np.asarray(Sa.multiply(Sb).sum(axis=1)).ravel()
-        split = np.sqrt(np.clip(1.0 - bc, 0.0, None))
-        split[~ok] = np.nan
-        N = np.maximum(self.reach, 1).astype(np.float64)
-        bias = np.where(ok, np.nan_to_num(split) ** 2 * na * nb / N**2, 0.0)
+        split, bias = noise_floor_from_halves(self.counts_a, self.reach_a, self.counts_b, self.reach_b)
         return NoiseFloor(split_half=split, counts=self.reach.copy(), flagged=self.reach < min_count, bias_sq=bias)
 
     def first_order_hellinger_matrix(self) -> np.ndarray:
@@ -693,10 +540,10 @@ class PositionalCounts:
         the rows and columns of positions where a half is empty.
 
         :func:`posgeo.matched_hellinger_matrix` returns this when given these counts. Given
-        sequences, it averages ``n_splits`` random halvings of them, each through dense (n, V)
-        tables per half; counts keep no sequences, only the stored split, and its cross
-        products are taken from the sparse halves here (memory O(nnz + n^2)). The numbers
-        differ between the two by the draw of the split(s).
+        sequences, it applies the same formula (``posgeo._estimators.matched_squared``) to
+        ``n_splits`` random halvings of them, through dense (n, V) tables per half, and averages;
+        counts keep no sequences, only the stored split, whose cross products are taken from
+        the sparse halves (memory O(nnz + n^2)). The numbers differ by the draw of the split(s).
 
         Returns
         -------
@@ -711,29 +558,7 @@ class PositionalCounts:
         >>> bool(np.linalg.norm(c.matched_hellinger_matrix() - truth) < np.linalg.norm(c.hellinger_matrix() - truth))
         True
         """
-        na, nb = self.reach_a, self.reach_b
-        ok = (na > 0) & (nb > 0)
-        Sa = _normalised(self.counts_a, np.where(ok, na, 1), root=True)
-        Sb = _normalised(self.counts_b, np.where(ok, nb, 1), root=True)
-        try:
-            out = _cross_products(Sa, Sb)  # BC(a_i, b_j), then in place: H^2, symmetrised, matched
-        except _OutOfMemory:
-            raise
-        except MemoryError:
-            n = self.n_positions
-            raise _out_of_memory("the (n, n) matched Hellinger matrix", 8.0 * n * n + 2**27, n) from None
-        np.subtract(1.0, out, out=out)
-        _symmetrize(out)
-        d = np.diag(out).copy()
-        for i in range(0, out.shape[0], _TILE):
-            tile = out[i : i + _TILE]
-            tile -= 0.5 * (d[i : i + _TILE, None] + d[None, :])
-            np.clip(tile, 0.0, None, out=tile)
-            np.sqrt(tile, out=tile)
-        out[~ok, :] = np.nan
-        out[:, ~ok] = np.nan
-        np.fill_diagonal(out, 0.0)
-        return out
+        return matched_hellinger_from_halves(self.counts_a, self.reach_a, self.counts_b, self.reach_b)
 
     # ------------------------------------------------------------------ the corrected geometry
     def hybrid(
@@ -747,14 +572,15 @@ class PositionalCounts:
     ) -> np.ndarray:
         """The hybrid Hellinger estimator, the book's corrected geometry, from these counts.
 
-        :func:`posgeo.hybrid_hellinger_from_counts` of :attr:`counts` and :attr:`reach` (no
+        ``posgeo._estimators.hybrid_hellinger_from_counts`` of :attr:`counts` and :attr:`reach` (no
         copy of the estimator): the same matrix as ``posgeo.hybrid_hellinger_matrix`` (its
         default ``split="none"``) on the documents' token ids, bit for bit.
 
         Parameters
         ----------
         squared, resolved_count, reference_floor, n_bins : keyword-only
-            As for :func:`posgeo.hybrid_hellinger_from_counts`.
+            As for :func:`posgeo.hybrid_hellinger_matrix`; ``squared=True``: the squared distances
+            before clipping at 0.
         max_bytes : int, keyword-only, default 2 GiB
             The estimator works on the dense (n, V) count table (``n * V * 8`` bytes, and
             temporaries of the same order); larger tables are refused.
