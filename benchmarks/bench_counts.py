@@ -245,7 +245,7 @@ def numpy_avx512() -> bool:
 
 def counting_method(seqs, n: int) -> str:
     """The table posgeo counts these sequences with on this machine (posgeo.counting_method)."""
-    from posgeo._counts import counting_method
+    from posgeo._count_kernels import counting_method
 
     return counting_method(n_positions=n, vocab_size=seqs.vocab_size, n_documents=len(seqs),
                                   n_tokens=int(np.minimum(seqs.lengths, n).sum()))

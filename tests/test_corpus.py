@@ -243,8 +243,8 @@ def test_tokenize_max_tokens_on_tiny_prefixes(words, n, chars, specials, clean):
     texts = [text, text.upper(), "short one"]
     full = tokenize(texts, add_special_tokens=specials, clean_html=clean, progress=False)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("posgeo._counts._PREFIX_CHARS", chars)
-        mp.setattr("posgeo._counts._PREFIX_CHARS_PER_TOKEN", 1)
+        mp.setattr("posgeo._tokenizers._PREFIX_CHARS", chars)
+        mp.setattr("posgeo._tokenizers._PREFIX_CHARS_PER_TOKEN", 1)
         cut = tokenize(texts, add_special_tokens=specials, clean_html=clean, progress=False, max_tokens=n)
     assert [x.tolist() for x in cut] == [x[:n].tolist() for x in full]
 

@@ -1,4 +1,6 @@
-"""Tests of posgeo._counts: sharded sources, sparse positional counts, Dask, resuming."""
+"""Tests of the positional counts (posgeo._counts and the modules of the counting run: _tokenizers,
+_count_kernels, _sources, _count_run, _count_cli): sharded sources, sparse positional counts, Dask,
+resuming."""
 
 from __future__ import annotations
 
@@ -27,9 +29,14 @@ from scipy import sparse
 from tokenizers import Tokenizer
 
 import posgeo
-from posgeo._counts import HubDataset, PositionalCounts, _count, _cross_products, count_main, counting_method, positional_counts, tokenizer_id
-from posgeo._marginals import hybrid_hellinger_from_counts, position_counts
-from posgeo._counts import _backend_of, _half_b, _plan, _resolve_tokenizer, _ship, _slices, _source_seed, _tokenizer_from_json
+from posgeo._count_cli import count_main
+from posgeo._count_kernels import counting_method, half_b, source_seed
+from posgeo._count_run import count_sources, positional_counts
+from posgeo._counts import PositionalCounts
+from posgeo._estimators import _cross_products, hybrid_hellinger_from_counts
+from posgeo._marginals import position_counts
+from posgeo._sources import HubDataset, _slices, plan_partitions
+from posgeo._tokenizers import _tokenizer_from_json, backend_of, resolve_tokenizer, ship, tokenizer_id
 
 N = 96  # positions counted
 SIZES = {"a.parquet": 400, "b.jsonl": 200, "c.jsonl.gz": 120, "d.txt": 80}
@@ -82,7 +89,7 @@ def _run(paths, **kw):
                 workdir=None, progress=False, add_special_tokens=False, clean_html=True, drop_missing=False,
                 storage_options=None)
     opts.update(kw)
-    return _count(paths, **opts)
+    return count_sources(paths, **opts)
 
 
 def assert_same(a: PositionalCounts, b: PositionalCounts) -> None:
@@ -155,8 +162,8 @@ def test_the_padded_and_the_sorted_counting_give_the_same_tables(lengths, V, n, 
     documents in their own order or longest first (rows sorted over their cells only), as the
     mean kept length is below or above ``_PREFIX_MIN_LENGTH``; and from whole documents with
     their starts (each cut to n) as from the kept ids alone."""
-    import posgeo._counts as counts_module
-    from posgeo._counts import _count_ids
+    import posgeo._count_kernels as counts_module
+    from posgeo._count_kernels import count_ids
 
     rng = np.random.default_rng(seed)
     full = np.array(lengths, dtype=np.int64)
@@ -166,10 +173,10 @@ def test_the_padded_and_the_sorted_counting_give_the_same_tables(lengths, V, n, 
     tokens = np.concatenate([whole[a:a + k] for a, k in zip(starts, klen)] + [whole[:0]])
     in_b = rng.random(klen.size) < 0.5
     with mock.patch.object(counts_module, "_PREFIX_MIN_LENGTH", prefix_min_length):
-        padded = _count_ids(tokens, klen, in_b, n, V, method="padded")
-        padded_cut = _count_ids(whole, klen, in_b, n, V, method="padded", starts=starts)  # slices of whole documents
-    by_sort = _count_ids(tokens, klen, in_b, n, V, method="sort")
-    sort_cut = _count_ids(whole, klen, in_b, n, V, method="sort", starts=starts)
+        padded = count_ids(tokens, klen, in_b, n, V, method="padded")
+        padded_cut = count_ids(whole, klen, in_b, n, V, method="padded", starts=starts)  # slices of whole documents
+    by_sort = count_ids(tokens, klen, in_b, n, V, method="sort")
+    sort_cut = count_ids(whole, klen, in_b, n, V, method="sort", starts=starts)
     for other in (padded, padded_cut, sort_cut):
         for a, b in zip(other[:2], by_sort[:2]):
             assert a.shape == b.shape == (n, V) and (a != b).nnz == 0
@@ -185,7 +192,7 @@ def test_the_padded_and_the_sorted_counting_give_the_same_tables(lengths, V, n, 
 def test_counting_picks_the_padded_table_only_where_it_applies(monkeypatch):
     """Only where numpy's quicksort is slow (AVX-512 loops on AMD Zen 4), and only for tables
     that fit: 2 V below the uint16 padding and at most three cells per kept token."""
-    import posgeo._counts as counts
+    import posgeo._count_kernels as counts
 
     zen = "vendor_id\t: {}\ncpu family\t: {}\nmodel\t\t: 17\nflags\t\t: fpu sse2 avx2 {}\n"
     assert counts._is_zen4(zen.format("AuthenticAMD", 25, "avx512f avx512bw"))  # Zen 4
@@ -196,14 +203,14 @@ def test_counting_picks_the_padded_table_only_where_it_applies(monkeypatch):
     calls = []
     monkeypatch.setattr(counts, "_count_ids_padded", lambda *a: calls.append(a[4]) or (counts._empty_csr(a[3], a[4]),) * 2)
     klen, in_b = np.array([4, 4]), np.array([False, True])
-    counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)  # BERT's vocabulary, full documents
-    counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 50257)  # 2 V > 65534: 32-bit keys
-    counts._count_ids(np.zeros(2, dtype=np.int32), np.array([1, 1]), in_b, 4, 300)  # mostly padding
+    counts.count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)  # BERT's vocabulary, full documents
+    counts.count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 50257)  # 2 V > 65534: 32-bit keys
+    counts.count_ids(np.zeros(2, dtype=np.int32), np.array([1, 1]), in_b, 4, 300)  # mostly padding
     assert calls == [30522]
     assert counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=8) == "padded"
     assert counting_method(n_positions=4, vocab_size=50257, n_documents=2, n_tokens=8) == "sort"
     monkeypatch.setattr(counts, "_quicksort_is_slow", lambda: False)  # a fast quicksort: always the sort
-    counts._count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)
+    counts.count_ids(np.zeros(8, dtype=np.int32), klen, in_b, 4, 30522)
     assert calls == [30522]
     assert counting_method(n_positions=4, vocab_size=30522, n_documents=2, n_tokens=8) == "sort"
     with pytest.raises(ValueError, match="n_tokens"):
@@ -255,7 +262,7 @@ def test_dask_runs_the_largest_partitions_first(corpus, tmp_path, monkeypatch):
     only after every partition was submitted (a loaded machine; here a slow tokenizer task),
     which once let the first partitions to reach the worker run first."""
     distributed = pytest.importorskip("distributed")
-    import posgeo._counts as counts_module
+    import posgeo._count_run as counts_module
 
     def slow_identity(x):
         time.sleep(1.0)
@@ -264,7 +271,7 @@ def test_dask_runs_the_largest_partitions_first(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(counts_module, "_identity", slow_identity)
     key_cfg = {"column": "text", "n": N, "tokenizer": tokenizer_id(None), "drop_missing": False,
                "add_special_tokens": False, "clean_html": True}
-    parts = _plan(corpus["paths"], column="text", partition_rows=60, key_cfg=key_cfg, storage_options={})
+    parts = plan_partitions(corpus["paths"], column="text", partition_rows=60, key_cfg=key_cfg, storage_options={})
     weight = {p.key: p.weight for p in parts}
     assert all(w > 0 for w in weight.values()) and len(set(weight.values())) > 3
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
@@ -301,19 +308,19 @@ def test_the_tokenizer_reaches_dask_workers_as_its_json(corpus, tmp_path):
     for bert-base-uncased, measured; more for a larger JSON). It travels as its JSON, and each
     worker builds it once."""
     distributed = pytest.importorskip("distributed")
-    backend = _resolve_tokenizer(None).backend
-    shipped = _ship(backend)
+    backend = resolve_tokenizer(None).backend
+    shipped = ship(backend)
 
     def pickled_names(obj) -> set[str]:  # the short strings of a pickle: its modules and classes
         return {arg for _, arg, _ in pickletools.genops(pickle.dumps(obj)) if isinstance(arg, str) and len(arg) < 200}
 
     assert "tokenizers" in pickled_names(backend)  # what the scheduler would rebuild
-    assert "posgeo._counts" in pickled_names(shipped) and "tokenizers" not in pickled_names(shipped)
+    assert "posgeo._tokenizers" in pickled_names(shipped) and "tokenizers" not in pickled_names(shipped)
     texts = ["Positions, geometry.", "un-tokenisable? no: ünïcödé <br /> and [CLS]", ""]
-    assert [e.ids for e in _backend_of(shipped).encode_batch(texts)] == [e.ids for e in backend.encode_batch(texts)]
-    assert _backend_of(shipped) is _backend_of(_ship(backend))  # built once per process
+    assert [e.ids for e in backend_of(shipped).encode_batch(texts)] == [e.ids for e in backend.encode_batch(texts)]
+    assert backend_of(shipped) is backend_of(ship(backend))  # built once per process
     duck = Faulty(str(tmp_path / "unused"), "none")
-    assert _ship(duck) is duck and _backend_of(duck) is duck  # other tokenizer-like objects travel as they are
+    assert ship(duck) is duck and backend_of(duck) is duck  # other tokenizer-like objects travel as they are
 
     _tokenizer_from_json.cache_clear()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
@@ -373,7 +380,7 @@ def test_killed_process_resumes(corpus, tmp_path):
         import sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_counts import Faulty, N
-        from posgeo._counts import positional_counts
+        from posgeo._count_run import positional_counts
         positional_counts({corpus["paths"]!r}, column="text", n_positions=N, progress=False,
                           tokenizer=Faulty({str(tmp_path / "killed")!r}, "kill"), workdir={str(wd)!r})
         """
@@ -457,7 +464,7 @@ def test_sparse_geometry_matches_dense(corpus, monkeypatch):
     for frac in (0.0, 0.25, 2.0):  # all columns dense, mixed, all sparse
         assert np.allclose(_cross_products(S, None, dense_fraction=frac, block_bytes=2**16), exact, atol=1e-13)
         assert np.allclose(_cross_products(Sa, Sb, dense_fraction=frac, block_bytes=2**16), cross, atol=1e-13)
-    monkeypatch.setattr("posgeo._counts._TILE", 7)  # the in-place passes, tile by tile
+    monkeypatch.setattr("posgeo._estimators._TILE", 7)  # the in-place passes, tile by tile
     sym = _cross_products(S, None, dense_fraction=0.25, block_bytes=2**16)
     assert np.array_equal(sym, sym.T) and np.allclose(sym, exact, atol=1e-13)
     assert np.allclose(c.hellinger_matrix(), posgeo.hellinger_matrix(mu), rtol=0, atol=1e-10)
@@ -510,7 +517,7 @@ def test_split_half_estimators_are_the_dense_ones_on_the_stored_split(corpus):
     seqs = corpus["seqs"]
     V = seqs.vocab_size
     c = PositionalCounts.from_sequences(seqs, N, source="s")
-    in_b = _half_b(_source_seed("s"), np.arange(len(seqs)))
+    in_b = half_b(source_seed("s"), np.arange(len(seqs)))
     ra, rb = (np.sqrt(posgeo.positional_marginals(seqs.subset(np.flatnonzero(m)), N, V)) for m in (~in_b, in_b))
     split = np.sqrt(np.clip(1.0 - (ra * rb).sum(axis=1), 0.0, None))
     nf = c.noise_floor()
@@ -681,7 +688,7 @@ def test_remote_sources_that_cannot_be_read_are_named(monkeypatch):
     credentials): the error names the source and the fix."""
     import importlib.util
 
-    import posgeo._counts as counts_module
+    import posgeo._sources as counts_module
 
     if importlib.util.find_spec("s3fs") is None:
         with pytest.raises(ImportError, match=r"source 's3://bucket/shards/\*\.parquet': .*s3fs"):
@@ -708,7 +715,7 @@ def test_tokenizer_that_cannot_load_offline(corpus, monkeypatch):
 
 
 def test_scheduler_that_does_not_answer(corpus, monkeypatch):
-    monkeypatch.setattr("posgeo._counts._CONNECT_TIMEOUT_S", 1.0)  # 5 s by default
+    monkeypatch.setattr("posgeo._count_run._CONNECT_TIMEOUT_S", 1.0)  # 5 s by default
     t0 = time.perf_counter()
     with pytest.raises(ConnectionError, match=r"cannot connect to the Dask scheduler at 'tcp://127\.0\.0\.1:9' within 1 s"):
         positional_counts(corpus["paths"][1], column="text", n_positions=4, client="tcp://127.0.0.1:9", progress=False)
@@ -719,7 +726,7 @@ def test_scheduler_that_does_not_answer(corpus, monkeypatch):
 
 
 def test_count_main(corpus, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("posgeo._counts._CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("posgeo._count_run._CONNECT_TIMEOUT_S", 1.0)
     out = tmp_path / "counts.npz"
     assert count_main([*corpus["paths"], "--column", "text", "--positions", str(N), "--out", str(out),
                        "--workers", "1", "--no-progress"]) == 0
@@ -757,7 +764,7 @@ def test_count_main_workers_default_to_one_per_core(corpus, tmp_path, monkeypatc
         raise _ClusterStarted
 
     monkeypatch.setattr(distributed, "LocalCluster", fake_cluster)
-    monkeypatch.setattr("posgeo._counts.os.sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr("posgeo._count_cli.os.sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     args = [corpus["paths"][1], "--column", "text", "--positions", "4", "--out", str(tmp_path / "c.npz"), "--no-progress"]
     if expected is None:
         assert count_main(args + argv) == 0
@@ -815,9 +822,9 @@ def test_hub_dataset_streamed_counts_equal_its_files(hub_folder, tmp_path):
     assert (streamed.counts != as_files.counts).nnz == 0 and np.array_equal(streamed.reach, as_files.reach)
     assert streamed.n_documents == 500 and streamed.sources == (f"hub:{hub_folder}:train",)
     assert 0.35 < streamed.reach_a[0] / streamed.reach[0] < 0.65
-    import posgeo._counts as counts
+    import posgeo._sources as sources
 
-    assert not counts._HUB_STREAMS  # forgotten after the run: the next run opens the dataset afresh
+    assert not sources._HUB_STREAMS  # forgotten after the run: the next run opens the dataset afresh
     again, stats = _run(f"hub:{hub_folder}:train", workdir=tmp_path / "w")  # one source, as a string
     assert (stats.resumed, stats.computed) == (3, 0)
     assert_same(again, streamed)
@@ -883,7 +890,7 @@ def test_the_first_ids_of_a_prefix_are_those_of_the_whole_text(any_tokenizer, wo
     """The first n ids from a prefix of whole words (tiny prefixes here: 1-40 characters,
     doubled while too short) are those of the whole text, for WordPiece and byte-level BPE,
     with and without special tokens and the cleaning of <br /> tags."""
-    from posgeo._counts import first_token_ids
+    from posgeo._tokenizers import first_token_ids
 
     text = "".join(w + s for w, s in zip(words, seps)).strip(" ") if words else ""
     texts = [text, "short", text[::-1]]
@@ -897,7 +904,7 @@ def test_the_first_ids_of_a_prefix_are_those_of_the_whole_text(any_tokenizer, wo
 def test_a_long_line_is_never_tokenised_whole(tmp_path):
     """A 3 MB line (one document of a text shard) reaches the tokenizer only as a prefix of
     whole words, and its counts are those of the whole line cut at n."""
-    from posgeo._counts import _PREFIX_CHARS
+    from posgeo._tokenizers import _PREFIX_CHARS
 
     words = _texts(40)
     lines = [words[0], " ".join(words) * 120 + " the end", "", words[1] + " <br />" * 5000]
@@ -927,7 +934,7 @@ def test_a_long_line_is_counted_in_bounded_memory(tmp_path):
             fh.write("a fine film, and a dull plot <br /> of the kind one forgets at once " * 1800)
         fh.write("\nthe second document\n")
     # the peak RSS of this process image (VmHWM: getrusage's ru_maxrss would include the forking parent's)
-    code = ("import re, sys\nfrom posgeo._counts import count_main\nrc = count_main(sys.argv[1:])\n"
+    code = ("import re, sys\nfrom posgeo._count_cli import count_main\nrc = count_main(sys.argv[1:])\n"
             "print('maxrss_kib', re.search(r'VmHWM:\\s*(\\d+) kB', open('/proc/self/status').read()).group(1))\n"
             "sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code, str(big), "--column", "text", "--positions", "64", "--workers", "1",
@@ -947,7 +954,7 @@ def test_a_shard_rewritten_while_counting_is_refused_and_never_poisons_the_workd
     """The issue's run: a shard is rewritten (same size) after the run was planned and before it
     is read, then restored. The run refuses it in one line naming it, stores nothing of it,
     keeps the other shards' partials; rerun in the same work directory, it equals a fresh count."""
-    import posgeo._counts as counts_module
+    import posgeo._count_run as run_module
 
     shards = tmp_path / "shards"
     shards.mkdir()
@@ -965,7 +972,7 @@ def test_a_shard_rewritten_while_counting_is_refused_and_never_poisons_the_workd
     else:
         other = original.replace(b"e", b"a") if name == "d.txt" else gzip.compress(gzip.decompress(original)[::-1])
     assert other != original
-    real_plan = counts_module._plan
+    real_plan = run_module.plan_partitions
 
     def plan_then_rewrite(*args, **kwargs):
         parts = real_plan(*args, **kwargs)
@@ -973,13 +980,13 @@ def test_a_shard_rewritten_while_counting_is_refused_and_never_poisons_the_workd
         return parts
 
     wd = tmp_path / "w"
-    monkeypatch.setattr(counts_module, "_plan", plan_then_rewrite)
+    monkeypatch.setattr(run_module, "plan_partitions", plan_then_rewrite)
     with pytest.raises(ValueError, match=rf"^shard {re.escape(str(target))} changed while it was being counted .*rerun") as info:
         _run(paths, workdir=wd, partition_rows=100)
     assert "\n" not in str(info.value)
     done = len(list(wd.glob("*.npz")))  # the partitions counted before it (none of the changed shard)
     assert done == {"d.txt": 11, "c.jsonl.gz": 10, "a.parquet": 0}[name]  # a.parquet: 9 partitions, b.jsonl: 1
-    monkeypatch.setattr(counts_module, "_plan", real_plan)
+    monkeypatch.setattr(run_module, "plan_partitions", real_plan)
     target.write_bytes(original)  # back to the bytes the run was planned on
     again, stats = _run(paths, workdir=wd, partition_rows=100)
     assert stats.resumed == done
@@ -991,7 +998,7 @@ def test_a_shard_rewritten_while_counting_is_refused_and_never_poisons_the_workd
 def test_a_shard_changed_between_its_hash_and_its_footer_is_refused(corpus, tmp_path, monkeypatch):
     """A parquet shard's footer is read (at planning) through the digests just taken: a shard
     replaced in between is refused, not planned from another content's row groups."""
-    import posgeo._counts as counts_module
+    import posgeo._sources as counts_module
 
     target = tmp_path / "a.parquet"
     target.write_bytes(Path(corpus["paths"][0]).read_bytes())
@@ -1060,7 +1067,7 @@ def test_the_lock_of_a_killed_run_does_not_block(corpus, tmp_path, capsys):
     """A run killed with SIGKILL leaves its lock file, but not its lock: the next run takes it."""
     out = tmp_path / "c.npz"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time, pathlib\nfrom posgeo._counts import _output_lock\n"
+        [sys.executable, "-c", "import sys, time, pathlib\nfrom posgeo._count_cli import _output_lock\n"
          "with _output_lock(pathlib.Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(120)\n", str(out)],
         stdout=subprocess.PIPE, text=True)
     try:
@@ -1174,7 +1181,7 @@ def test_counts_that_cannot_be_counts_of_documents_are_refused():
 
 
 def test_out_of_memory_in_the_distance_matrix_says_how_much_and_the_fix(monkeypatch):
-    import posgeo._counts as counts_module
+    import posgeo._estimators as counts_module
 
     c = PositionalCounts.from_sequences([[0, 1, 1], [1, 0, 1]], 3, vocab_size=2)
 

@@ -278,7 +278,7 @@ def test_hybrid_from_counts_is_the_hybrid_estimator_bit_for_bit():
     from scipy import sparse
 
     from posgeo import hybrid_hellinger_matrix, synthetic_corpus
-    from posgeo._marginals import hybrid_hellinger_from_counts
+    from posgeo._estimators import hybrid_hellinger_from_counts
 
     seqs = synthetic_corpus(n_sequences=500).sequences
     C, N = _counts_of(seqs, 10)
@@ -291,7 +291,7 @@ def test_hybrid_from_counts_is_the_hybrid_estimator_bit_for_bit():
 
 def test_hybrid_squared_scale_averages_zero_under_stationarity():
     """Identical positions: the squared estimate is centred on 0 (negative values allowed)."""
-    from posgeo._marginals import hybrid_hellinger_from_counts
+    from posgeo._estimators import hybrid_hellinger_from_counts
 
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(200))
@@ -301,7 +301,7 @@ def test_hybrid_squared_scale_averages_zero_under_stationarity():
 
 
 def test_hybrid_from_counts_rejects_inconsistent_tables():
-    from posgeo._marginals import hybrid_hellinger_from_counts
+    from posgeo._estimators import hybrid_hellinger_from_counts
 
     C = np.array([[3.0, 1.0], [2.0, 2.0]])
     with pytest.raises(ValueError, match="sum to reach"):

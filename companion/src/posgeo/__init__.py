@@ -73,9 +73,15 @@ _EXPORTS_BY_MODULE: dict[str, tuple[str, ...]] = {
         'hybrid_hellinger_matrix',
     ),
     '_counts': (
-        'HubDataset',
         'PositionalCounts',
+    ),
+    '_count_run': (
         'positional_counts',
+    ),
+    '_sources': (
+        'HubDataset',
+    ),
+    '_tokenizers': (
         'tokenizer_id',
     ),
     '_bootstrap': (

@@ -277,8 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     2
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "count":  # posgeo count SOURCES... (sparse positional counts; posgeo._counts)
-        from ._counts import count_main
+    if args and args[0] == "count":  # posgeo count SOURCES... (sparse positional counts; posgeo._count_cli)
+        from ._count_cli import count_main
 
         return count_main(args[1:])
     try:

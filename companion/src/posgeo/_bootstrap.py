@@ -18,13 +18,8 @@ import scipy.sparse as sp
 
 from ._geometry import check_distance_matrix, hellinger_matrix, order_free_baselines, pairwise_distances
 from ._linalg import small_blas
-from ._marginals import (
-    first_order_hellinger_matrix,
-    hybrid_hellinger_from_counts,
-    hybrid_hellinger_matrix,
-    matched_hellinger_matrix,
-    positional_marginals,
-)
+from ._estimators import hybrid_hellinger_from_counts
+from ._marginals import first_order_hellinger_matrix, hybrid_hellinger_matrix, matched_hellinger_matrix, positional_marginals
 from ._progress import progress_bar
 from ._sequences import Corpus, Sequences, stratified_halves
 from .validation import check_float, check_groups, check_int

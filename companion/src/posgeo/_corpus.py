@@ -433,7 +433,7 @@ def tokenize(
     starts = range(0, len(texts), batch_size)
     for start in progress_bar(starts, enabled=progress, desc="tokenising", unit="batch"):
         if max_tokens is not None:
-            from ._counts import first_token_ids
+            from ._tokenizers import first_token_ids
 
             kept = first_token_ids(texts[start : start + batch_size], backend.encode_batch, max_tokens,
                                    add_special_tokens=add_special_tokens, clean_html=clean_html)

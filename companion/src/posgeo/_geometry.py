@@ -330,10 +330,8 @@ def hellinger_matrix(mu: object, *, metric: Metric = "chord") -> np.ndarray:
     """
     if metric not in ("chord", "fisher-rao"):
         raise ValueError(f"unknown metric {metric!r}; use 'chord' (Hellinger) or 'fisher-rao' (geodesic)")
-    from . import PositionalCounts  # at call time: the counts module imports this one
-
-    if isinstance(mu, PositionalCounts):  # stored counts: from sparse square-root products
-        return mu.hellinger_matrix(metric=metric)
+    if hasattr(mu, "counts_a") and hasattr(mu, "hellinger_matrix"):  # stored counts (PositionalCounts):
+        return mu.hellinger_matrix(metric=metric)  # from sparse square-root products
     arr = as_distribution_matrix(mu)
     root = np.sqrt(arr)
     bc = np.clip(root @ root.T, 0.0, 1.0)

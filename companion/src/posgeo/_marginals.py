@@ -1,8 +1,10 @@
 """Positional marginals of a corpus and the estimators of its positional geometry.
 
 Counting (:func:`positional_marginals`, :func:`position_counts`), the split-half noise floor,
-the plug-in, first-order and matched Hellinger estimators, and :func:`corpus_geometry` that
-bundles them."""
+the plug-in, first-order, matched and hybrid Hellinger estimators, and :func:`corpus_geometry`
+that bundles them. Each takes sequences (its random half-splits drawn here) or stored counts
+(:class:`posgeo.PositionalCounts`, by duck typing: their one stored split); the formulas over
+count tables that both share are in :mod:`posgeo._estimators`."""
 
 from __future__ import annotations
 
@@ -11,10 +13,21 @@ from dataclasses import dataclass
 from typing import Literal
 import numpy as np
 from ._cache import cached
+from ._estimators import (
+    add_hybrid_cross_halves,
+    first_order_correction,
+    hybrid_finish,
+    hybrid_groups,
+    hybrid_terms,
+    matched_distances,
+    matched_squared,
+    plugin_hybrid_terms,
+    root_marginals,
+)
 from ._geometry import hellinger_matrix
 from typing import Any
-from .validation import check_fits_in_memory, check_float, check_groups, check_int, check_real_array
-from collections.abc import Callable, Iterable
+from .validation import check_fits_in_memory, check_float, check_groups, check_int
+from collections.abc import Iterable
 from ._sequences import Corpus, Sequences, stratified_blocks, stratified_halves
 
 __all__ = [
@@ -98,12 +111,11 @@ def _chord_to_metric(H: np.ndarray, metric: str) -> np.ndarray:
 
 
 def _as_counts(obj: Any, n_positions: int, vocab_size: int | None, what: str, *, groups: Any = None) -> Any:
-    """``obj`` cut to ``n_positions`` if it is a :class:`posgeo.PositionalCounts` (checked
-    against ``vocab_size``), else ``None``: the estimators take stored counts as well as
-    sequences, and compute from the counts (their one stored half-split for the noise)."""
-    from . import PositionalCounts  # at call time: the counts module imports this one
-
-    if not isinstance(obj, PositionalCounts):
+    """``obj`` cut to ``n_positions`` if it holds stored counts (a :class:`posgeo.PositionalCounts`,
+    by duck typing: its tables, halves and ``truncate``; checked against ``vocab_size``), else
+    ``None``: the estimators take stored counts as well as sequences, and compute from the counts
+    (their one stored half-split for the noise)."""
+    if not all(hasattr(obj, a) for a in ("counts", "reach", "counts_a", "reach_a", "truncate")):
         return None
     n = check_int(n_positions, "n_positions")
     if vocab_size is not None and check_int(vocab_size, "vocab_size") != obj.vocab_size:
@@ -342,18 +354,11 @@ def matched_hellinger_matrix(
     for _ in range(int(n_splits)):
         in_a = (rng.random(n_units) < 0.5)[unit]
         roots = []
-        for mask in (in_a, ~in_a):
+        for mask in (in_a, ~in_a):  # each half's (n, V) counts and reach
             c = np.bincount(flat[mask], minlength=n * V).reshape(n, V).astype(np.float64)
-            tot = c.sum(axis=1, keepdims=True)
-            roots.append(np.sqrt(np.divide(c, tot, out=np.zeros_like(c), where=tot > 0)))
-        h2 = 1.0 - roots[0] @ roots[1].T
-        h2 = 0.5 * (h2 + h2.T)
-        d = np.diag(h2).copy()
-        acc += h2 - 0.5 * (d[:, None] + d[None, :])
-    out = np.sqrt(np.clip(acc / n_splits, 0.0, None))
-    out = 0.5 * (out + out.T)
-    np.fill_diagonal(out, 0.0)
-    return out
+            roots.append(root_marginals(c, c.sum(axis=1)))
+        acc += matched_squared(*roots)
+    return matched_distances(acc, int(n_splits))
 
 
 @dataclass(frozen=True, eq=False)
@@ -482,8 +487,10 @@ def hellinger_noise_floor(
         in_a = np.empty(order.size, dtype=bool)
         in_a[order] = rank_in_pos < half_a[p_sorted]
         fa, fb = flat[in_a], flat[~in_a]
-        # float64 also when a half is empty everywhere (one sequence): bincount of an empty
-        # array returns int64 whatever the weights
+        # Not posgeo._estimators.noise_floor_from_halves (the stored split of PositionalCounts):
+        # halves balanced per position, RMS over splits, bias split^2 / 4, and sqrt(pa * pb)
+        # rooted once: other numbers. float64 also when a half is empty everywhere (one
+        # sequence): bincount of an empty array returns int64 whatever the weights
         pa = np.bincount(fa, weights=np.ones(fa.size), minlength=n * V).astype(np.float64, copy=False).reshape(n, V)
         pb = np.bincount(fb, weights=np.ones(fb.size), minlength=n * V).astype(np.float64, copy=False).reshape(n, V)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -566,46 +573,6 @@ def first_order_hellinger_matrix(
     mu = positional_marginals(seqs, n_positions, V)
     nf = hellinger_noise_floor(seqs, n_positions, V, seed=seed, n_splits=n_splits)
     return first_order_correction(np.asarray(hellinger_matrix(mu, metric="chord"), dtype=np.float64), nf.bias_sq)
-
-
-def first_order_correction(H: Any, bias_sq: Any) -> np.ndarray:
-    """The first-order noise correction of chord Hellinger distances,
-    ``sqrt(max(H_ij^2 - b_i - b_j, 0))`` with a zero diagonal.
-
-    What :func:`first_order_hellinger_matrix` and :func:`corpus_geometry` apply to the
-    plug-in distances, given each position's squared bias (e.g. ``NoiseFloor.bias_sq``).
-
-    Parameters
-    ----------
-    H : array_like, shape (n, n)
-        Plug-in chord Hellinger distances.
-    bias_sq : array_like, shape (n,)
-        Squared-Hellinger bias per position.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, n)
-
-    Raises
-    ------
-    ValueError
-        Shapes that do not match.
-
-    Examples
-    --------
-    >>> first_order_correction(np.array([[0.0, 0.5], [0.5, 0.0]]), np.array([0.05, 0.1])).round(4).tolist()
-    [[0.0, 0.3162], [0.3162, 0.0]]
-    """
-    H = check_real_array(H, "H")
-    bias_sq = check_real_array(bias_sq, "bias_sq")
-    if H.ndim != 2 or H.shape[0] != H.shape[1] or bias_sq.shape != (H.shape[0],):
-        raise ValueError(
-            f"H must be square (n, n) and bias_sq of shape (n,), got {H.shape} and {bias_sq.shape}; pass the "
-            "plug-in distances and the noise floor's bias_sq of the same positions"
-        )
-    D = np.sqrt(np.clip(H**2 - bias_sq[:, None] - bias_sq[None, :], 0.0, None))
-    np.fill_diagonal(D, 0.0)
-    return D
 
 
 def _to_array(seq: Any, k: int) -> np.ndarray:
@@ -821,16 +788,6 @@ def _count_tables(
     return table(flat[in_a]), table(flat[~in_a])
 
 
-def _corrected_roots(C: np.ndarray, N: np.ndarray) -> np.ndarray:
-    r"""Per-token estimates of :math:`\sqrt{p}` with the delta-method bias removed:
-    :math:`\sqrt{\hat p} + (1 - \hat p) / (8 N \sqrt{\hat p})`, 0 for unseen tokens."""
-    Nc = N[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = C / Nc
-        g = np.sqrt(p) + (1.0 - p) / (8.0 * np.sqrt(np.maximum(C, 1.0) * Nc))
-    return np.where(C > 0, g, 0.0)
-
-
 def hybrid_hellinger_matrix(
     sequences: Any,
     n_positions: int,
@@ -1037,24 +994,16 @@ def hybrid_hellinger_matrix(
     C = _count_tables(sequences, n, V)
     # effective sample size of the cross products, and the pair's smaller one
     N_eff = np.floor(N / 2.0) if split == "halves" else N
-    groups, weights = _hybrid_groups(C, N, N_eff, c_res, floor, n_bins)
-    H2 = _hybrid_terms(C, N, groups, weights, cross_terms=split == "none")
+    groups, weights = hybrid_groups(C, N, N_eff, c_res, floor, n_bins)
+    H2 = hybrid_terms(C, N, groups, weights, cross_terms=split == "none")
 
     # split="halves": the cross terms between disjoint halves, one halving at a time
     rng = np.random.default_rng(seed)
     for _ in range(n_splits if split == "halves" else 0):
         A, B = _count_tables(sequences, n, V, stratified_halves(lengths, seed=rng))
-        NA, NB = A.sum(axis=1), B.sum(axis=1)
-        for idx, resolved in groups:
-            r_part = u_part = 0.0
-            if resolved is not False:
-                r_part = -_cross(_corrected_roots(A[:, idx], NA), _corrected_roots(B[:, idx], NB))
-            if resolved is not True:
-                rw = weights(idx)
-                u_part = -_cross(A[:, idx] * rw / NA[:, None], B[:, idx] * rw / NB[:, None]) / 4.0
-            H2 += _combine(resolved, r_part, u_part) / n_splits
+        add_hybrid_cross_halves(H2, A, B, groups, weights, n_splits)
         del A, B
-    return _hybrid_finish(H2)
+    return hybrid_finish(H2)
 
 
 def _jackknife_hybrid(
@@ -1076,222 +1025,15 @@ def _jackknife_hybrid(
             f"than the {n_blocks} blocks would spread); pass a smaller n_positions"
         )
     C = _count_tables(seqs, n, V)
-    token_groups, weights = _hybrid_groups(C, N, N, c_res, floor, n_bins)
+    token_groups, weights = hybrid_groups(C, N, N, c_res, floor, n_bins)
     pos = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
     keep = pos < n
     flat = pos[keep] * V + np.asarray(seqs.tokens, dtype=np.int64)[keep]
     token_block = np.repeat(block, lengths)[keep]
-    T_full = _plugin_hybrid_terms(C, N, token_groups, weights)
+    T_full = plugin_hybrid_terms(C, N, token_groups, weights)
     T_out = np.zeros((n, n))
     for k in range(n_blocks):
         Ck = np.bincount(flat[token_block == k], minlength=n * V).astype(np.float64).reshape(n, V)
-        T_out += _plugin_hybrid_terms(C - Ck, N_out[k], token_groups, weights) / n_blocks
+        T_out += plugin_hybrid_terms(C - Ck, N_out[k], token_groups, weights) / n_blocks
         del Ck
-    return _hybrid_finish(n_blocks * T_full - (n_blocks - 1) * T_out)
-
-
-def _plugin_hybrid_terms(
-    C: np.ndarray,
-    N: np.ndarray,
-    groups: list[tuple[np.ndarray, np.ndarray | bool]],
-    weights: Callable[[np.ndarray], np.ndarray],
-) -> np.ndarray:
-    """The plug-in of the hybrid statistic (empirical roots, squared weighted differences):
-    the smooth function of the frequencies that the jackknife corrects."""
-    n = C.shape[0]
-    H2 = np.zeros((n, n))
-    for idx, resolved in groups:
-        P = C[:, idx] / N[:, None]
-        r_part: Any = 0.0
-        u_part: Any = 0.0
-        if resolved is not False:
-            mass = P.sum(axis=1)
-            r_part = 0.5 * (mass[:, None] + mass[None, :]) - _cross(np.sqrt(P))
-        if resolved is not True:
-            Q = P * weights(idx)
-            sq = (Q * Q).sum(axis=1)
-            u_part = (sq[:, None] + sq[None, :]) / 8.0 - _cross(Q) / 4.0
-        H2 += _combine(resolved, r_part, u_part)
-        del P
-    return H2
-
-
-def _cross(A: np.ndarray, B: np.ndarray | None = None) -> np.ndarray:
-    if B is None:
-        return A @ A.T
-    M = A @ B.T
-    return 0.5 * (M + M.T)
-
-
-def _combine(resolved: np.ndarray | bool, r_part: Any, u_part: Any) -> Any:
-    if resolved is True:
-        return r_part
-    if resolved is False:
-        return u_part
-    return np.where(resolved, r_part, u_part)
-
-
-def _hybrid_groups(
-    C: np.ndarray, N: np.ndarray, N_eff: np.ndarray, c_res: float, floor: float, n_bins: int
-) -> tuple[list[tuple[np.ndarray, np.ndarray | bool]], Callable[[np.ndarray], np.ndarray]]:
-    """The hybrid estimator's token groups (resolved for every pair, unresolved for every
-    pair, or a per-pair mask) and its root weights ``1 / sqrt(max(pi_bar, floor / N_i))``."""
-    n = C.shape[0]
-    pooled = C.sum(axis=0)
-    pi_bar = pooled / N.sum()
-    seen = np.nonzero(pooled > 0)[0]
-    logf = np.log(pi_bar[seen])
-    edges = np.linspace(logf.min(), logf.max(), n_bins + 1)
-    edges[-1] += 1e-9
-    bin_of = np.clip(np.searchsorted(edges, logf, side="right") - 1, 0, n_bins - 1)
-    lower = np.exp(edges[:-1])
-    nmin = np.minimum(N_eff[:, None], N_eff[None, :])
-    np.fill_diagonal(nmin, np.inf)  # the diagonal plays no part in the thresholds
-    lo_pair = float(nmin.min())
-    nmin_off = nmin.copy()
-    np.fill_diagonal(nmin_off, -np.inf)
-    hi_pair = float(nmin_off.max()) if n > 1 else lo_pair
-    all_r = lower * lo_pair >= c_res
-    all_u = lower * hi_pair < c_res
-    groups: list[tuple[np.ndarray, np.ndarray | bool]] = []
-    for mask_bins, flag in ((all_r, True), (all_u, False)):
-        idx = seen[mask_bins[bin_of]]
-        if idx.size:
-            groups.append((idx, flag))
-    for k in np.nonzero(~all_r & ~all_u)[0]:
-        idx = seen[bin_of == k]
-        if idx.size:
-            groups.append((idx, nmin * lower[k] >= c_res))
-
-    def weights(idx: np.ndarray) -> np.ndarray:
-        # weight 1 / max(pi_bar, floor / N_i) at position i; a pair uses the geometric mean
-        return 1.0 / np.sqrt(np.maximum(pi_bar[idx][None, :], floor / N[:, None]))
-
-    return groups, weights
-
-
-def _hybrid_terms(
-    C: np.ndarray,
-    N: np.ndarray,
-    groups: list[tuple[np.ndarray, np.ndarray | bool]],
-    weights: Callable[[np.ndarray], np.ndarray],
-    *,
-    cross_terms: bool,
-) -> np.ndarray:
-    """The terms of one position (mass, self-collisions) and, with ``cross_terms``, the
-    cross terms from the same counts: the hybrid squared distances before clipping."""
-    n = C.shape[0]
-    H2 = np.zeros((n, n))
-    for idx, resolved in groups:
-        Cg = C[:, idx]
-        r_part: Any = 0.0
-        u_part: Any = 0.0
-        if resolved is not False:
-            mass = Cg.sum(axis=1) / N
-            r_part = 0.5 * (mass[:, None] + mass[None, :])
-            if cross_terms:
-                r_part = r_part - _cross(_corrected_roots(Cg, N))
-        if resolved is not True:
-            rw = weights(idx)
-            self_term = (rw**2 * Cg * (Cg - 1.0)).sum(axis=1) / (N * (N - 1.0))
-            u_part = (self_term[:, None] + self_term[None, :]) / 8.0
-            if cross_terms:
-                u_part = u_part - _cross(Cg * rw / N[:, None]) / 4.0
-        H2 += _combine(resolved, r_part, u_part)
-        del Cg
-    return H2
-
-
-def _hybrid_finish(H2: np.ndarray, *, squared: bool = False) -> np.ndarray:
-    H2 = 0.5 * (H2 + H2.T)
-    if squared:
-        np.fill_diagonal(H2, 0.0)
-        return H2
-    D = np.sqrt(np.clip(H2, 0.0, None))
-    np.fill_diagonal(D, 0.0)
-    return D
-
-
-def hybrid_hellinger_from_counts(
-    counts: Any,
-    reach: Any,
-    *,
-    resolved_count: float = 5.0,
-    reference_floor: float = 0.3,
-    n_bins: int = 48,
-    squared: bool = False,
-) -> np.ndarray:
-    r"""The hybrid Hellinger estimator (:func:`hybrid_hellinger_matrix`) from count tables.
-
-    For corpora already counted (e.g. :class:`PositionalCounts`, or the halves of a
-    half-sample interval): the same estimator as ``hybrid_hellinger_matrix(...,
-    split="none")``, bit for bit, from the per-position token counts and the number of
-    sequences reaching each position.
-
-    Parameters
-    ----------
-    counts : array_like or scipy sparse, shape (n, V)
-        ``counts[i, t]``: occurrences of token t at position i (non-negative integers,
-        stored as any numeric dtype). A sparse table is made dense: n * V * 8 bytes.
-    reach : array_like, shape (n,)
-        Sequences reaching each position; every one at least 2, and equal to the row
-        sums of ``counts`` (each sequence that reaches a position has one token there).
-    resolved_count, reference_floor, n_bins : keyword-only
-        As for :func:`hybrid_hellinger_matrix`.
-    squared : bool, keyword-only, default False
-        Return the squared distances *before* clipping at 0: the scale on which the
-        estimator is (nearly) unbiased, so a pair of identical positions averages 0 and
-        may come out negative. Default: the distances, ``sqrt(max(0, .))``.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, n)
-        Symmetric, zero diagonal; non-negative unless ``squared``.
-
-    Raises
-    ------
-    TypeError
-        ``counts`` or ``reach`` not numeric arrays.
-    ValueError
-        Wrong shapes, negative counts, rows that do not sum to ``reach``, a position
-        reached by fewer than 2 sequences, or bad options.
-
-    Examples
-    --------
-    >>> from posgeo import load_corpus, positional_marginals
-    >>> corpus = load_corpus("synthetic", n_sequences=400)
-    >>> N = position_counts(corpus.sequences, 8)
-    >>> C = positional_marginals(corpus.sequences, 8, corpus.vocab_size) * N[:, None]
-    >>> D = hybrid_hellinger_from_counts(np.rint(C), N)
-    >>> bool(np.array_equal(D, hybrid_hellinger_matrix(corpus.sequences, 8, corpus.vocab_size)))
-    True
-    """
-    if hasattr(counts, "toarray"):  # a scipy sparse table
-        counts = counts.toarray()
-    C = check_real_array(counts, "counts")
-    N = check_real_array(reach, "reach")
-    c_res = check_float(resolved_count, "resolved_count", minimum=0.0, strict_minimum=True)
-    floor = check_float(reference_floor, "reference_floor", minimum=0.0)
-    n_bins = check_int(n_bins, "n_bins", maximum=10_000)
-    n = C.shape[0] if C.ndim == 2 else 0
-    if n < 2 or N.shape != (n,):
-        raise ValueError(
-            f"counts has shape {C.shape} and reach {N.shape}; pass an (n, V) table with n >= 2 and one reach per row"
-        )
-    if (C < 0).any():
-        raise ValueError("counts must be non-negative token counts")
-    if N.min() < 2:
-        raise ValueError(
-            f"position {int(np.argmax(N < 2))} is reached by fewer than 2 sequences; drop the positions after it"
-        )
-    if not np.allclose(C.sum(axis=1), N, rtol=1e-9, atol=0.5):
-        raise ValueError(
-            "the rows of counts must sum to reach (every sequence reaching a position has one token there); "
-            "pass the counts and reach of the same corpus"
-        )
-    C = C.astype(np.float64, copy=False)
-    N = N.astype(np.float64, copy=False)
-    if not isinstance(squared, (bool, np.bool_)):
-        raise TypeError(f"squared must be True or False, got {type(squared).__name__}")
-    groups, weights = _hybrid_groups(C, N, N, c_res, floor, n_bins)
-    return _hybrid_finish(_hybrid_terms(C, N, groups, weights, cross_terms=True), squared=bool(squared))
+    return hybrid_finish(n_blocks * T_full - (n_blocks - 1) * T_out)
