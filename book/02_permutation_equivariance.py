@@ -23,25 +23,22 @@
 # transformer is {term}`permutation-equivariant <permutation equivariance>`, so it cannot
 # tell a sentence from any reordering of its words.
 #
-# **The book's answer.** The theorem holds, exactly, up to rounding: shuffling the input of
-# a position-free encoder, ours or a pretrained one with its position table removed, changes
-# its outputs by nothing but rounding error ({ref}`the check <sec-ch02-check>`). Its
-# consequence holds too: such an encoder stays at chance on order-sensitive tasks however
-# long it trains, while every positional signal lets it learn them
-# ({ref}`the tasks <sec-ch02-tasks>`). Two twists: a bidirectional ALiBi encoder keeps one
-# symmetry and stays blind to a task that it flips ({ref}`ALiBi <sec-ch02-alibi>`), and a
-# causal mask breaks the symmetry with no positions at all
-# ({ref}`the mask <sec-ch02-causal>`).
+# **The book's answer.** The theorem holds up to rounding: shuffling the input of a
+# position-free encoder, ours or a pretrained one with its position table removed, changes
+# its outputs by rounding error only ({ref}`the check <sec-ch02-check>`). Such an encoder
+# stays at chance on order-sensitive tasks however long it trains, while every positional
+# signal lets it learn them ({ref}`the tasks <sec-ch02-tasks>`). Two twists: a
+# bidirectional ALiBi encoder keeps one symmetry and stays blind to a task that it flips
+# ({ref}`ALiBi <sec-ch02-alibi>`), and a causal mask breaks the symmetry with no positions
+# at all ({ref}`the mask <sec-ch02-causal>`).
 #
 # **You will learn** to write the permutation check for any encoder, to find the symmetry a
-# positional signal leaves intact, and to decide whether an accuracy is compatible with
-# guessing.
+# positional signal leaves intact, and to tell an accuracy from guessing.
 # :::
 #
 # Shuffle the words of "the dog bit the man" and you get another sentence with another
-# meaning. A model that computes the same thing, shuffled, for every reordering of its input
-# cannot know which one it was given. This chapter proves that a transformer without
-# positions is such a model, checks it by computing, and shows what it cannot learn.
+# meaning. A model that computes the same thing, shuffled, for every reordering cannot know
+# which one it was given. A transformer without positions is such a model.
 
 # %% tags=["hide-input"]
 # Colab only: install the companion package and fetch this chapter's helper module.
@@ -92,17 +89,16 @@ torch.set_num_threads(1)  # these models are tiny: one thread is the fastest
 # heads, pre- or post-LayerNorm, with residual connections) that receives no positional
 # signal and uses no attention mask is permutation-equivariant.
 #
-# *Proof sketch.* The encoder is a composition of three kinds of maps; each is equivariant,
-# and so are compositions and sums of equivariant maps (residual connections).
+# *Proof sketch.* The encoder composes three kinds of maps; each is equivariant, and so are
+# compositions and sums (residual connections) of equivariant maps.
 #
 # 1. **Token-wise maps.** The embedding lookup, LayerNorm, the feed-forward block and every
-#    linear projection apply one function $g$ to each row separately, so applying it
-#    before or after reordering the rows gives the same result: $g(\pi X) = \pi g(X)$.
+#    linear projection apply one function $g$ to each row separately: $g(\pi X) = \pi g(X)$.
 # 2. **Attention.** With $Q = XW_Q$, $K = XW_K$, $V = XW_V$ (token-wise), reordering the
 #    input reorders all three: $\pi Q$, $\pi K$, $\pi V$. The score matrix becomes
 #    $\pi Q (\pi K)^\top = \pi S \pi^\top$: rows *and* columns permuted the same way. The
-#    softmax normalises each row on its own, and permuting the entries of a row permutes
-#    its softmax, so $\operatorname{softmax}(\pi S \pi^\top) = \pi \operatorname{softmax}(S) \pi^\top$.
+#    row-wise softmax commutes with permuting a row's entries, so
+#    $\operatorname{softmax}(\pi S \pi^\top) = \pi \operatorname{softmax}(S) \pi^\top$.
 #    Multiplying by the values, $\pi A \pi^\top \pi V = \pi A V$, because $\pi^\top \pi = I$.
 #    Concatenating heads is token-wise.
 # 3. **Composition.** If $f$ and $g$ are equivariant, $f(g(\pi X)) = f(\pi g(X)) = \pi f(g(X))$
@@ -110,27 +106,26 @@ torch.set_num_threads(1)  # these models are tiny: one thread is the fastest
 #
 # **Corollary.** Mean pooling turns equivariance into *invariance*:
 # $\tfrac1n \mathbf 1^\top \pi f(X) = \tfrac1n \mathbf 1^\top f(X)$, since
-# $\mathbf 1^\top \pi = \mathbf 1^\top$. A classifier reading the mean of the outputs gives
-# the same answer on every reordering of its input: it sees a *multiset* of tokens.
+# $\mathbf 1^\top \pi = \mathbf 1^\top$. A classifier reading the mean of the outputs sees
+# only the *multiset* of tokens.
 #
 # What breaks the symmetry is anything that depends on the slot index $t$ of a token: an
 # additive table ($\pi X + P \ne \pi(X + P)$ unless $P$ has equal rows), RoPE's rotation of
 # queries and keys by an angle proportional to $t$ {cite:p}`su2021roformer`, ALiBi's bias
 # $-m|i - j|$ on the scores {cite:p}`press2022alibi`, or a causal mask that lets slot $i$
-# see only slots $j \le i$. Equivariance of self-attention is also the starting point of
-# architectures built for sets {cite:p}`zaheer2017deepsets,lee2019set`, where it is wanted.
+# see only slots $j \le i$. Architectures built for sets want this equivariance
+# {cite:p}`zaheer2017deepsets,lee2019set`.
 
 # %% [markdown]
 # (sec-ch02-check)=
 # ## The permutation check
 #
 # **Shuffling the input of a position-free encoder shuffles its outputs and changes them by
-# rounding error only.** The check is the theorem's equation, computed: feed a batch $X$ and
-# its permuted copy $\pi X$, and measure the largest entry of $f(\pi X) - \pi f(X)$. We build
+# rounding error only.** The check computes the theorem's equation: feed a batch $X$ and its
+# permuted copy $\pi X$, and measure the largest entry of $f(\pi X) - \pi f(X)$. We build
 # the book's small transformer (`pg.Transformer`, 2 layers, width 32) with random weights in
 # float64, once without positions and once with the sinusoidal table. The weights are drawn
-# larger than at training time (`init_std=0.2`), so that attention is far from uniform and a
-# signal acting inside attention shows.
+# larger than at training time (`init_std=0.2`), so that attention is far from uniform.
 
 # %% tags=["stochastic"] tolerance={"atol": 1e-12, "rtol": 1e-06} tolerance_reason="the equivariant error is a float64 rounding error (about 2e-15) compared at 1e-12, far below the errors of order one that signal a broken symmetry; the weights are drawn in float32 before the cast to float64, and torch's normal sampler rounds their last bit differently on other CPUs (AVX2 and scalar paths), which moved the broken-symmetry error 1.4431909 to 1.4431908: 7e-8 of the value, inside rtol 1e-6"
 def encoder(position="none", causal=False):
@@ -155,11 +150,10 @@ perm = np.random.default_rng(1).permutation(16)
 {position: permutation_error(encoder(position), X, perm) for position in ["none", "sinusoidal"]}
 
 # %% [markdown]
-# Without positions the difference is a few units of the last digit of a float64 (whose
-# relative precision is $2 \times 10^{-16}$); with the sinusoidal table it is as large as the
-# outputs themselves. The chapter's helper runs the same check over many permutations at
-# once, in the units of the output scale $\max |f(X)|$. On this permutation it finds the
-# same number:
+# Without positions the difference is a few units of the last digit of a float64 (relative
+# precision $2 \times 10^{-16}$); with the sinusoidal table it is as large as the outputs.
+# The chapter's helper runs the same check over many permutations, in units of the output
+# scale $\max |f(X)|$, and finds the same number here:
 
 # %% tags=["stochastic"] tolerance={"atol": 1e-12, "rtol": 0} tolerance_reason="float64 rounding errors (about 2e-15) whose last digits depend on the CPU's floating-point kernels; 1e-12 is far below the errors of order one that signal a broken symmetry"
 mine = permutation_error(encoder("none"), X, perm)
@@ -171,12 +165,12 @@ helper = ch.equivariance_errors(encoder("none"), X.numpy(), permutations=perm)
 #
 # **Over 200 random permutations, the position-free encoders stay within rounding error,
 # while every positional signal, and the causal mask, move the outputs by as much as their
-# size.** We run the check on our encoder with each positional signal, and on a real model:
+# size.** We check our encoder with each positional signal, and a real model:
 # all-MiniLM-L6-v2 {cite:p}`wang2020minilm,reimers2019sbert`, a six-layer BERT encoder with a
-# learned position table, bundled with the book. Removing its positions takes two lines:
-# copy the model and zero its table. (Its token-type embedding stays, but it adds the same vector at every slot, which
-# commutes with any permutation.) MiniLM runs in float32 as it ships, and once more in float64
-# to show that its float32 error is rounding and nothing else.
+# learned position table, bundled with the book. To remove its positions we zero a copy's
+# table; its token-type embedding adds the same vector at every slot, which commutes with any
+# permutation. MiniLM runs in float32 as it ships, and in float64 to show that its float32
+# error is rounding.
 
 # %%
 signals = ["none", "none + causal mask", "sinusoidal", "learned", "lowrank", "rope", "alibi"]
@@ -198,11 +192,9 @@ errors |= {
 ch.plot_equivariance_errors(errors)
 
 # %% [markdown]
-# {numref}`fig-ch02-errors` splits the maps into two groups with nothing in between. Without
-# positions, our encoder is equivariant to within a few float64 epsilons, MiniLM in float64
-# to within a few tens of them (accumulated over six layers), and MiniLM in float32 to within
-# some tens of float32 epsilons. With any positional signal, and with a causal mask, the
-# error is of the order of the outputs.
+# {numref}`fig-ch02-errors` has two groups with nothing in between. Without positions, our
+# encoder is equivariant to within a few float64 epsilons, and MiniLM, over six layers, to
+# within a few tens of epsilons in either precision.
 
 # %% tags=["remove-cell"]
 relative = pd.Series({name: r.relative.max() for name, r in errors.items()})
@@ -219,18 +211,15 @@ assert abs(mine - helper.errors[0]) == 0.0
 # ## Without positions, order-sensitive tasks stay at chance
 #
 # **A position-free encoder trained on a task whose answer depends on order stays at
-# chance, and the same encoder with any positional signal learns it.** Two tasks make this
-# concrete; in both, the answer depends on order but the multiset of tokens says (almost)
-# nothing about it:
+# chance, and the same encoder with any positional signal learns it.** In both of our tasks
+# the answer depends on order but the multiset of tokens says (almost) nothing about it:
 #
 # - **first marker** (`pg.FirstMarkerTask`): filler tokens with two markers A and B at random
 #   slots; is A before B? Swapping the two markers gives a sequence with the same multiset,
-#   the same probability and the opposite label. An order-blind classifier answers both the
-#   same way, so it is right on exactly one of each pair: its expected accuracy is exactly
-#   1/2, *whatever its weights*.
+#   the same probability and the opposite label. An order-blind classifier answers both alike
+#   and is right on exactly one: its expected accuracy is exactly 1/2, *whatever its weights*.
 # - **sorted** (`ch.SortedTask`): random tokens; is the sequence non-decreasing? The classes'
-#   multisets differ only through the rare sequences that no shuffle can unsort, such as all
-#   tokens equal.
+#   multisets differ only through rare sequences that no shuffle can unsort (all tokens equal).
 #
 # Here are four first-marker sequences (A = 8, B = 9, filler 0 to 7) and their labels:
 
@@ -240,9 +229,9 @@ batch = tasks["first marker"].sample(4, torch.Generator().manual_seed(0))
 pd.DataFrame(batch.tokens.numpy()).assign(label=batch.targets.numpy())
 
 # %% [markdown]
-# We train the encoder of the check, now with token embeddings and a two-class head on the
-# mean of its outputs (mean pooling adds no preference for any slot), once per positional
-# signal on each task: 300 AdamW steps of 64 fresh sequences, learning rate 0.003, one seed.
+# We train the encoder of the check, with token embeddings and a two-class head on the mean
+# of its outputs, once per positional signal on each task: 300 AdamW steps of 64 fresh
+# sequences, learning rate 0.003, one seed.
 
 # %%
 def classifier(task, position, causal=False):
@@ -258,9 +247,9 @@ runs = {
 }
 
 # %% [markdown]
-# Each model is then evaluated on $N = 2048$ fresh sequences. A classifier that guesses gets
-# $K \sim \operatorname{Bin}(N, 1/2)$ of them right, so its accuracy $K/N$ lands in the central
-# 99% range of that distribution:
+# Each model is evaluated on $N = 2048$ fresh sequences. A guessing classifier gets
+# $K \sim \operatorname{Bin}(N, 1/2)$ of them right, so its accuracy $K/N$ lands in the
+# central 99% range:
 
 # %%
 N = 2048
@@ -277,12 +266,9 @@ accuracies = pd.DataFrame(rows)
 ch.plot_accuracies(accuracies, chance)
 
 # %% [markdown]
-# {numref}`fig-ch02-accuracy` shows the theorem's consequence. The position-free encoder is
-# at chance on both tasks: it is exactly permutation-equivariant, so its mean-pooled output
-# depends on the multiset alone, and no amount of training can change that. The sinusoidal,
-# learned, low-rank and RoPE encoders learn both tasks, and so does the position-free encoder
-# with a causal mask. ALiBi is the exception: it learns the sorted task and stays at chance on
-# the first-marker task.
+# The position-free encoder is at chance on both tasks: its mean-pooled output depends on the
+# multiset alone, and no training can change that. Every other encoder learns both tasks,
+# except ALiBi, which stays at chance on the first-marker task.
 
 # %% tags=["remove-cell"]
 acc = accuracies.set_index(["positional signal", "task"])["accuracy"].unstack()
@@ -301,17 +287,16 @@ assert (accuracies["low"] >= 0).all() and (accuracies["high"] <= 1).all()
 # **A bidirectional ALiBi encoder is exactly equivariant under reversal, and a task that
 # reversal flips stays at chance for it.** ALiBi's bias $-m_h|i - j|$ is unchanged when the
 # sequence is read backwards, $|i - j| = |(n-1-i) - (n-1-j)|$, so the proof above goes
-# through for the reversal $\rho$ and for no other permutation but the identity:
-# $f(\rho X) = \rho f(X)$. With mean pooling the ALiBi classifier gives the same answer on a
-# sequence and on its reversal. Reversal swaps the order of A and B and preserves the
-# distribution of first-marker sequences, so the swap argument applies with reversal in
-# place of the marker swap: accuracy exactly 1/2 in expectation, whatever ALiBi learns. The
-# sorted task survives because the reversal of a sorted sequence is non-*increasing*, a
-# sequence the task almost never shows.
+# through for the reversal $\rho$, and for no other permutation but the identity:
+# $f(\rho X) = \rho f(X)$. With mean pooling the ALiBi classifier answers a sequence and its
+# reversal alike. Reversal swaps the order of A and B and preserves the distribution of
+# first-marker sequences, so the swap argument applies: accuracy exactly 1/2 in expectation,
+# whatever ALiBi learns. The sorted task survives because the reversal of a sorted sequence
+# is non-*increasing*, a sequence the task almost never shows.
 #
-# The permutation check on the trained first-marker models confirms which symmetries each
-# keeps: over 200 random permutations, and under the reversal alone (equivariant: relative
-# error below $10^{-5}$, far above float32 rounding and far below the errors of order one).
+# The permutation check on the trained first-marker models shows which symmetries each
+# keeps, over 200 random permutations and under the reversal alone (equivariant: relative
+# error below $10^{-5}$).
 
 # %%
 X_trained = torch.randn(4, 12, 32, generator=torch.Generator().manual_seed(12345))
@@ -327,9 +312,8 @@ symmetry = pd.DataFrame({
 symmetry
 
 # %% [markdown]
-# Only the position-free encoder is permutation-equivariant; only it and ALiBi are
-# reversal-equivariant. The lesson goes beyond ALiBi: **a positional signal helps only if it
-# breaks the symmetry that relates the inputs the task must tell apart.** ALiBi was designed
+# The lesson goes beyond ALiBi: **a positional signal helps only if it breaks the symmetry
+# that relates the inputs the task must tell apart.** ALiBi was designed
 # for causal language models {cite:p}`press2022alibi`, where the mask supplies the direction.
 
 # %% tags=["remove-cell"]
@@ -342,14 +326,12 @@ assert symmetry["reversal-equivariant"].tolist() == [s in ("none", "alibi") for 
 #
 # **A causal mask alone, with no positional encoding, breaks equivariance and lets the
 # encoder learn both tasks.** The row `posgeo, none + causal mask` of
-# {numref}`fig-ch02-errors` has an error as large as its outputs, and the same model trained
-# learns both tasks in {numref}`fig-ch02-accuracy`. A causal mask lets slot $i$ attend only to
+# {numref}`fig-ch02-errors` has an error as large as its outputs, and the model learns both
+# tasks in {numref}`fig-ch02-accuracy`. A causal mask lets slot $i$ attend only to
 # slots $j \le i$: the mask matrix $M$ is lower-triangular, and $\pi M \pi^\top = M$ holds for
-# the identity permutation only. The output at slot $i$ is a function of the token there and
-# of the *prefix* $x_1, \dots, x_i$ (as a set, in the first layer). A permutation changes
-# which tokens form each prefix, so it changes the outputs beyond reordering them: the first
-# slot sees only itself, the last sees everything, and the model can tell them apart by how
-# much they see.
+# the identity permutation only. The output at slot $i$ depends on the *prefix*
+# $x_1, \dots, x_i$, and a permutation changes which tokens form each prefix: the first slot
+# sees only itself, the last sees everything.
 #
 # Decoder-only models without positional encodings ({term}`NoPE`) rely on exactly this: the
 # mask is a positional signal in disguise {cite:p}`haviv2022transformer,zuo2024position`.
@@ -360,26 +342,22 @@ assert symmetry["reversal-equivariant"].tolist() == [s in ("none", "alibi") for 
 #
 # P1 proves Theorem 1 and concludes that a positional signal is necessary for any task in
 # which word order changes the answer; it reports no numbers for it. The book agrees with
-# the theorem, exactly, on every encoder it covers, and with its consequence on both tasks.
-# Two qualifications matter when choosing an encoding. *Necessary* holds for bidirectional
-# encoders without a mask; a causal decoder can learn order with no encoding at all. And a
-# positional signal is not *sufficient*: it must break the symmetry the task depends on, which
-# bidirectional ALiBi does not for the first-marker task.
+# the theorem on every encoder it covers, and with its consequence on both tasks. Two
+# qualifications remain. *Necessary* holds for bidirectional encoders without a mask: a causal
+# decoder learns order with no encoding. And a positional signal is not *sufficient*: it must
+# break the symmetry the task depends on, which bidirectional ALiBi does not.
 #
 # :::{admonition} Limits
 # :class: warning
 # - "Exactly" means up to floating-point rounding: the check bounds the relative error by
 #   $10^{-12}$ in float64 and $10^{-5}$ in float32, where the theorem says zero.
-# - The trained models are small (2 layers, width 32, 300 steps) and each is trained with one
-#   seed; the intervals cover the evaluation sample, not the spread over training seeds. The
-#   two at-chance results do not depend on the seed (they hold for any weights); the others
-#   rest on one run each.
+# - The trained models are small (2 layers, width 32, 300 steps), one seed each; the
+#   intervals cover the evaluation sample, not the spread over training seeds. The two
+#   at-chance results hold for any weights.
 # - The pretrained check feeds random vectors as input embeddings, not tokenised text, and
-#   covers one small model (all-MiniLM-L6-v2). The proof does not depend on size, but no
-#   larger model is checked here.
-# - Invariance needs a pooling that treats every slot alike. A classifier that reads one slot
-#   (the first, say) can beat chance on the first-marker task without using order
-#   (exercise 1).
+#   covers one small model (all-MiniLM-L6-v2); the proof does not depend on size.
+# - Invariance needs a pooling that treats every slot alike: a classifier that reads the
+#   first slot beats chance on the first-marker task without using order (exercise 1).
 # :::
 #
 # ## Summary
@@ -390,9 +368,9 @@ assert symmetry["reversal-equivariant"].tolist() == [s in ("none", "alibi") for 
 # - The permutation check confirms it to rounding error on the book's encoder and on MiniLM
 #   with its position table zeroed; any positional signal or a causal mask gives errors of
 #   the order of the outputs.
-# - A position-free encoder therefore stays at chance on order-sensitive tasks, whatever it
-#   is trained for; a positional signal lets it learn them only if it breaks the relevant
-#   symmetry, which bidirectional ALiBi does not for a task that reversal flips.
+# - A position-free encoder therefore stays at chance on order-sensitive tasks; a positional
+#   signal lets it learn them only if it breaks the relevant symmetry, which bidirectional
+#   ALiBi does not for a task that reversal flips.
 # - A causal mask breaks equivariance on its own: decoders without positional encodings can
 #   still learn order.
 #

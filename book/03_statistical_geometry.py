@@ -19,33 +19,31 @@
 # :::{admonition} In short
 # :class: tip
 # **The question.** P1 {cite:p}`cirrincione2026geometry` builds its theory of positional
-# encodings on a geometry that the corpus gives its positions: the Hellinger distance
-# between the token distributions found at each position. What does that geometry look like
-# on real text, and how much of it can a corpus of tens of thousands of sequences resolve?
+# encodings on the geometry a corpus gives its positions: the Hellinger distance between the
+# token distributions at each position. What does it look like on real text, and how much of
+# it can a corpus of tens of thousands of sequences resolve?
 #
 # **The book's answer.** Each corpus has a geometry of its own: a ring on P1's synthetic
 # corpus, a sharp sentence start and distances growing with position on SST-2, almost no
 # structure past the first tokens on IMDB ({ref}`sec-ch03-geometries`). But on the real
 # corpora most of the plug-in distance that P1 reads is sampling noise: about two thirds of
-# the squared distances on SST-2, 96% on IMDB ({ref}`sec-ch03-noise`). The book therefore
-# works with a corrected estimate, tested against known truths in
+# the squared distances on SST-2, 96% on IMDB ({ref}`sec-ch03-noise`). The book works with a
+# corrected estimate, tested against known truths in
 # {doc}`the calibration appendix <appendix_calibration>`.
 #
 # **You will learn** to compute the per-position distributions and their Hellinger matrix
-# from token counts, to measure a noise floor by splitting a sample in two, and to read a
-# distance against that floor.
+# from token counts, and to measure a noise floor by splitting a sample in two.
 # :::
 #
-# Take every sequence of a corpus and look only at position $i$: the tokens found there form
-# a probability distribution over the vocabulary, the {term}`positional marginal`
+# Look only at position $i$ of every sequence of a corpus: the tokens found there form a
+# distribution over the vocabulary, the {term}`positional marginal`
 #
 # $$
 # \mu_i(v) = \Pr[\text{token at position } i = v \mid \text{the sequence reaches position } i].
 # $$
 #
-# Two positions are *statistically close* when their distributions are close. P1 measures
-# this with the {term}`Hellinger distance`, the Euclidean (chord) distance between the
-# square-root distributions,
+# P1 measures how close two positions are with the {term}`Hellinger distance`, the Euclidean
+# (chord) distance between the square-root distributions,
 #
 # $$
 # d_H(\mu_i, \mu_j) = \sqrt{\tfrac12 \sum_v \bigl(\sqrt{\mu_i(v)} - \sqrt{\mu_j(v)}\bigr)^2}
@@ -91,19 +89,18 @@ pg.notebook_setup()
 # ## Three corpora
 #
 # - **synthetic**: P1's controlled setting, 32 positions over a 64-token vocabulary. The
-#   token at position $i$ is drawn from a known distribution: a bump that travels around a
-#   ring of tokens as $i$ grows, mixed with a non-stationary component whose weight later
+#   token at position $i$ comes from a known distribution: a bump travelling around a ring
+#   of tokens as $i$ grows, mixed with a non-stationary component whose weight later
 #   chapters sweep.
 # - **SST-2** (train split): 67,349 sentences and phrases from movie reviews, mostly short.
 #   The phrases are constituents of the sentences' parse trees, so many sequences repeat
-#   part of another one.
+#   part of another.
 # - **IMDB** (train split): 25,000 full movie reviews, with their HTML line breaks removed.
 #
 # SST-2 and IMDB are tokenised with the bert-base-uncased WordPiece vocabulary (30,522
-# tokens), content tokens only: our position 0 is the first word piece, which a BERT model
-# sees at its position 1, after `[CLS]`. We analyse 510 positions of IMDB, the most a
-# 512-position BERT holds between `[CLS]` and `[SEP]`, and 48 of SST-2, the last of them
-# reached by 279 sequences (`reach_last`).
+# tokens), content tokens only: our position 0 is BERT's position 1, after `[CLS]`. We
+# analyse 510 positions of IMDB, the most a 512-position BERT holds between `[CLS]` and
+# `[SEP]`, and 48 of SST-2, the last of them reached by 279 sequences (`reach_last`).
 
 # %%
 N_POSITIONS = dict(BOOK_CORPORA)
@@ -115,10 +112,9 @@ ex_stats.corpus_summary(corpora, N_POSITIONS)
 #
 # A corpus is stored as one long array of token ids and the offsets where its sequences
 # start. A token's position is its index minus its sequence's offset, so one `bincount`
-# over (position, token) pairs gives the table of counts, normalising its rows gives the
-# marginals $\mu_i$, and one matrix product gives every Bhattacharyya coefficient at once,
-# because $\mathrm{BC}(\mu_i, \mu_j)$ is the inner product of $\sqrt{\mu_i}$ and
-# $\sqrt{\mu_j}$. Here it is for SST-2:
+# over (position, token) pairs gives the counts, normalising its rows gives the marginals
+# $\mu_i$, and one matrix product gives every Bhattacharyya coefficient, the inner product of
+# $\sqrt{\mu_i}$ and $\sqrt{\mu_j}$. For SST-2:
 
 # %%
 sst2 = corpora["sst2"]
@@ -141,18 +137,16 @@ D[:4, :4].round(3)
 np.abs(D - pg.hellinger_matrix(pg.positional_marginals(sst2, n, V))).max()
 
 # %% [markdown]
-# From here on, `pg.corpus_geometry(corpus, n)` does it for each corpus, together with the
-# noise floor and the corrected estimates of the sections below.
+# From here on, `pg.corpus_geometry(corpus, n)` does it, with the noise floor and the
+# corrected estimates of the sections below.
 #
 # (sec-ch03-geometries)=
 # ## Three corpora, three geometries
 #
 # Each corpus gives its positions a different geometry ({numref}`fig-ch3-heatmaps`). The
 # synthetic corpus shows a band around the diagonal that wraps around at the corners: the
-# ring. SST-2 separates its first few positions sharply from the rest (sentences open
-# differently from how they continue), and the distances grow with position. IMDB looks
-# almost uniform: after the opening tokens, every position is at roughly the same distance
-# from every other.
+# ring. SST-2 separates its first few positions sharply from the rest, and the distances grow
+# with position. IMDB looks almost uniform after the opening tokens.
 
 # %% mystnb={"figure": {"caption": "Chord Hellinger distance between the token distributions of positions i and j (plug-in), per corpus, beside its mean at each offset |i - j| (band: minimum to maximum over the pairs at that offset). IMDB's 510 positions are shown as means of 4 x 4 blocks. Hover a cell for its positions and value (its offset is marked on the curve); hover the curve to light up the cells at that offset.", "name": "fig-ch3-heatmaps"}}
 geometries = {name: pg.corpus_geometry(c, N_POSITIONS[name], min_count=1000) for name, c in corpora.items()}
@@ -169,17 +163,16 @@ assert first_row > geometries["sst2"].distances[1:, 1:][np.triu_indices(47, 1)].
 # (sec-ch03-noise)=
 # ## On real text, most of the plug-in distance is noise
 #
-# On SST-2 and IMDB most of the distance between two positions is sampling noise, and the
-# noise grows with position. An empirical distribution estimated from a few thousand tokens
-# over 30,522 word pieces is far from the distribution it samples: most tokens are absent
-# or over-represented by chance. Two positions whose *true* distributions are identical
-# still show a positive {term}`plug-in <plug-in estimate>` distance, and the fewer
-# sequences reach a position, the larger it is.
+# **On SST-2 and IMDB most of the distance between two positions is sampling noise, and the
+# noise grows with position.** A distribution estimated from a few thousand tokens over
+# 30,522 word pieces is far from the one it samples: most tokens are absent or
+# over-represented by chance. Two positions with identical *true* distributions still show a
+# positive {term}`plug-in <plug-in estimate>` distance, the larger the fewer sequences reach
+# them.
 #
-# The {term}`noise floor` measures this directly. Split the sequences that reach a position
-# into two random halves and compute the distance between the halves' distributions: both
-# come from the same distribution, so this split-half distance $s_i$ is pure noise. For
-# position 0 of SST-2, from the arrays above:
+# The {term}`noise floor` measures this. Split the sequences that reach a position into two
+# random halves: both halves sample the same distribution, so the distance between them,
+# $s_i$, is pure noise. For position 0 of SST-2:
 
 # %%
 rng = np.random.default_rng(0)
@@ -190,9 +183,8 @@ s_0 = np.sqrt(1.0 - np.sqrt(a / a.sum() * b / b.sum()).sum())
 pd.Series({"one split, by hand": s_0, "corpus_geometry (five splits)": geometries["sst2"].split_half[0]})
 
 # %% [markdown]
-# `corpus_geometry` takes the root mean square over five random splits. {numref}`fig-ch3-floor`
-# shows $s_i$ at every position and, below it, the number of sequences that reach the
-# position; triangles flag positions reached by fewer than 1,000 sequences.
+# `corpus_geometry` takes the root mean square over five random splits
+# ({numref}`fig-ch3-floor`).
 
 # %% mystnb={"figure": {"caption": "The noise floor: split-half distance of each position (top of each panel) and the number of sequences reaching it (below, log scale). Triangles: positions reached by fewer than 1,000 sequences.", "name": "fig-ch3-floor"}}
 ch.plot_noise_floor(list(geometries.values()))
@@ -200,11 +192,10 @@ ch.plot_noise_floor(list(geometries.values()))
 # %% [markdown]
 # The floor rises with position in both real corpora, as fewer sequences are long enough.
 # It is already above a quarter at position 0, which every sequence reaches: with a Zipfian
-# vocabulary, tens of thousands of samples still leave most of the tail unseen. The table
-# puts typical distances beside it: the mean plug-in distance between adjacent positions
-# and over all pairs, the same means corrected, the floor at the first and last position,
-# and the `noise_share`, the share of the squared plug-in distances
-# $\sum_{i<j} \hat d^2_{ij}$ that the correction removes.
+# vocabulary, tens of thousands of samples leave most of the tail unseen. The table sets
+# plug-in and corrected mean distances (adjacent and over all pairs) beside the floor, and
+# the `noise_share`, the share of the squared plug-in distances $\sum_{i<j} \hat d^2_{ij}$
+# that the correction removes.
 
 # %%
 summary = ex_stats.geometry_summary(geometries)
@@ -212,31 +203,29 @@ summary[["adjacent", "mean", "adjacent_corrected", "mean_corrected", "noise_floo
          "noise_share"]]
 
 # %% [markdown]
-# On the synthetic corpus (20,000 sequences over 64 tokens) the noise is half a percent of
-# the squared distances. On SST-2 it is about two thirds, and on IMDB 96%: adjacent
-# positions deep inside a review are, after correction, almost indistinguishable, and what
+# The noise is half a percent of the squared distances on the synthetic corpus (20,000
+# sequences over 64 tokens), about two thirds on SST-2 and 96% on IMDB, where adjacent
+# positions deep inside a review are, after correction, almost indistinguishable: what
 # remains is a distinct opening and a slow drift over hundreds of positions.
 #
-# **Why a corrected estimate.** Subtracting the floor is less simple than it looks. The
-# textbook first-order correction removes $s_i^2/4 + s_j^2/4$ from $\hat d^2_{ij}$, the bias
-# of two full samples *if the noise shrinks like $1/N$*. On a Zipfian vocabulary it does
-# not (a token seen once or never adds about the same noise at any sample size), and the
-# correction removes too little: on IMDB it leaves adjacent positions 0.27 apart, against
-# 0.030 for the corrected estimate. The book's corrected distances are those of the
-# {term}`hybrid estimator` (`pg.hybrid_hellinger_matrix`, `g.hybrid`), which takes the
-# well-sampled tokens through bias-corrected square roots and the rare tail through
-# collision counts. On corpora drawn from a known truth at the sizes of SST-2 and IMDB, it
-# has the smallest bias of the estimators tried and ranks test encodings in their true
-# order, where the plug-in ranks them almost backwards;
-# {doc}`the calibration appendix <appendix_calibration>` gives that evidence, the intervals
-# the later chapters use, and what changes on SST-2, whose phrases repeat their sentences.
+# **Why a corrected estimate.** The textbook first-order correction removes
+# $s_i^2/4 + s_j^2/4$ from $\hat d^2_{ij}$, the bias of two full samples *if the noise
+# shrinks like $1/N$*. On a Zipfian vocabulary it does not (a token seen once or never adds
+# about the same noise at any sample size), and the correction removes too little: on IMDB
+# it leaves adjacent positions 0.27 apart, against 0.030 for the corrected estimate. The
+# book's corrected distances are those of the {term}`hybrid estimator`
+# (`pg.hybrid_hellinger_matrix`, `g.hybrid`), which takes the well-sampled tokens through
+# bias-corrected square roots and the rare tail through collision counts. On corpora drawn
+# from a known truth at the sizes of SST-2 and IMDB, it has the smallest bias of the
+# estimators tried and ranks test encodings in their true order, where the plug-in ranks
+# them almost backwards ({doc}`the calibration appendix <appendix_calibration>`, with the
+# intervals the later chapters use).
 #
-# {numref}`fig-ch3-offsets` shows all three against the offset $|i - j|$: on the real
-# corpora the plug-in curves (blue) sit on a floor (black, dotted) nearly as high as they
-# are, and the corrected curves (vermillion, dashed) fall far below both. In SST-2 a real
-# geometry survives the correction: the first positions differ from the rest, and distance
-# grows with offset. Any stress computed against plug-in distances inherits the noise, so
-# {doc}`the MDS chapter <04_mds_and_stress>` computes it against both.
+# Against the offset $|i - j|$ ({numref}`fig-ch3-offsets`), the real corpora's plug-in
+# curves sit on a floor nearly as high as they are, and the corrected curves fall far below
+# both. In SST-2 a real geometry survives the correction: the first positions differ from
+# the rest, and distance grows with offset. Any stress computed against plug-in distances
+# inherits the noise, so {doc}`the MDS chapter <04_mds_and_stress>` computes it against both.
 
 # %% mystnb={"figure": {"caption": "Mean distance against offset |i - j| for the first 64 offsets: plug-in (band: minimum to maximum over the pairs at that offset), corrected (hybrid estimator, dashed) and the noise floor (dotted). Click a legend entry to show one curve; drag to pan, scroll to zoom.", "name": "fig-ch3-offsets"}}
 ch.plot_offset_profiles(list(geometries.values()), max_offset=64)
@@ -259,8 +248,8 @@ assert flagged.sum() == 8 and flagged[-8:].all() and not geometries["imdb"].flag
 # ## Chord or geodesic?
 #
 # The Fisher–Rao distance is a monotone function of the Hellinger distance,
-# $d_{FR} = 2 \arccos(1 - d_H^2)$, so the two metrics order pairs of positions identically
-# and differ only in how they stretch large distances: for a near pair
+# $d_{FR} = 2 \arccos(1 - d_H^2)$, so the two order pairs of positions identically and
+# differ only in how they stretch large distances: for a near pair
 # $d_{FR} \approx 2\sqrt2\, d_H$, for disjoint supports $d_{FR} = \pi$ while $d_H = 1$. The
 # ratio $d_{FR} / d_H$ over all pairs of each corpus:
 
@@ -277,19 +266,19 @@ pd.DataFrame({name: fisher_rao_over_chord(g) for name, g in geometries.items()})
 # The stretch is mild and nearly uniform, but it is not a rescaling: the chord distance is
 # *exactly* Euclidean (the points $\sqrt{\mu_i}/\sqrt2$ realise it), while the geodesic
 # generally is not. {doc}`The MDS chapter <04_mds_and_stress>` shows what that does to the
-# claim that no encoding can reproduce the corpus geometry exactly.
+# claim that no encoding reproduces the corpus geometry exactly.
 #
 # ## Beside the paper
 #
-# P1 computes these distances on the same three kinds of corpora, a synthetic one, SST-2
-# and IMDB in bert-base-uncased word pieces, and reads them as they come out of the
-# counts, the plug-in estimate; it does not measure how much of them is sampling noise. By
-# our measurement that is about two thirds of the squared distances on SST-2 and nearly
-# all of them on IMDB, so if P1's counts are like ours, the stress values it reports rest on
-# distances that are mostly noise; {doc}`the MDS chapter <04_mds_and_stress>` sets them beside stresses against the
-# corrected geometry. P1 also describes the Hellinger distance as the geodesic distance of
-# the Fisher metric. The geodesic is $d_{FR}$; what the Hellinger formula gives is the
-# chord, which orders pairs the same way and, unlike the geodesic, is exactly Euclidean.
+# P1 computes these distances on a synthetic corpus and on SST-2 and IMDB in
+# bert-base-uncased word pieces, and reads the plug-in estimate; it does not measure how
+# much of it is sampling noise. By our measurement that is about two thirds of the squared
+# distances on SST-2 and nearly all of them on IMDB, so if P1's counts are like ours, the
+# stress values it reports rest on distances that are mostly noise;
+# {doc}`the MDS chapter <04_mds_and_stress>` sets them beside stresses against the corrected
+# geometry. P1 also describes the Hellinger
+# distance as the geodesic distance of the Fisher metric; the formula gives the chord, not
+# the geodesic $d_{FR}$.
 #
 # :::{admonition} Limits
 # :class: warning
@@ -299,9 +288,8 @@ pd.DataFrame({name: fisher_rao_over_chord(g) for name, g in geometries.items()})
 #   sentence with its phrases put SST-2's later positions much closer together than the
 #   hybrid estimator does; the numbers here use every phrase as P1 does
 #   ({doc}`appendix <appendix_calibration>`).
-# - The corrected distances are estimates. Their error and their intervals are measured on
-#   simulated corpora with the real corpora's sample sizes, not on the real corpora, whose
-#   truth is unknown.
+# - The corrected distances are estimates, their error and intervals measured on simulated
+#   corpora of the real corpora's sizes: the real corpora's truth is unknown.
 # - Positions reached by fewer than 1,000 sequences (the last 8 of SST-2's 48) carry the
 #   largest noise; they are kept, and flagged.
 # - Positions count content tokens: our position $i$ is BERT's position $i + 1$.
@@ -314,9 +302,9 @@ pd.DataFrame({name: fisher_rao_over_chord(g) for name, g in geometries.items()})
 #   (`pg.positional_marginals`, `pg.hellinger_matrix`, `pg.corpus_geometry`).
 # - The three corpora differ: a ring on the synthetic corpus, a sharp sentence start and
 #   growing distances on SST-2, a near-uniform geometry after the first tokens on IMDB.
-# - On real corpora a large share of the plug-in distance is sampling noise, growing with
-#   position as fewer sequences reach it; on IMDB it is nearly all of it. Measure the noise
-#   floor before reading a distance, and read the corrected (hybrid) geometry.
+# - On real corpora much of the plug-in distance is sampling noise, growing with position as
+#   fewer sequences reach it; on IMDB nearly all. Measure the noise floor before reading a
+#   distance, and read the corrected (hybrid) geometry.
 #
 # ## Exercises
 #

@@ -21,28 +21,27 @@
 # **The question.** P1 {cite:p}`cirrincione2026geometry` turns a corpus's Hellinger matrix
 # into an encoding $P_{\mathrm{MDS}}$ by classical multidimensional scaling (Algorithm 1),
 # calls it the optimal encoding by the stress criterion (Proposition 6), and reports raw
-# stresses on SST-2: 272 for the sinusoidal encoding, 279 for RoPE, 0.563 for ALiBi and
-# about 0 for $P_{\mathrm{MDS}}$. What do these numbers measure?
+# stresses on SST-2: 272 for the sinusoidal encoding, 279 for RoPE, 0.563 for ALiBi, about 0
+# for $P_{\mathrm{MDS}}$. What do they measure?
 #
-# **The book's answer.** $P_{\mathrm{MDS}}$'s zero reproduces, and it is exact, not an
-# approximation: the chord Hellinger distance is Euclidean ({ref}`sec-ch04-euclidean`).
-# But classical MDS minimises strain, not stress, and at a fixed low dimension a
-# stress-optimal embedding fits better ({ref}`sec-ch04-strain`). Raw stress mostly measures
-# how long an encoding's vectors are: the sinusoidal and RoPE values come out in the
-# hundreds like P1's, while no slope that ALiBi uses gives 0.563 ({ref}`sec-ch04-paper`).
-# Compared by shape against P1's plug-in distances, an order-free simplex beats every
-# structured encoding; order pays only against noise-corrected distances
-# ({ref}`sec-ch04-baselines`).
+# **The book's answer.** $P_{\mathrm{MDS}}$'s zero reproduces, and is exact: the chord
+# Hellinger distance is Euclidean ({ref}`sec-ch04-euclidean`). But classical MDS minimises
+# strain, not stress, and at a fixed low dimension a stress-optimal embedding fits better
+# ({ref}`sec-ch04-strain`). Raw stress mostly measures the length of an encoding's vectors:
+# the sinusoidal and RoPE values come out in the hundreds like P1's, and no ALiBi slope gives
+# 0.563 ({ref}`sec-ch04-paper`). By shape against P1's plug-in distances, an order-free
+# simplex beats every structured encoding; order pays only against noise-corrected
+# distances ({ref}`sec-ch04-baselines`).
 #
 # **You will learn** to compute classical MDS and stress in a dozen lines of numpy, to
-# separate an encoding's scale from its shape, and to test a ranking by stress against
-# order-free baselines and sampling intervals.
+# separate an encoding's scale from its shape, and to test a ranking against order-free
+# baselines and sampling intervals.
 # :::
 #
-# {doc}`The geometry chapter <03_statistical_geometry>` turned a corpus into a matrix $D$ of
-# Hellinger distances between positions. An encoding $P = (p_0, \dots, p_{n-1})$ reproduces
-# that geometry when its distances $\lVert p_i - p_j\rVert$ match $D$, and P1 scores the
-# mismatch by its **{term}`stress`**,
+# Given the Hellinger distances $D$ between positions
+# ({doc}`the geometry chapter <03_statistical_geometry>`), an encoding
+# $P = (p_0, \dots, p_{n-1})$ reproduces them when its distances $\lVert p_i - p_j\rVert$
+# match $D$; P1 scores the mismatch by its **{term}`stress`**,
 #
 # $$
 # \operatorname{stress}(P) = \frac{\sum_{i<j} \bigl(\lVert p_i - p_j\rVert - D_{ij}\bigr)^2}{\sum_{i<j} D_{ij}^2}.
@@ -104,8 +103,8 @@ pd.DataFrame({name: {"positions": g.n_positions, "flagged": int(g.flagged.sum())
 # (sec-ch04-build)=
 # ## Classical MDS and stress, from scratch
 #
-# Both fit in a dozen lines. Stress takes an optional best scale factor, which
-# {ref}`sec-ch04-scale` explains.
+# Both fit in a dozen lines; stress takes an optional best scale factor
+# ({ref}`sec-ch04-scale`).
 
 # %%
 def classical_mds(D, k):
@@ -125,8 +124,8 @@ def stress(P, D, optimal=False):
 
 
 # %% [markdown]
-# The same computed by `posgeo`, on the SST-2 distances at rank 3 (the embedding is compared
-# through its distances, since an eigenvector's sign is arbitrary):
+# The same by `posgeo`, on the SST-2 distances at rank 3 (compared through the embedding's
+# distances, since an eigenvector's sign is arbitrary):
 
 # %% tags=["stochastic"] tolerance={"atol": 1e-12, "rtol": 0} tolerance_reason="differences of float64 results, about 1e-15, whose last digits depend on the CPU's linear-algebra kernels; 1e-12 is far below any real disagreement"
 D = geometries["sst2"].distances
@@ -138,8 +137,8 @@ pd.Series({
 }, name="largest difference from posgeo")
 
 # %% [markdown]
-# The differences are rounding error. From here on the chapter uses `pg.classical_mds` and
-# `pg.stress` (whose `scale="optimal"` is the `optimal=True` above).
+# The differences are rounding error. From here on we use `pg.classical_mds` and `pg.stress`
+# (`scale="optimal"` is `optimal=True`).
 #
 # (sec-ch04-strain)=
 # ## Classical MDS minimises strain, not stress
@@ -147,13 +146,12 @@ pd.Series({
 # **At a fixed dimension, $P_{\mathrm{MDS}}$ is not the stress-optimal encoding.** Classical
 # MDS gives the best rank-$k$ fit of the Gram matrix: it minimises the {term}`strain`
 # $\lVert B - P P^\top\rVert_F$. Stress compares distances, and the two optima differ
-# whenever $k$ is below the full dimension. The smallest example: three points at mutual
-# distance 1, embedded on a line. Here $B = \tfrac12 J$ has the eigenvalue $\tfrac12$ twice,
-# so classical MDS picks an arbitrary direction in a tied eigenspace, while the
-# stress-optimal line is $(-\tfrac23, 0, \tfrac23)$ with stress $\tfrac19$.
+# whenever $k$ is below the full dimension. The smallest example embeds three points at
+# mutual distance 1 on a line. Here $B = \tfrac12 J$ has the eigenvalue $\tfrac12$ twice,
+# so classical MDS picks an arbitrary direction in a tied eigenspace.
 # {term}`SMACOF` {cite:p}`deleeuw1977smacof` minimises stress directly by majorisation;
-# started from the classical solution (`pg.stress_optimal_mds`), each of its steps can only
-# lower the stress.
+# started from the classical solution (`pg.stress_optimal_mds`), each step can only lower
+# the stress.
 
 # %%
 triangle = 1.0 - np.eye(3)
@@ -168,9 +166,8 @@ pd.DataFrame(
 ).T
 
 # %% [markdown]
-# SMACOF reaches the optimum, with another of the three points in the middle. On the
-# corpora the gap persists: at ranks 1 to 3 SMACOF fits better than classical MDS on every
-# corpus, often by a large factor ({ref}`sec-ch04-scale`).
+# SMACOF reaches the optimum. On the corpora the gap persists: at ranks 1 to 3 SMACOF fits
+# better than classical MDS on every corpus, often by a large factor ({ref}`sec-ch04-scale`).
 
 # %% tags=["remove-cell"]
 assert abs(optimal.stress - 1 / 9) < 1e-9 and classical.stress > optimal.stress
@@ -182,13 +179,12 @@ assert np.allclose(np.round(classical.eigenvalues, 12), [0.5, 0.5, 0.0])  # "the
 #
 # **At full rank $P_{\mathrm{MDS}}$ reproduces the Hellinger matrix exactly, on every
 # corpus.** P1 argues that the statistical manifold is curved, so that no flat encoding
-# reproduces the corpus geometry, and that MDS gives the best approximation. But the chord
+# reproduces the corpus geometry and MDS gives the best approximation. But the chord
 # distance $d_H(\mu_i, \mu_j)$ *is* the Euclidean distance between the vectors
-# $\sqrt{\mu_i}/\sqrt2$: its $B$ is positive semi-definite, and full-rank classical MDS
-# recovers it. Curvature concerns the Fisher–Rao geodesic distance
-# $2 \arccos \mathrm{BC}(\mu_i, \mu_j)$, whose $B$ can have negative eigenvalues. For both
-# metrics, the full-rank stress and the share of the $|$eigenvalue$|$ mass on negative
-# eigenvalues (0 for a Euclidean distance):
+# $\sqrt{\mu_i}/\sqrt2$, so full-rank classical MDS recovers it. Curvature concerns the
+# Fisher–Rao distance $2 \arccos \mathrm{BC}(\mu_i, \mu_j)$, whose $B$ can have negative
+# eigenvalues. For both, the full-rank stress and the share of the $|$eigenvalue$|$ mass on
+# negative eigenvalues (0 for a Euclidean distance):
 
 # %%
 def full_rank_report(g):
@@ -204,21 +200,20 @@ curvature = pd.DataFrame({name: full_rank_report(g) for name, g in geometries.it
 curvature.where(curvature > 1e-12, 0.0)  # values below 1e-12 are rounding: shown as 0
 
 # %% [markdown]
-# The chord stress is zero to machine precision: that is P1's "$\approx 0$" for
-# $P_{\mathrm{MDS}}$ on the real corpora, and it needs no approximation argument. The
-# geodesic distance departs from Euclidean on the synthetic corpus, barely, and on SST-2 and
-# IMDB not at all to rounding.
+# The chord stress is zero to machine precision: P1's "$\approx 0$" for $P_{\mathrm{MDS}}$
+# on the real corpora needs no approximation argument. The geodesic departs from Euclidean
+# only on the synthetic corpus, and barely.
 #
 # The same eigenvalues say how many dimensions the geometry needs. The
 # {term}`effective rank` counts the eigenvalues that hold 90% of the positive spectral mass
 # (or, as the entropy rank, $\exp(-\sum_k q_k \log q_k)$ over the normalised positive
-# eigenvalues $q_k$ {cite:p}`roy2007effective`). On the real corpora the plug-in spectrum is
+# eigenvalues $q_k$ {cite:p}`roy2007effective`). The plug-in spectrum of a real corpus is
 # nearly flat, because sampling noise is full-rank: IMDB needs 414 of its 510 dimensions,
-# SST-2 34 of 48, the synthetic corpus 5. Against the noise-corrected distances of
-# {doc}`the geometry chapter <03_statistical_geometry>` IMDB needs 141 and SST-2 29, with the
-# 95% intervals below: half-sample intervals over 25 halvings of the corpus, widened by the
-# disagreement with a second estimator ({ref}`sec-cal-intervals`).
-# {doc}`The low-rank chapter <07_low_rank>` follows the spectrum further.
+# SST-2 34 of 48, the synthetic corpus 5. The noise-corrected distances of
+# {doc}`the geometry chapter <03_statistical_geometry>` need far fewer, with 95% half-sample
+# intervals over 25 halvings of the corpus, widened by the disagreement with a second
+# estimator ({ref}`sec-cal-intervals`). {doc}`The low-rank chapter <07_low_rank>` follows
+# the spectrum further.
 
 # %%
 def rank_statistics(D):
@@ -235,11 +230,10 @@ rank_ci = pd.concat({
 rank_ci.round(1)
 
 # %% [markdown]
-# IMDB's corrected rank is pinned down to within a few dimensions, SST-2's is not: its
-# interval runs from about 8 to 50. SST-2's phrases are nested in their sentences, and its
-# two noise corrections disagree: the jackknife over whole sentences puts the mean corrected
-# distance at about a third of the hybrid estimate ({ref}`sec-cal-nested`). The intervals
-# carry that disagreement, here and below.
+# SST-2's corrected rank is not pinned down: its phrases are nested in its sentences, and
+# its two noise corrections disagree: the jackknife over whole sentences puts the mean
+# corrected distance at about a third of the hybrid estimate ({ref}`sec-cal-nested`). The
+# intervals carry that disagreement, here and below.
 
 # %% tags=["remove-cell"]
 assert (curvature[("chord", "stress")] < 1e-20).all()
@@ -272,18 +266,18 @@ assert abs(mean_distance(boots["imdb"].reference) - mean_distance(geometries["im
 # ## Standard encodings as position vectors
 #
 # **RoPE and ALiBi act inside attention, so stress needs a vector form of them, and ALiBi's
-# is a straight line whatever its slopes.** **RoPE** {cite:p}`su2021roformer` rotates each plane $k$
-# of a query or key at position $m$ by the angle $m\theta_k$, $\theta_k = 10000^{-2k/h}$ for
-# head size $h$. We take $r_m = R_m u$, the rotation of a fixed vector $u$ with a unit
-# component in every plane, so that $\langle r_m, r_n\rangle = \sum_k \cos((m-n)\theta_k)$
-# is RoPE's relative kernel; with $h = d$ this is the sinusoidal Gram matrix. **ALiBi**
-# {cite:p}`press2022alibi` adds $-m_h|i - j|$ to head $h$'s attention logit: head $h$'s
-# penalty is the distance of the points $m_h i$ on a line, and stacking the heads gives
+# is a straight line whatever its slopes.** **RoPE** {cite:p}`su2021roformer` rotates each
+# plane $k$ of a query or key at position $m$ by $m\theta_k$, $\theta_k = 10000^{-2k/h}$ for
+# head size $h$. We take $r_m = R_m u$, with $u$ a fixed vector with a unit component in
+# every plane, so that $\langle r_m, r_n\rangle = \sum_k \cos((m-n)\theta_k)$
+# is RoPE's relative kernel (with $h = d$, the sinusoidal Gram matrix). **ALiBi**
+# {cite:p}`press2022alibi` adds $-m_h|i - j|$ to head $h$'s attention logit, the distance of
+# the points $m_h i$ on a line; stacking the heads gives
 # $p_i = i\,(m_1, \dots, m_H)$, with $\lVert p_i - p_j\rVert = \lVert m\rVert\,|i - j|$.
 #
 # The widths are 384 (all-MiniLM-L6-v2, 12 heads of 32) and 768 (BERT-base, 12 heads of
-# 64). The {term}`learned table <learned absolute table>` is MiniLM's, whose row $i + 1$ is
-# our position $i$, and the random encoding has the sinusoids' mean squared norm.
+# 64). The {term}`learned table <learned absolute table>` is MiniLM's (row $i + 1$ is our
+# position $i$); the random encoding has the sinusoids' mean squared norm.
 
 # %%
 table = pg.learned_position_table()  # all-MiniLM-L6-v2: 512 rows of width 384
@@ -309,8 +303,8 @@ encodings = {name: model_encodings(n) for name, n in N_POSITIONS.items()}
 #
 # **Raw stress ranks encodings by the length of their vectors.** The Hellinger distance lies
 # in $[0, 1]$; sinusoidal vectors of dimension $d$ have norm $\sqrt{d/2}$, and over 48
-# positions their distances reach 14 at $d = 384$ and 19 at $d = 768$. Multiplying an
-# encoding by the best scalar removes the mismatch:
+# positions their distances reach 14 at $d = 384$ and 19 at $d = 768$. The best scalar
+# removes the mismatch:
 #
 # $$
 # \operatorname{stress}^*(P) = \min_{\alpha > 0} \operatorname{stress}(\alpha P)
@@ -319,12 +313,11 @@ encodings = {name: model_encodings(n) for name, n in N_POSITIONS.items()}
 # $$
 #
 # reached at $\alpha = \sum e_{ij} D_{ij} / \sum e_{ij}^2$, the `alpha` of our `stress`. It
-# lies in $[0, 1]$ and compares shapes alone. A model rescales its positional signal freely
-# (the embedding layer, layer norm and the query and key maps all do), so the
-# {term}`scale-optimal stress` is the fair comparison between encodings; raw stress asks
-# whether the vectors, as they are, already sit at Hellinger scale. Every encoding against
-# each corpus's plug-in distances, with classical MDS at full rank and at $k = 1, 2, 3$ and
-# SMACOF at the same $k$:
+# lies in $[0, 1]$ and compares shapes alone. A model rescales its positional signal freely,
+# so the {term}`scale-optimal stress` is the fair comparison between encodings; raw stress
+# asks whether the vectors already sit at Hellinger scale. Every encoding against each
+# corpus's plug-in distances, with classical MDS at full rank and, like SMACOF, at
+# $k = 1, 2, 3$:
 
 # %%
 def stress_comparison(target):
@@ -339,13 +332,12 @@ stress_plugin.where(stress_plugin > 1e-12, 0.0)  # values below 1e-12 are roundi
 ch.plot_stress(stress_plugin.xs("optimal", axis=1, level=1).drop(index="PMDS full"))
 
 # %% [markdown]
-# By raw stress the sinusoids and RoPE score from 227 to 2,058, doubling from $d = 384$ to
-# $768$ (exercise 2 shows why), and the MiniLM table scores far lower only because its rows
-# happen to lie at Hellinger scale. By shape ({numref}`fig-ch04-stress`) sinusoidal and RoPE
-# nearly coincide, as P1 observes, and ALiBi's line is the worst fixed encoding on every
-# corpus. On IMDB, random
-# vectors beat every structured encoding: past the first positions the plug-in distances
-# are nearly all equal, and random high-dimensional vectors are nearly equidistant.
+# By raw stress the sinusoids and RoPE score 227 to 2,058, doubling from $d = 384$ to $768$
+# (exercise 2); MiniLM's table scores far lower only because its rows happen to lie at
+# Hellinger scale. By shape ({numref}`fig-ch04-stress`) sinusoidal and RoPE nearly
+# coincide, as P1 observes, and ALiBi's line is the worst fixed encoding on every corpus. On
+# IMDB random vectors beat every structured encoding: past the first positions the plug-in
+# distances are nearly all equal, and random high-dimensional vectors are nearly equidistant.
 
 # %% tags=["remove-cell"]
 for d, largest in ((384, 14), (768, 19)):
@@ -371,10 +363,9 @@ assert optimal.loc["random d=384", "imdb"] < optimal.loc[structured, "imdb"].min
 # ## Against corrected distances, the ranking changes
 #
 # **Scored against noise-corrected distances, low-dimensional fits win on IMDB and random
-# vectors lose their lead.** On the real corpora the plug-in distances are mostly sampling
-# noise ({doc}`the geometry chapter <03_statistical_geometry>`), a random full-rank component
-# that no smooth encoding can follow. Scale-optimal stress against the plug-in and the
-# corrected (hybrid) distances:
+# vectors lose their lead.** The real corpora's plug-in distances are mostly sampling noise
+# ({doc}`the geometry chapter <03_statistical_geometry>`), which no smooth encoding can
+# follow. Scale-optimal stress against plug-in and corrected (hybrid) distances:
 
 # %%
 stress_corrected = stress_comparison("hybrid")
@@ -386,12 +377,10 @@ noise_effect = noise_effect[[(name, kind) for name in N_POSITIONS for kind in ("
 noise_effect.mask(noise_effect.abs() < 1e-12, 0.0)  # values below 1e-12 are rounding: shown as 0
 
 # %% [markdown]
-# Nothing changes on the synthetic corpus, which has no noise to remove. On IMDB the
-# corrected geometry is close to a *line*: one-dimensional SMACOF scores 0.067, and even
-# ALiBi's line beats the sinusoids, while random vectors fall from best to worse than every
-# fixed encoding. Full-rank $P_{\mathrm{MDS}}$ is no longer exact there. A true chord
-# Hellinger matrix is Euclidean, so this is the estimator's own noise, not a property of
-# IMDB.
+# On IMDB the corrected geometry is close to a *line*: one-dimensional SMACOF scores 0.067,
+# even ALiBi's line beats the sinusoids, and random vectors fall from best to worse than
+# every fixed encoding. Full-rank $P_{\mathrm{MDS}}$ is no longer exact there: a true chord
+# Hellinger matrix is Euclidean, so this is the estimator's own noise.
 
 # %% tags=["remove-cell"]
 imdb = noise_effect["imdb"]
@@ -408,11 +397,10 @@ assert (noise_effect["synthetic"]["plug-in"] - noise_effect["synthetic"]["correc
 # ## Order-free baselines
 #
 # **A low stress against plug-in distances does not show that an encoding knows the order of
-# positions.** Two baselines ignore order: the scale-optimal **regular simplex**, every pair
-# of positions at the same distance, and each encoding with its **rows permuted** at random,
-# the same distances given to the wrong pairs of positions. `p` is the share of 100
-# permutations that fit at least as well, $(k + 1)/101$, and `gain` the mean permuted stress
-# minus the encoding's own, what the order of its rows buys.
+# positions.** Two baselines ignore order: the scale-optimal **regular simplex** (all pairs
+# at the same distance), and each encoding with its **rows permuted** at random.
+# `p` is the share of 100 permutations that fit at least as well, $(k + 1)/101$, and `gain`
+# the mean permuted stress minus the encoding's own: what the order of its rows buys.
 
 # %%
 baselines = pd.concat(
@@ -428,15 +416,14 @@ baselines[["optimal", "gain", "p"]].unstack(["corpus", "target"]).reorder_levels
 ].round(4)
 
 # %% [markdown]
-# Against the plug-in distances of SST-2 and IMDB the simplex, which knows nothing of order,
-# fits better than every structured encoding: a nearly constant matrix of noisy distances
-# rewards spreading positions evenly, not ordering them. Order still matters a little: every
-# structured encoding fits better than all 100 of its permutations, while random vectors fit
-# just as well as theirs. On IMDB the sinusoids' gain is a fifth of their stress against the
-# plug-in distances and more than five times larger against the corrected ones, where the
-# fixed encodings beat the simplex. MiniLM's table is the exception: it fits the corrected
-# IMDB distances no better than its own permutations, and worse than the simplex. Plug-in
-# stress barely sees order; the corrected geometry does.
+# Against the plug-in distances of SST-2 and IMDB the simplex beats every structured
+# encoding: noisy, nearly constant distances reward spreading positions evenly, not ordering
+# them. Order still matters a little: every structured encoding beats all 100 of its
+# permutations; random vectors do not. On IMDB the sinusoids' gain is a fifth of their
+# stress against the plug-in distances and more than five times larger against the
+# corrected ones, where the fixed encodings beat the simplex, except MiniLM's table, which
+# fits no better than its permutations. Plug-in stress barely sees order; the corrected
+# geometry does.
 
 # %% tags=["remove-cell"]
 lookup = baselines.sort_index()
@@ -463,12 +450,10 @@ assert imdb_corrected["MiniLM learned"] > imdb_corrected["regular simplex"]
 #
 # **Against the corrected distances, SMACOF's advantage over $P_{\mathrm{MDS}}$ and most
 # orderings of the encodings hold on IMDB; on SST-2 no ordering of the encodings does.** The
-# corrected stresses are estimates, and the widened half-sample intervals give each one its
-# 95% interval. The tables fitted to the distances, $P_{\mathrm{MDS}}$ and SMACOF, are refitted
-# on every halving and scored against it, so their intervals include the variability of the
-# fit; the rows "SMACOF - PMDS" are paired intervals of the difference, both tables refitted
-# on the same halves. SMACOF is refitted on all 25 halvings of SST-2 and on the first 10 of
-# IMDB, whose 510 positions make it costly.
+# widened half-sample intervals give each corrected stress its 95% interval.
+# $P_{\mathrm{MDS}}$ and SMACOF are refitted and scored on every halving, so their intervals
+# include the fit's variability; the rows "SMACOF - PMDS" are paired intervals of the
+# difference.
 
 # %%
 fitted_ci = pd.concat({name: ch.fitted_stress_intervals(boot, smacof_replicates={"sst2": None, "imdb": 10}[name])
@@ -477,11 +462,9 @@ fitted_ci[["stress", "low", "high"]].unstack("corpus").swaplevel(axis=1)[
     [(name, col) for name in boots for col in ("stress", "low", "high")]].loc[fitted_ci.loc["sst2"].index]
 
 # %% [markdown]
-# On IMDB, at every rank from 1 to 3, the paired interval of SMACOF minus $P_{\mathrm{MDS}}$
-# lies below 0; on SST-2 it does at ranks 2 and 3, and at rank 1 it reaches past 0. The
-# two tables' own intervals overlap on SST-2, because both move with the geometry: only the
-# paired difference settles the comparison. For the fixed encodings, the paired intervals
-# of every pair: the share whose 95% interval excludes 0, and the pairs left open on IMDB:
+# On SST-2 the two tables' own intervals overlap, because both move with the geometry: only
+# the paired difference settles the comparison. For the fixed encodings, the share of pairs
+# whose paired 95% interval excludes 0, and the pairs left open on IMDB:
 
 # %%
 differences = pd.concat({name: pg.stress_differences(boots[name], encodings[name]) for name in boots}, names=["corpus", None])
@@ -491,10 +474,9 @@ display(share_separated.rename("share of pairs separated"))
 unresolved.loc[["imdb"], ["better", "worse", "difference", "low", "high"]]
 
 # %% [markdown]
-# On IMDB two thirds of the orderings hold; the open ones involve ALiBi, whose stress moves
-# most between the two estimates, and MiniLM against random vectors and the simplex. On
-# SST-2 none holds: its two corrections disagree, and a ranking of encodings by corrected
-# stress on SST-2 is not established by this book.
+# The pairs left open on IMDB involve ALiBi, whose stress moves most between the two
+# estimates, or MiniLM. On SST-2, whose two corrections disagree, this book establishes no
+# ranking of encodings by corrected stress.
 
 # %% tags=["remove-cell"]
 for (name, table_name), row in fitted_ci.drop(index=[t for t in fitted_ci.index if " - " in t[1]]).iterrows():
@@ -535,11 +517,11 @@ numeric = comparison.select_dtypes("number")
 pg.display_table(comparison.assign(**numeric.mask(numeric < 1e-12, 0.0)))  # below 1e-12: rounding, shown as 0
 
 # %% [markdown]
-# - **Sinusoidal and RoPE.** Hundreds, like P1's, with RoPE a little above the sinusoids.
-#   Since raw stress mostly measures scale, they say little about the encodings.
+# - **Sinusoidal and RoPE.** Hundreds, like P1's, with RoPE a little above the sinusoids:
+#   scale, saying little about the encodings.
 # - **$P_{\mathrm{MDS}}$.** Zero at full rank, P1's "$\approx 0$". P1's 0.009 on its
 #   synthetic corpus matches a truncated $P_{\mathrm{MDS}}$ (ours at $k = 3$ is of that
-#   order on our synthetic corpus, whose generator differs from P1's).
+#   order, on a synthetic corpus whose generator differs from P1's).
 # - **ALiBi.** Our stacked form scores over a thousand (ALiBi has one table whatever $d$,
 #   hence n/a). Scored head by head, each line $p_i = m_h i$ alone:
 
@@ -559,12 +541,12 @@ per_head
 
 # %% [markdown]
 # A line's raw stress is a quadratic in its slope, lowest (0.247, its scale-optimal stress)
-# at one slope, so *some* slopes give 0.563 and two heads bracketing it prove nothing. The
-# two that do are about 0.009 and 0.042 (exercise 2). The nearest ALiBi slopes, $2^{-7}$ and
-# $2^{-5}$, are 13% and 26% away, and no head comes within 0.01 of 0.563 (the closest scores
-# 0.609). So neither our stacked form nor any single standard head reproduces P1's ALiBi
-# value, and P1 does not say how it was obtained. Nor does it support reading SST-2 as
-# "rank 1": by shape, the line is the worst fixed encoding on every corpus here.
+# at one slope, so *some* slopes give 0.563 and two heads bracketing it prove nothing: those
+# slopes are about 0.009 and 0.042 (exercise 2). The nearest ALiBi slopes, $2^{-7}$ and
+# $2^{-5}$, are 13% and 26% away, and no head comes within 0.01 of 0.563. So neither our
+# stacked form nor any single standard head reproduces P1's ALiBi value, and P1 does not say
+# how it was obtained. Nor does it support reading SST-2 as "rank 1": by shape, the line is
+# the worst fixed encoding.
 
 # %% tags=["remove-cell"]
 assert np.allclose(slopes, np.r_[2.0 ** -np.arange(1, 9), 2.0 ** -(np.arange(1, 8, 2) / 2)])  # Press et al.'s 12 slopes
@@ -591,34 +573,32 @@ assert 0.005 < raw.loc["PMDS k=3", "synthetic"] < 0.05  # "of that order"
 # %% [markdown]
 # :::{admonition} Limits
 # :class: warning
-# - The comparison with P1 is with our reconstruction: our 48 content positions of SST-2, our
-#   tokenisation and our synthetic generator may differ from P1's, which it does not fully
+# - The comparison with P1 is with our reconstruction: our 48 content positions of SST-2,
+#   tokenisation and synthetic generator may differ from P1's, which it does not fully
 #   specify, and the slopes that give P1's ALiBi value move with the distances.
 # - The vector forms of RoPE and ALiBi are modelling choices; another choice gives another
 #   stress.
 # - SMACOF finds a local optimum from the classical start: never worse than
 #   $P_{\mathrm{MDS}}$, but not shown to be the best embedding of its dimension.
-# - The corrected distances are estimates. Their widened intervals hold a known truth in
-#   simulation ({doc}`the calibration appendix <appendix_calibration>`), which cannot be
-#   checked on the real corpora. IMDB's SMACOF intervals rest on 10 halvings, so they are a
-#   little wider than they would be from 25.
+# - The corrected distances are estimates, whose widened intervals hold a known truth in
+#   simulation ({doc}`the calibration appendix <appendix_calibration>`) but cannot be checked
+#   on the real corpora. IMDB's SMACOF intervals rest on 10 halvings, not 25, so they are a
+#   little wider.
 # - With 100 permutations, `p` cannot go below $1/101$.
 # :::
 #
 # ## Summary
 #
-# - Classical MDS (P1's Algorithm 1) double-centres the squared distances and keeps the top
-#   eigenvectors; it minimises strain. At a fixed low dimension SMACOF, which minimises
+# - Classical MDS (P1's Algorithm 1) keeps the top eigenvectors of the double-centred
+#   squared distances and minimises strain; at a fixed low dimension SMACOF, which minimises
 #   stress, fits better.
 # - At full rank $P_{\mathrm{MDS}}$ reproduces the chord Hellinger distance exactly, because
-#   that distance is Euclidean; curvature concerns the Fisher–Rao distance, and it barely
-#   shows on these corpora.
-# - Raw stress mostly measures scale. Compare encodings by scale-optimal stress, which ranks
-#   shape; P1's sinusoidal and RoPE values are scale, and its ALiBi value matches no ALiBi
-#   slope.
+#   it is Euclidean; curvature concerns the Fisher–Rao distance and barely shows here.
+# - Raw stress mostly measures scale; compare encodings by scale-optimal stress. P1's
+#   sinusoidal and RoPE values are scale, and its ALiBi value matches no ALiBi slope.
 # - Against plug-in distances an order-free simplex beats every structured encoding; against
-#   corrected distances order pays, and on IMDB most orderings of the encodings hold within
-#   their intervals, on SST-2 none.
+#   corrected distances order pays, and most orderings of the encodings hold on IMDB, none on
+#   SST-2.
 #
 # ## Exercises
 #

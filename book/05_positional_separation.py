@@ -19,29 +19,26 @@
 # :::{admonition} In short
 # :class: tip
 # **The question.** P1's Theorem 4 {cite:p}`cirrincione2026geometry` says that training
-# keeps the rows of a {term}`learned position table <learned absolute table>` apart: distinct
-# positions get distinct vectors. Does it, and does P1's evidence test it?
+# keeps the rows of a {term}`learned position table <learned absolute table>` apart. Does
+# it, and does P1's evidence test it?
 #
-# **The book's answer.** The theorem is about the loss's global minimisers and promises no
-# margin. P1's evidence, a minimum separation that stays positive throughout training,
-# cannot fail: it holds just as well when positions carry no information at all
-# ({ref}`plain training <sec-ch05-plain>`). A probe that can fail, a penalty that pulls the
-# rows together, does separate the cases: over five seeds, tables whose task pays for
-# positions stay above the floor of a matched run where it does not, clearly on synthetic
-# data and modestly on SST-2 ({ref}`the probe <sec-ch05-probe>`). Breaking one condition of
-# the theorem lets a table shrink, but it need not merge positions
-# ({ref}`one condition at a time <sec-ch05-conditions>`).
+# **The book's answer.** The theorem is about global minimisers and promises no margin.
+# P1's evidence, a minimum separation that stays positive in training, cannot fail: it
+# holds just as well when positions carry no information
+# ({ref}`plain training <sec-ch05-plain>`). A probe that can fail, a penalty pulling the
+# rows together, separates the cases over five seeds: tables whose task pays for positions
+# stay above a matched run's floor, clearly on synthetic data, modestly on SST-2
+# ({ref}`the probe <sec-ch05-probe>`). Breaking one condition lets a table shrink but need
+# not merge positions ({ref}`one condition at a time <sec-ch05-conditions>`).
 #
-# **You will learn** to measure separation together with its scale, to give a position
-# table its own parameter group with a penalty that pulls its rows together, and to design
-# a check that could come out the other way.
+# **You will learn** to measure separation together with its scale, to penalise a position
+# table in its own parameter group, and to design a check that could come out the other way.
 # :::
 #
-# Without positional signal a transformer cannot see word order at all
+# Without positional signal a transformer cannot see word order
 # ({doc}`the permutation chapter <02_permutation_equivariance>`). With a learned table
 # $P = (p_0, \dots, p_{n-1})$, one row per position, the model sees $x_i + p_i$ at position
-# $i$, and Theorem 4 says what training does with those rows: it keeps them apart. We test
-# that on small encoders trained from scratch and on the table of a pretrained model.
+# $i$.
 
 # %% tags=["hide-input"]
 # Colab only: install the companion package and fetch this chapter's helper module and data.
@@ -93,33 +90,32 @@ s = ch.settings()
 # Then every global minimiser of the training loss assigns distinct vectors to distinct
 # positions: $p_i^* \neq p_j^*$ for all $i \neq j$.
 #
-# The idea is a swap argument. If $p_i = p_j$, exchanging the tokens at positions $i$ and
-# $j$ only permutes the rows of the input, and an encoder with no other positional signal is
-# permutation-equivariant: a masked-token head predicts the same distribution at $i$ and at
+# The idea is a swap argument. If $p_i = p_j$, exchanging the tokens at $i$ and $j$ only
+# permutes the input's rows, and an encoder with no other positional signal is
+# permutation-equivariant: a masked-token head predicts the same distribution at $i$ and
 # $j$, and a pooled classifier gives the same answer for both orders. When the data
-# distinguish the two positions, and attention can use the difference, a model that
-# separates them does strictly better. So a minimiser cannot have $p_i = p_j$.
+# distinguish the two positions and attention can use the difference, separating them does
+# strictly better.
 #
 # ## What the theorem does not say
 #
-# - **It is about global minimisers.** A few hundred AdamW steps do not reach one, and the
-#   theorem says nothing about the path. P1 reports a strictly positive minimum separation
-#   throughout training, which is not much of a test: a random initial table has distinct
-#   rows with probability one, and nothing in plain training pulls two rows together.
+# - **It is about global minimisers** and says nothing about the path: a few hundred AdamW
+#   steps reach none, and a random initial table already has distinct rows with probability
+#   one.
 # - **It gives no margin.** $p_i^* \neq p_j^*$ allows $\lVert p_i^* - p_j^*\rVert = 10^{-9}$:
-#   positions with nearly the same statistics may be nearly merged.
-# - **Distances have no natural unit.** The layers that read a table can rescale it, so a
-#   raw distance of 0.05 means nothing until it is compared with the size of the table.
-# - **It does not say that positions collapse when a condition fails.** Then a minimiser
-#   *may* merge positions; it does not have to. Merging is preferred only when something
-#   prefers small tables. The probe below adds that something.
+#   positions with nearly the same statistics may be nearly merged. Nor do distances have a
+#   natural unit: the layers that read a table can rescale it, so a raw distance of 0.05
+#   means nothing until compared with the table's size.
+# - **It does not say that positions collapse when a condition fails.** A minimiser then
+#   *may* merge positions but need not; merging wins only when something prefers small
+#   tables, and the probe below adds that.
 
 # %% [markdown]
 # ## A penalty that pulls positions together
 #
 # Weight decay on the position table alone is a merge penalty: it pulls every pair of rows
 # together, so the table keeps only the distinctions the loss pays for. Decay of strength
-# $\lambda$ belongs to the penalty $\tfrac\lambda2\lVert P\rVert_F^2$, and with the mean row
+# $\lambda$ belongs to the penalty $\tfrac\lambda2\lVert P\rVert_F^2$; with the mean row
 # $\bar p$,
 #
 # $$
@@ -127,10 +123,10 @@ s = ch.settings()
 # + \underbrace{\tfrac n2 \lVert \bar p\rVert^2}_{\text{centre}} .
 # $$
 #
-# The first term is zero only when all rows coincide; the second moves the table's centre to
-# the origin and changes no distance. AdamW {cite:p}`loshchilov2019adamw` applies the decay
-# directly to the weights: each step multiplies $P$, and so every difference $p_i - p_j$, by
-# $1 - \eta\lambda$ ($\eta$ the learning rate). The identity, on a small table:
+# The first term is zero only when all rows coincide; the second changes no distance. AdamW
+# {cite:p}`loshchilov2019adamw` applies the decay directly to the weights: each step
+# multiplies $P$, and so every difference $p_i - p_j$, by $1 - \eta\lambda$ ($\eta$ the
+# learning rate). The identity, on a small table:
 
 # %% tags=["stochastic"] tolerance={"atol": 1e-12, "rtol": 0} tolerance_reason="a float64 rounding error (here -2e-15), whose digits depend on the CPU's kernels; the bound asserted is 1e-12"
 def merge_penalty(P):
@@ -143,8 +139,7 @@ centre = P.shape[0] / 2 * P.mean(dim=0).pow(2).sum()
 float(0.5 * P.pow(2).sum() - merge_penalty(P) - centre)  # 0 up to rounding
 
 # %% [markdown]
-# In the model the table is the parameter `pos`. It gets its own AdamW parameter group, the
-# only one that decays:
+# The table, parameter `pos`, gets its own AdamW group, the only one that decays:
 
 # %%
 def parameter_groups(model, decay):
@@ -168,8 +163,8 @@ pd.DataFrame(
 )
 
 # %% [markdown]
-# The model is the book's small encoder, `pg.Transformer`, with a learned table. The loop is
-# AdamW on the cross-entropy at the masked positions:
+# The model is the book's small encoder, `pg.Transformer`, trained by AdamW on the
+# cross-entropy at the masked positions:
 
 # %%
 def fit(task, decay, steps, seed=0):
@@ -189,8 +184,8 @@ def fit(task, decay, steps, seed=0):
 
 
 # %% [markdown]
-# `pg.train` runs the same loop (with snapshots of the table, evaluation and a result
-# cache). Fifty steps of each, from the same seed:
+# `pg.train` runs the same loop, with snapshots of the table and evaluation. Fifty steps of
+# each, from the same seed:
 
 # %%
 mine = fit(task, decay=s.decay, steps=50).position_table()
@@ -201,16 +196,15 @@ library = pg.train(
 np.abs(mine - library.model().position_table()).max()  # 0: the library's loop is this loop
 
 # %% [markdown]
-# From here on every run is a `pg.train` call: a 2-layer, width-32 encoder with 4 heads and
-# a learned table, 500 AdamW steps of 64 sequences at learning rate 0.003 with gradients
-# clipped at norm 1, the table recorded every 50 steps, and in the probe runs $\lambda = 10$
-# on the table and no decay anywhere else.
+# From here on every run is a `pg.train` call: a 2-layer, width-32 encoder with 4 heads,
+# 500 AdamW steps of 64 sequences at learning rate 0.003 with gradients clipped at norm 1,
+# the table recorded every 50 steps, and in the probe runs $\lambda = 10$ on the table.
 #
 # ## Measuring separation
 #
-# `pg.separation_stats(P)` summarises the pairwise distances of a table: the minimum and
-# its pair, the mean, quantiles, and the minimum divided by the mean row norm (`normalised`)
-# and by the mean pairwise distance (`relative`). On a line of eight points, with a point
+# `pg.separation_stats(P)` summarises a table's pairwise distances: the minimum and its
+# pair, the mean, quantiles, and the minimum divided by the mean row norm (`normalised`) and
+# by the mean pairwise distance (`relative`). On a line of eight points, with a point
 # repeated, scaled by 10, and shifted by 100:
 
 # %%
@@ -225,9 +219,8 @@ fixture_stats = pd.DataFrame.from_dict({name: pg.separation_stats(P).as_dict() f
 fixture_stats[["min_dist", "i", "j", "mean_dist", "normalised", "relative"]]
 
 # %% [markdown]
-# Scaling multiplies every distance and leaves both ratios unchanged. The offset changes no
-# distance but inflates the row norms, so only `normalised` drops: `relative` is the ratio
-# that only distances can move.
+# The offset inflates the row norms but no distance, so only `normalised` drops: only
+# distances move `relative`.
 
 # %% tags=["remove-cell"]
 assert fixture_stats.loc["line, spacing 0.5", "min_dist"] == 0.5
@@ -243,18 +236,17 @@ assert np.abs(mine - library.model().position_table()).max() == 0.0
 # Three runs satisfy all three conditions, one satisfies two, and five break one each:
 #
 # - **synthetic MLM**, as above; **ring MLM**, the same corpus with `nonstationarity=0`
-#   (translation-invariant on a ring, but still a distinct distribution at each position);
+#   (translation-invariant on a ring, yet each position has its own distribution);
 #   **sst2 MLM**, masked tokens on the first 16 word pieces of SST-2 sentences
 #   {cite:p}`socher2013sst`, vocabulary cut to the 1,000 most frequent pieces plus UNK.
 # - **first marker**: does marker A come before marker B, read from the first position's
-#   final vector? Markers are placed uniformly, so condition (i) fails.
+#   final vector? Markers are placed uniformly, so (i) fails.
 # - **(a) bag of tokens**: are more than a threshold of tokens from the low half of the
-#   vocabulary? An order-insensitive label: it breaks (ii).
+#   vocabulary? The label ignores order.
 # - **(b) i.i.d. MLM** and **(b) sst2 shuffled**: every position has the same distribution
-#   (the average synthetic marginal, or SST-2 windows reshuffled at every draw). This breaks
-#   (i), and with it (ii).
+#   (the average synthetic marginal, or SST-2 windows reshuffled at every draw).
 # - **(c) uniform attention**: first marker and synthetic MLM with the query and key
-#   projections held at zero, so every attention weight is $1/n$. This breaks (iii).
+#   projections held at zero, so every attention weight is $1/n$.
 
 # %%
 pd.DataFrame({
@@ -268,9 +260,8 @@ pd.DataFrame({
 # ## P1's check cannot fail
 #
 # With plain training, every table keeps a strictly positive minimum separation, including
-# the one where positions carry no information. We train two runs without any weight decay
-# (seed 0), the synthetic MLM, whose positions carry information, and the i.i.d. MLM, whose
-# positions carry none, and follow the closest pair ({numref}`fig-ch5-plain`).
+# one where positions carry no information. We train the synthetic MLM and the i.i.d. MLM
+# without weight decay (seed 0) and follow the closest pair ({numref}`fig-ch5-plain`).
 
 # %% mystnb={"figure": {"caption": "Plain training (no weight decay, seed 0): the minimum separation of the position table and the same relative to the mean row norm, at every checkpoint of two runs. Dashed: the i.i.d. MLM, where no condition of the theorem holds. Click a run in the legend to show it alone; hover a point for its value.", "name": "fig-ch5-plain"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5} tolerance_reason="seed 0, one run each: other CPU kernel paths (same seed) moved accuracies by up to 0.06, distances by up to 40% and a collapsing minimum from 0.02 to 0.001"
 plain = ch.train(s, {name: roster[name] for name in ["synthetic MLM", "(b) i.i.d. MLM"]})
@@ -278,13 +269,11 @@ plain_trajectories = {name: ch.trajectory(run.snapshots) for name, run in plain.
 ch.plot_trajectories(plain_trajectories, dashed=["(b) i.i.d. MLM"])
 
 # %% [markdown]
-# The minimum separation never comes near zero, and it is just as positive for the i.i.d.
-# MLM, where the theorem offers no guarantee: Adam takes steps of roughly constant size even
-# on pure noise, so the rows wander apart from their random start. The `normalised` panel
-# shows the difference that matters. Where positions carry information the table becomes
-# structured and the closest pair ends small relative to the typical distance, since
-# positions with similar statistics get similar vectors; the i.i.d. table keeps the shape of
-# its random start.
+# Adam takes steps of roughly constant size even on pure noise, so the i.i.d. rows wander
+# apart. Only the `normalised` panel tells the runs apart: where positions carry
+# information, positions with similar statistics get similar vectors and the closest pair
+# ends small relative to the typical distance; the i.i.d. table keeps the shape of its
+# random start.
 
 # %% tags=["remove-cell"]
 for name, t in plain_trajectories.items():
@@ -298,13 +287,11 @@ assert iid["normalised"].iloc[-1] > 2 * plain_trajectories["synthetic MLM"]["nor
 # ## Under the penalty, the task decides how far apart positions stay
 #
 # With the merge penalty, tables whose task pays for positions settle well above the floor
-# of a matched run whose tokens are exchangeable, and exchangeable tables shrink to that
-# floor. The floor is not zero. Decay pulls a row back by a fraction $\eta\lambda$ per step,
-# while noisy gradients push it by up to about $\eta$ per coordinate and step, whatever their
-# size. A random walk with that step and that restoring rate settles into a cloud of spread
-# about $\sqrt{\eta / (2\lambda)}$ per coordinate, so a table that nothing distinguishes ends
-# as a small random cloud, not a point. We train all nine runs with $\lambda = 10$ (seed 0);
-# {numref}`fig-ch5-probe` follows the minimum and the median pairwise distance.
+# of a matched run with exchangeable tokens, whose table shrinks to that floor. The floor is
+# not zero: decay pulls a row back by a fraction $\eta\lambda$ per step, while noisy
+# gradients push it by up to about $\eta$ per coordinate and step, whatever their size, and
+# such a random walk settles into a cloud of spread about $\sqrt{\eta / (2\lambda)}$ per
+# coordinate. All nine runs, with $\lambda = 10$ (seed 0; {numref}`fig-ch5-probe`):
 
 # %% mystnb={"figure": {"caption": "Training with the merge penalty (weight decay 10 on the position table alone, seed 0): the minimum separation and the median pairwise distance (both log scale) of every run at every checkpoint. Dashed: the runs that break a condition of the theorem. Click a run in the legend to show it alone (shift-click for several); hover a point for its value.", "name": "fig-ch5-probe"}} tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0.5} tolerance_reason="seed 0: other CPU kernel paths moved a distance by up to 0.05 (0.11 -> 0.15)"
 probe = ch.train(s, roster, decay=s.decay)
@@ -313,11 +300,10 @@ ch.plot_trajectories(probe_trajectories, columns=("min_dist", "q50"), log=("min_
                      dashed=[name for name, r in roster.items() if not r.conditions_hold])
 
 # %% [markdown]
-# One seed cannot tell an effect from luck, so the two matched contrasts (synthetic against
-# i.i.d. MLM, SST-2 MLM against its shuffled windows) were run with five seeds, kept in
-# `data/ch05_seeds.csv` beside the chapter; seed 0 is the run above. Statistics are averaged
-# over the *late* checkpoints, the second half of training. Mean over seeds with its 95%
-# interval, and this page's seed 0:
+# The two matched contrasts (synthetic against i.i.d. MLM, SST-2 MLM against its shuffled
+# windows) were run with five seeds (`data/ch05_seeds.csv`; seed 0 is the run above),
+# averaging over the *late* checkpoints, the second half of training. Mean over seeds with
+# its 95% interval, and this page's seed 0:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.01, "rtol": 0.4} tolerance_reason="the seed-0 column is this page's training run: per seed, other CPU kernel paths moved trained distances by up to 40%; the five-seed columns are read from a file and do not move"
 seeds = pd.read_csv(ch.seeds_file(s), comment="#")
@@ -349,15 +335,14 @@ pd.DataFrame({
 # On the synthetic corpus the contrast is clear: the late median distance is about five
 # times the i.i.d. floor, and the closest pair stays about twice as far apart, by a margin
 # whose interval only just excludes 0. The closest pairs are neighbours ($|i - j| = 1$),
-# positions whose statistics differ least.
+# whose statistics differ least.
 #
-# Each run needs its own matched floor, because the floor depends on the gradient noise: the
-# shuffled SST-2 floor is several times the synthetic one. Against its own floor the SST-2
-# contrast is modest: the late median distance is about 60% larger than the shuffled run's,
-# the late minimum about a quarter larger with an interval that only just excludes 0. The
-# seeds support a larger typical distance, not a larger closest pair. SST-2's positional
-# signal is weak: beyond the first few positions, sentences have nearly the same statistics
-# everywhere ({doc}`the geometry chapter <03_statistical_geometry>`).
+# Each run needs its own floor, since the floor depends on the gradient noise: the shuffled
+# SST-2 floor is several times the synthetic one. Against it the SST-2 contrast is modest:
+# the late median distance is about 60% larger, the late minimum about a quarter larger
+# with an interval that only just excludes 0. SST-2's positional signal is weak: beyond the
+# first few positions, sentences have nearly the same statistics everywhere
+# ({doc}`the geometry chapter <03_statistical_geometry>`).
 
 # %% tags=["remove-cell", "stochastic"] tolerance={"atol": 0.01, "rtol": 0.4} tolerance_reason="assertions only: the live seed-0 rows must match the stored seed-0 rows within the spread other CPU kernel paths give one seed (40% of a trained distance)"
 supported = contrasts["low"] > 0
@@ -382,9 +367,9 @@ for name in ["synthetic MLM", "ring MLM (shift-invariant)"]:  # closest late pai
 # (sec-ch05-conditions)=
 # ## One condition at a time
 #
-# Breaking a condition lets the table shrink, but it merges positions only where nothing
-# pays for them; uniform attention merges nothing. The probe's seed-0 runs
-# ({numref}`fig-ch5-boxes` shows all pairwise distances of four of them):
+# Breaking a condition lets the table shrink, but merges positions only where nothing pays
+# for them; uniform attention merges nothing. The probe's seed-0 runs, and all pairwise
+# distances of four of them ({numref}`fig-ch5-boxes`):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.07, "rtol": 0.5} tolerance_reason="seed 0: AVX-512 kernels and OpenBLAS held to older kernels moved an accuracy by up to 0.13 at 0.78"
 probe_table = ch.summary(probe)
@@ -396,20 +381,18 @@ ch.plot_distances({name: probe[name].snapshots for name in
 
 # %% [markdown]
 # - **(a) An order-insensitive task.** The model solves the bag-of-tokens task without
-#   positions, the gradients on $P$ vanish, and the decay shrinks the whole table far below
-#   every run where the conditions hold. Its `relative` value stays moderate, because the
-#   table shrinks as a whole: a ratio alone would miss the shrinkage.
+#   positions, so the gradients on $P$ vanish and the decay shrinks the whole table far
+#   below every run where the conditions hold. Shrinking as a whole, it keeps a moderate
+#   `relative`: a ratio alone would miss this.
 # - **(b) Identical distributions.** The i.i.d. and shuffled runs end at their noise floors,
-#   small clouds with the high `relative` of a random table: with exchangeable tokens
-#   nothing pays for a distinction.
+#   small clouds with the high `relative` of a random table.
 # - **(c) Uniform attention merges nothing.** The masked token's own position vector
-#   reaches the output head through the residual stream, enough to predict $\mu_i$ at
-#   position $i$. The first-marker run still solves most of its task: averaging
+#   reaches the output head through the residual stream, enough to predict $\mu_i$. The
+#   first-marker run still solves most of its task: averaging
 #   $\mathrm{LayerNorm}(x_j + p_j)$ over positions is a nonlinear summary of the
 #   (token, position) pairs, so uniform attention is not blind to order.
-# - **First marker** (order-sensitive, the same distribution everywhere) keeps its positions
-#   apart, but closer than the other runs with learned attention, and with the smallest
-#   `relative` of them.
+# - **First marker** keeps its positions apart, if closer than the other learned-attention
+#   runs.
 #   Condition (i) is sufficient, not necessary: the swap argument needs only that the
 #   *task* tells positions apart. A pair $(i, j)$ matters only in the rare sequences with
 #   the markers at exactly $i$ and $j$, so the decay can squeeze it at little cost.
@@ -434,9 +417,9 @@ assert t.loc[learned, "late relative"].idxmin() == "first marker"
 #
 # The table of all-MiniLM-L6-v2 {cite:p}`wang2020minilm`, a BERT-architecture encoder
 # {cite:p}`devlin2019bert`, is well separated, and fine-tuning moves only the rows its inputs
-# reach, by about 2% of their norm. We fine-tune a copy for SST-2 sentiment with a linear head
+# reach, by about 2% of their norm. We fine-tune it for SST-2 sentiment with a linear head
 # on the final [CLS] vector: AdamW at learning rate $5 \cdot 10^{-5}$ with weight decay 0.01,
-# 80 steps of 16 sentences cut to 64 tokens, the whole 512-row table recorded every 20 steps.
+# 80 steps of 16 sentences cut to 64 tokens, the 512-row table recorded every 20 steps.
 
 # %% tags=["stochastic"] tolerance={"atol": 0.0002, "rtol": 0.01} tolerance_reason="fine-tuning in float32: the accuracies on 256 sentences and the fifth decimal of a distance move between CPU kernel paths"
 finetuned = ch.finetune(s)["sst2"]
@@ -453,11 +436,10 @@ pd.DataFrame({
 ch.plot_row_drift(finetuned.snapshots, seen=finetuned.positions_seen, rows=128)
 
 # %% [markdown]
-# The closest pair, neighbours 18 and 19, moves slightly *closer*: nothing in fine-tuning
-# protects a margin. Rows the inputs never reach move only through weight decay, by
-# $\eta\lambda = 5 \cdot 10^{-7}$ per step. P1's observation that pretrained models keep
-# their positions apart is, at this scale, the observation that fine-tuning is a small
-# perturbation of a well-separated table.
+# The closest pair moves slightly *closer*: nothing in fine-tuning protects a margin.
+# Unreached rows move only through weight decay, by $\eta\lambda = 5 \cdot 10^{-7}$ per
+# step. At this scale, P1's observation that pretrained models keep positions apart shows
+# only that fine-tuning slightly perturbs a well-separated table.
 
 # %% tags=["remove-cell", "stochastic"] tolerance={"atol": 0.0002, "rtol": 0.01} tolerance_reason="assertions only, on a float32 fine-tuning run"
 traj = ch.trajectory(finetuned.snapshots)
@@ -476,8 +458,8 @@ assert (np.linalg.norm(after[unseen] - before[unseen], axis=1) < 1e-4 * np.linal
 #
 # P1 checks Theorem 4 on models trained from scratch and on bert-base-uncased fine-tuned on
 # SST-2 and IMDB {cite:p}`maas2011imdb`, and reports a strictly positive minimum separation
-# throughout training, without a number. Ours agree, and the i.i.d. run shows why the
-# agreement says little:
+# throughout training, without a number. Ours agree, and the i.i.d. run shows why that says
+# little:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.5} tolerance_reason="seed-0 training runs, as in the plain-training figure"
 pd.DataFrame({
@@ -488,19 +470,18 @@ pd.DataFrame({
 
 # %% [markdown]
 # The same runs at P1's scale, wider encoders trained ten times longer and bert-base-uncased
-# fine-tuned on both corpora, are described in {doc}`the full-scale runs <appendix_full_scale>`.
+# fine-tuned on both corpora, are in {doc}`the full-scale runs <appendix_full_scale>`.
 #
 # :::{admonition} Limits
 # :class: warning
 # - **Scale.** Width-32 encoders trained for 500 steps, and 80 steps of fine-tuning MiniLM
 #   rather than bert-base-uncased. No run reaches a global minimiser.
-# - **Seeds.** Only the two matched contrasts have five seeds. What the chapter says about
-#   the ring MLM, the first marker, (a) and (c) rests on seed 0: it shows what can happen,
-#   not how reliably.
+# - **Seeds.** Only the two matched contrasts have five seeds; claims about the ring MLM,
+#   the first marker, (a) and (c) rest on seed 0 and show what can happen, not how reliably.
 # - **Fragile margins.** The two closest-pair contrasts only just exclude 0, and reruns
-#   that differ only in floating-point rounding pushed the SST-2 one below 0. How far the
-#   bag-of-tokens minimum falls varies between such reruns, from a fifth to a thousandth of
-#   its start, so only the shrinkage common to all of them is claimed.
+#   differing only in floating-point rounding pushed the SST-2 one below 0. Across such
+#   reruns the bag-of-tokens minimum falls to between a fifth and a thousandth of its start;
+#   only the shrinkage common to all is claimed.
 # - **One probe.** Decoupled weight decay is one way to prefer merged positions. The same
 #   penalty added to the loss pulls far harder under Adam and collapses even the synthetic
 #   table (exercise 1): a probe's verdict depends on its strength.
@@ -511,10 +492,10 @@ pd.DataFrame({
 # - Theorem 4 is about **global minimisers**: it promises $p_i \neq p_j$ at an optimum, no
 #   margin, and nothing about training paths.
 # - **P1's check cannot fail**: with plain training every run keeps a positive minimum
-#   separation, including one where positions carry no information.
-# - **The merge penalty**, weight decay on the table's own parameter group, makes the
-#   conditions matter: over five seeds, tables stay above a matched exchangeable run's noise
-#   floor, clearly on synthetic data and modestly on SST-2.
+#   separation, even one where positions carry no information.
+# - **The merge penalty**, weight decay on the table alone, makes the conditions matter:
+#   over five seeds, tables stay above a matched exchangeable run's noise floor, clearly on
+#   synthetic data and modestly on SST-2.
 # - Breaking a condition need not merge positions: an order-insensitive task shrinks the
 #   whole table, and uniform attention leaves it apart (seed 0).
 # - A pretrained table's separation is inherited from pretraining: fine-tuning moves the

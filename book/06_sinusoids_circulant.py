@@ -19,21 +19,20 @@
 # :::{admonition} In short
 # :class: tip
 # **The question.** P1 {cite:p}`cirrincione2026geometry` justifies the sinusoidal encoding of
-# {cite:t}`vaswani2017attention`: in a corpus whose statistics depend only on how far apart
-# two positions are, the Gram matrix of the geometry is circulant, circulant matrices have
-# sines and cosines as eigenvectors, so the best MDS encoding is made of sinusoids. Does the
-# premise hold for text?
+# {cite:t}`vaswani2017attention`: if a corpus's statistics depend only on how far apart two
+# positions are, the geometry's Gram matrix is circulant, so its eigenvectors, and the best
+# MDS encoding, are sinusoids. Does the premise hold for text?
 #
-# **The book's answer.** The mathematics holds, exactly, on a synthetic ring corpus
+# **The book's answer.** The mathematics holds exactly on a synthetic ring corpus
 # ({ref}`the ring <sec-ch06-ring>`); the premise fails on text. SST-2 and IMDB lie beyond the
 # end of the curve the synthetic corpus traces as it is made less stationary: far from
 # circulant, with top eigenvectors that are mostly not sinusoids
-# ({ref}`real corpora <sec-ch06-real>`). What slow sinusoids do capture is the leading drift
-# from the start of a sequence to its end ({ref}`the drift <sec-ch06-drift>`).
+# ({ref}`real corpora <sec-ch06-real>`). Slow sinusoids do capture the leading drift from
+# the start of a sequence to its end ({ref}`the drift <sec-ch06-drift>`).
 #
 # **You will learn** to build a circulant matrix and read its Fourier eigenvectors, to
-# measure how far any Gram matrix is from circulant or Toeplitz by averaging its diagonals,
-# and why no encoding that depends only on the offset can beat a floor the corpus sets.
+# measure how far a Gram matrix is from circulant or Toeplitz, and why no offset-based
+# encoding can beat a floor the corpus sets.
 # :::
 #
 # P1's argument has three links:
@@ -45,7 +44,7 @@
 # 2. Every circulant matrix is diagonalised by the discrete Fourier basis
 #    {cite:p}`gray2006toeplitz`: its eigenvectors are $\cos(2\pi f i/n)$ and $\sin(2\pi f i/n)$.
 # 3. The MDS encoding $V_k\Lambda_k^{1/2}$ is built from the top eigenvectors of $B$, so it is
-#    made of sinusoids, like the encoding of Vaswani et al.
+#    made of sinusoids.
 #
 # Real text is not periodic, so a {term}`Toeplitz <Toeplitz matrix>` matrix
 # ($B_{ij} = t_{j-i}$, no wrap-around) is the natural notion of stationarity for it; we
@@ -87,11 +86,11 @@ pg.notebook_setup()
 # frequencies, in pairs with equal eigenvalues.** Build one from a kernel
 # $c_0, \dots, c_{n-1}$ with $c_k = c_{n-k}$ by putting $c_{(j-i) \bmod n}$ at $(i, j)$: each
 # row is the row above shifted one place, wrapping around. Multiplying by $C$ is a circular
-# convolution with the kernel, and the Fourier transform turns convolution into
-# multiplication: $C$ multiplies both $\cos(2\pi f i/n)$ and $\sin(2\pi f i/n)$ by the
-# kernel's $f$-th DFT coefficient $\lambda_f = \sum_k c_k \cos(2\pi f k/n)$. An eigensolver
-# returns an arbitrary rotation $\cos(2\pi f i/n + \varphi)$ inside each pair's plane, so we
-# measure an eigenvector's energy per frequency *pair*: the DFT bins $f$ and $n - f$ together.
+# convolution with the kernel, which the Fourier transform turns into multiplication: $C$
+# multiplies both $\cos(2\pi f i/n)$ and $\sin(2\pi f i/n)$ by the kernel's $f$-th DFT
+# coefficient $\lambda_f = \sum_k c_k \cos(2\pi f k/n)$. An eigensolver returns an arbitrary
+# rotation $\cos(2\pi f i/n + \varphi)$ inside each pair's plane, so we measure an
+# eigenvector's energy per frequency *pair*: the DFT bins $f$ and $n - f$ together.
 
 # %%
 n = 16
@@ -109,21 +108,19 @@ pd.DataFrame({"eigenvalue": eigenvalues, "DFT coefficient of the kernel at f": n
               "frequency f (cycles)": f, "energy in pair f": pairs.max(axis=0)}).head(6).round(4)
 
 # %% [markdown]
-# Each eigenvalue is the kernel's DFT coefficient at its eigenvector's frequency, and each
-# eigenvector has all of its energy in one pair. The helper's `ch.frequency_energy` computes
-# the same pair energies:
+# Each eigenvalue is the kernel's DFT coefficient at its eigenvector's frequency.
+# `ch.frequency_energy` computes the same pair energies:
 
 # %%
 round(float(np.abs(pairs - ch.frequency_energy(V)).max()), 12)
 
 # %% [markdown]
 # **How far is a matrix from circulant?** The circulant matrix nearest to $B$ in the
-# Frobenius norm replaces each wrapped diagonal $\{(i, (i + k) \bmod n)\}$ by its mean (it is
-# the orthogonal projection onto the circulant matrices); the nearest Toeplitz matrix does
+# Frobenius norm, its orthogonal projection onto the circulant matrices, replaces each
+# wrapped diagonal $\{(i, (i + k) \bmod n)\}$ by its mean; the nearest Toeplitz matrix does
 # the same along ordinary diagonals. The relative distance
 # $\lVert B - \Pi(B)\rVert_F / \lVert B\rVert_F$ is 0 for a circulant (Toeplitz) matrix and
-# at most 1. Points equally spaced on a line, $D_{ij} = |i - j|$, are as stationary as
-# points can be, yet their $B$ is far from circulant:
+# at most 1. On points equally spaced on a line, $D_{ij} = |i - j|$:
 
 # %%
 def nearest_circulant(B):
@@ -143,8 +140,8 @@ B_line = pg.double_centered_gram(np.abs(np.subtract.outer(i, i)).astype(float))
 # %% [markdown]
 # From here on the helper does both: `ch.circulant_distance(B, kind)`, and
 # `ch.fourier_alignment(B, k)`, the {term}`Fourier alignment`: the energy of each of $B$'s top
-# $k$ eigenvectors in its best frequency pair. With `basis="sinusoid"` it allows any frequency
-# and phase, not only whole cycles over the window: is the eigenvector a sinusoid at all?
+# $k$ eigenvectors in its best frequency pair. With `basis="sinusoid"` it allows any
+# frequency and phase: is the eigenvector a sinusoid at all?
 
 # %% tags=["remove-cell"]
 assert np.allclose(pairs.max(axis=0), 1.0) and np.allclose(eigenvalues, np.fft.fft(kernel).real[f])
@@ -160,8 +157,7 @@ assert abs(distance_to_circulant(B_line) - ch.circulant_distance(B_line)) < 1e-1
 # its top eigenvectors lies entirely in one Fourier pair.** The ring corpus
 # ({doc}`the geometry chapter <03_statistical_geometry>`) puts 64 tokens on a circle, and
 # position $i$ draws from a bump centred at angle $2\pi i/32$. Since 64 is a multiple of 32,
-# shifting the position by one rotates the bump by exactly two tokens, and $D$ and $B$ are
-# exactly circulant.
+# shifting the position by one rotates the bump by exactly two tokens.
 
 # %%
 D_ring = pg.hellinger_matrix(pg.synthetic_marginals(32, 64, nonstationarity=0.0))
@@ -177,9 +173,8 @@ pd.DataFrame(
 )
 
 # %% [markdown]
-# The eigenvalues come in equal pairs (frequencies 1, 1, 2, 2, 3, 3) and every eigenvector
-# lies in its frequency plane: P1's links 1 and 2 hold exactly. The top two MDS coordinates
-# are a cosine and a sine of one cycle over the window, which draw the ring itself.
+# P1's links 1 and 2 hold exactly. The top two MDS coordinates, a cosine and a sine of one
+# cycle over the window, draw the ring itself.
 
 # %% tags=["remove-cell"]
 assert ch.circulant_distance(B_ring) < 1e-12
@@ -194,11 +189,9 @@ assert ring_alignment.frequency.astype(int).tolist() == [1, 1, 2, 2, 3, 3]
 # **A geometry that is perfectly stationary but not periodic, a line, has a $B$ far from
 # circulant: for text, P1's first link fails even before the statistics change with
 # position.** The corpus's knob `nonstationarity` $\gamma$ mixes in, with weight
-# $\gamma/(1+\gamma)$, a component that depends on absolute position (an accelerating bump
-# on a permuted vocabulary, plus start and end tokens). We sweep it from 0 to 100 on the
-# ring's true marginals, on the plug-in marginals of 20,000 sampled sequences (the corpus's
-# size), and on the `line` variant, whose bump moves from one end of a line of tokens to the
-# other. At knob 0:
+# $\gamma/(1+\gamma)$, a component that depends on absolute position. We sweep it from 0 to
+# 100 on the ring's true marginals, on the plug-in marginals of 20,000 sampled sequences,
+# and on the `line` variant, whose bump moves along a line of tokens. At knob 0:
 
 # %%
 KNOBS = [0.0, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0]
@@ -212,12 +205,11 @@ ring = sweeps["ring (true)"]
 pd.DataFrame({label: sw.loc[0.0, MAIN + ["Toeplitz distance (B)"]] for label, sw in sweeps.items()}).T.round(4)
 
 # %% [markdown]
-# The line's $D$ is Toeplitz up to edge effects (0.02 away), yet its $B$ is 0.36 away from
-# circulant and 0.20 even from Toeplitz: double centring subtracts row means that differ
-# between the middle and the ends of a line ($D_{ij} = |i - j|$ gives
-# $B_{ij} = (i - \bar\imath)(j - \bar\imath)$). Its eigenvectors are not DFT modes
-# (alignment 0.90) but near-perfect sinusoids of fractional frequencies (0.99). Sampling
-# noise alone moves the ring's $B$ about 1% from circulant, at no cost in alignment.
+# The line's $D$ is Toeplitz up to edge effects, yet its $B$ is 0.36 away from circulant and
+# 0.20 even from Toeplitz: double centring subtracts row means that differ between the
+# middle and the ends of a line ($D_{ij} = |i - j|$ gives
+# $B_{ij} = (i - \bar\imath)(j - \bar\imath)$). Its eigenvectors are not DFT modes but
+# near-perfect sinusoids of fractional frequencies.
 
 # %% tags=["remove-cell"]
 assert ring.loc[0.0, "circulant distance (B)"] < 1e-12 and abs(ring.loc[0.0, "DFT alignment"] - 1) < 1e-12
@@ -233,9 +225,8 @@ assert round(sampled0["circulant distance (B)"], 2) == 0.01 and sampled0["DFT al
 #
 # **As the knob grows the ring's $B$ moves away from circulant and its Fourier alignment
 # decays monotonically, as P1 predicts; SST-2 and IMDB lie beyond the end of that curve.**
-# {numref}`fig-ch6-sweep` draws the sweeps beside the two corpora, on their plug-in and
-# noise-corrected distances ({doc}`the geometry chapter <03_statistical_geometry>`; SST-2
-# over 48 positions, IMDB over 510).
+# {numref}`fig-ch6-sweep` draws the sweeps beside the two corpora, plug-in and
+# noise-corrected ({doc}`the geometry chapter <03_statistical_geometry>`).
 
 # %% mystnb={"figure": {"caption": "Four stationarity measures of the synthetic corpus along its non-stationarity knob (symmetric-log axis: linear below 0.05), for the ring with true and with sampled marginals and for the line, with SST-2 and IMDB (plug-in dotted, corrected dashed) as horizontal reference lines. The menu below the chart marks one knob in every panel (at first 0.5, the synthetic corpus of the earlier chapters). Click an entry of the legend to show it alone in every panel; hover a point for its value.", "name": "fig-ch6-sweep"}} tags=["stochastic"] tolerance={"atol": 1e-09, "rtol": 0} tolerance_reason="at knob 0 the ring's distance to circulant is float64 rounding (about 1e-16), whose digits depend on the CPU's floating-point kernels; 1e-9 is far below every value the prose uses (the hidden checks need 1e-12 and more)"
 N_POSITIONS = dict(BOOK_CORPORA)
@@ -252,9 +243,8 @@ real = pd.DataFrame(
 ch.plot_stationarity_sweep(sweeps, columns=MAIN, corpora=real, knob=0.5)
 
 # %% [markdown]
-# The table gives the corpora's values beside the end of the ring's curve and, for the
-# Toeplitz distance of $D$, the knob at which the ring reaches the same value (`inf`: beyond
-# knob 100):
+# The corpora beside the ring at knob 100 and, for the Toeplitz distance of $D$, the knob
+# at which the ring reaches the same value (`inf`: beyond knob 100):
 
 # %%
 table = pd.concat([real[MAIN], ring.loc[[100.0], MAIN].set_axis(["ring, knob 100"])])
@@ -262,17 +252,17 @@ table["knob with that Toeplitz distance (D)"] = [ch.equivalent_knob(ring, "Toepl
 table.round(4)
 
 # %% [markdown]
-# - **Distance to circulant.** $B$ is between 0.53 and 0.97 away from circulant, beyond the
-#   synthetic corpus at *any* knob, and beyond the line. P1's first link does not hold.
-# - **Fourier alignment.** The top eigenvectors of the real corpora keep only 22–50% of
-#   their energy in one DFT frequency pair, below the synthetic corpus with 99% of its weight
-#   on the non-stationary component (71%). Allowing any frequency raises this to 29–65%,
-#   still below the synthetic corpus at any knob (81% at knob 100).
+# - **Distance to circulant.** $B$ is 0.53 to 0.97 away from circulant, beyond the
+#   synthetic corpus at *any* knob and beyond the line: P1's first link does not hold.
+# - **Fourier alignment.** The real corpora's top eigenvectors keep only 22–50% of their
+#   energy in one DFT frequency pair, below the synthetic corpus at knob 100, 99%
+#   non-stationary (71%). Any frequency allowed, they keep 29–65%, still below the
+#   synthetic corpus at any knob (81% at knob 100).
 # - **Toeplitz distance of $D$.** Only here do three of the four geometries look fairly
-#   stationary, like the ring at knob 0.8 to 2.6. That is partly noise: the plug-in distances
-#   of IMDB are nearly all equal ({doc}`the geometry chapter <03_statistical_geometry>`), and
-#   a constant matrix is perfectly Toeplitz. After the noise correction IMDB is the least
-#   stationary geometry in this chapter.
+#   stationary, like the ring at knob 0.8 to 2.6. That is partly noise: IMDB's plug-in
+#   distances are nearly all equal ({doc}`the geometry chapter <03_statistical_geometry>`),
+#   and a constant matrix is perfectly Toeplitz. Corrected, IMDB is the least stationary
+#   geometry in this chapter.
 
 # %% tags=["remove-cell"]
 assert (np.diff(ring["circulant distance (B)"]) > 0).all()
@@ -295,8 +285,7 @@ assert placement["imdb corrected"] == np.inf and real["Toeplitz distance (D)"].i
 #
 # **The one top eigenvector of a real corpus that is nearly a sinusoid is the first, and its
 # best sinusoid has less than half a cycle over the window: a slow drift from the start of a
-# sequence to its end.** It holds over 90% of its energy at one frequency on every geometry
-# but corrected IMDB:
+# sequence to its end.**
 
 # %%
 top_modes = {
@@ -325,14 +314,14 @@ ch.plot_fourier_modes(
 )
 
 # %% [markdown]
-# In {numref}`fig-ch6-modes` the eigenvectors and their best sinusoids coincide on the ring
-# at knob 0; at knob 2 the first still fits and the third no longer does. On corrected
-# SST-2 the first eigenvector is a slow **drift** from the beginning of a sentence to its
-# end, which a fraction of a cycle fits as well as a straight line would; nothing about it is
-# periodic. The second is a U shape (both ends against the middle) with a spike at the first
-# position. On corrected IMDB the first eigenvector carries 58% of the variance and its best
-# sinusoid only 58% of its energy: it sets the first positions of a review against the rest,
-# and the next eigenvectors single out single early positions.
+# In {numref}`fig-ch6-modes` eigenvectors and best sinusoids coincide on the ring at knob 0;
+# at knob 2 the third no longer fits. On corrected SST-2 the
+# first eigenvector is a slow **drift** from the beginning of a sentence to its end, which a
+# fraction of a cycle fits as well as a straight line would; nothing about it is periodic.
+# On corrected IMDB the first
+# eigenvector (58% of the variance, its best sinusoid only 58% of its energy) sets the
+# first positions of a review against the rest, and the next ones single out early
+# positions.
 
 # %% tags=["remove-cell"]
 assert (first_mode["best frequency (cycles)"] < 0.5).all()
@@ -383,14 +372,13 @@ ch.plot_offset_kernels(kernels)
 # %% [markdown]
 # With per-head frequencies the normalised kernels differ by up to 0.2
 # ({numref}`fig-ch6-kernels`), but the geometries hardly differ (last column: scale-optimal
-# stress, {doc}`the MDS chapter <04_mds_and_stress>`, against the sinusoidal distances). Both
+# stress, {doc}`the MDS chapter <04_mds_and_stress>`, against the sinusoidal distances): both
 # frequency sets sample the same log-uniform distribution between $10^{-4}$ and 1 radian per
-# position, and the normalised kernel averages $\cos(\Delta\omega)$ over it. Scale-optimal
+# position, over which the normalised kernel averages $\cos(\Delta\omega)$. Scale-optimal
 # stress is the squared sine of the angle between the vectors of encoding and target
-# distances, and angles obey the triangle inequality: per-head RoPE's distances sit about 0.08
-# radians from the sinusoids' (the arcsine of the square root of 0.0063), so against *any*
-# target its stress lies between
-# $\sin^2(\theta \mp 0.08)$, where $\theta$ is the sinusoids' angle.
+# distances; per-head RoPE's distances sit about 0.08 radians ($\arcsin\sqrt{0.0063}$) from
+# the sinusoids', so by the triangle inequality for angles its stress against *any* target
+# lies between $\sin^2(\theta \mp 0.08)$, $\theta$ the sinusoids' angle.
 
 # %%
 def stress_angle(s):
@@ -414,11 +402,11 @@ angle_bounds
 
 # %% [markdown]
 # The bound holds on every target, but it is wide: at the SST-2 plug-in target, where the
-# sinusoids score 0.046, it allows 0.019 to 0.085. The actual gap depends on the target: there
-# the two agree to within 0.001, the near-equality {doc}`the MDS chapter <04_mds_and_stress>`
-# found, while on the synthetic corpus per-head RoPE scores over 1.4 times the sinusoids. What
-# keeps the two from ever being far apart is the shared frequency distribution, not the
-# difference between absolute and relative encodings.
+# sinusoids score 0.046, it allows 0.019 to 0.085. There the two agree to within 0.001, the
+# near-equality {doc}`the MDS chapter <04_mds_and_stress>` found, while on the synthetic
+# corpus per-head RoPE scores over 1.4 times the sinusoids. What keeps the two from ever
+# being far apart is the shared frequency distribution, not the difference between
+# absolute and relative encodings.
 
 # %% tags=["remove-cell"]
 assert kernel_table["Toeplitz distance < 1e-12"].all() and (kernel_table["circulant distance"] > 0.01).all()
@@ -462,10 +450,10 @@ floors["sinusoidal / floor"] = floors["sinusoidal d=384"] / floors["Toeplitz flo
 floors
 
 # %% [markdown]
-# Every encoding stays above the floor, as it must. On SST-2 and IMDB the sinusoids sit 1.2
-# to 2 times above it, never at it. On corrected IMDB the floor itself is large: the opening
-# positions of a review differ from all others, and 45% of its geometry (of its squared
-# distances) is out of reach of every offset-based encoding.
+# Every encoding stays above the floor; on SST-2 and IMDB the sinusoids sit 1.2 to 2 times
+# above it. On corrected IMDB the floor itself is large: the opening positions of a review
+# differ from all others, and 45% of its squared distances are out of reach of every
+# offset-based encoding.
 
 # %% tags=["remove-cell"]
 assert (floors.drop(columns=["Toeplitz floor", "sinusoidal / floor"]).min(axis=1) >= floors["Toeplitz floor"] - 1e-12).all()
@@ -475,25 +463,22 @@ assert floors["sinusoidal / floor"].drop("synthetic", level=1).round(1).agg(["mi
 # %% [markdown]
 # ## Beside the paper
 #
-# P1's argument is correct as mathematics: a circulant $B$ has Fourier eigenvectors, and on a
-# stationary ring the MDS encoding *is* a set of sinusoids. It fails at the premise: SST-2 and
-# IMDB are further from circulant than a synthetic corpus that is 99% non-stationary, and their
-# top eigenvectors are mostly not sinusoids of any frequency. The one related number P1
+# P1's argument is correct as mathematics but fails at the premise: SST-2 and IMDB are
+# further from circulant than a synthetic corpus that is 99% non-stationary, and their top
+# eigenvectors are mostly not sinusoids of any frequency. The one related number P1
 # reports, raw stress 272 for the sinusoidal encoding and 279 for RoPE on SST-2, shows the
-# near-equality of our scale-optimal 0.0462 and 0.0464; the shared frequency distribution
-# explains it, not the circulant argument. What sinusoids capture in text is the dominant
+# near-equality of our scale-optimal 0.0462 and 0.0464, which the shared frequencies
+# explain, not the circulant argument. What sinusoids capture in text is the dominant
 # drift, through their *low* frequencies: with $\omega_k = 10000^{-2k/d}$, about 70% of the
 # channels at $d = 384$ complete less than half a cycle in 48 positions and are nearly linear
 # there.
 #
-# {cite:t}`barbero2025round` reach a related conclusion from inside a trained model: in
-# Gemma 7B, RoPE's high frequencies build sharp positional attention patterns (attending to
-# the previous token, say), while the lowest frequencies, which barely rotate over the
-# context, serve as semantic channels; truncating the lowest frequencies (their p-RoPE)
-# improved the Gemma 2B models they trained.
-# They study how attention uses the frequencies and we study the corpus geometry, so neither
-# result tests the other. Both say that the slow channels do not act as the periodic position
-# code of the circulant argument.
+# {cite:t}`barbero2025round` reach a related conclusion inside Gemma 7B: RoPE's high
+# frequencies build sharp positional attention patterns, while the lowest, which barely
+# rotate over the context, serve as semantic channels; truncating them (their p-RoPE)
+# improved the Gemma 2B models they trained. The two studies do not test each other, but
+# both say that the slow channels do not act as the periodic position code of the
+# circulant argument.
 
 # %% tags=["remove-cell"]
 from posgeo.experiments.papers import PAPER_P1
@@ -506,13 +491,13 @@ assert round(float(np.mean(omega * 47 < np.pi)), 1) == 0.7  # under half a cycle
 # %% [markdown]
 # :::{admonition} Limits
 # :class: warning
-# - Two real corpora, each at one window (48 positions of SST-2, 510 of IMDB), and the
+# - Two real corpora, each at one window (48 positions of SST-2, 510 of IMDB); the
 #   alignment measures look at the top four eigenvectors only.
-# - "Beyond the curve" places the corpora against one synthetic family; another family of
-#   non-stationary corpora would trace another curve.
-# - Sampling noise blurs the measures: 20,000 sampled sequences already move the ring's $B$
-#   1% from circulant, and the near-equal plug-in distances of IMDB look Toeplitz-stationary
-#   until the noise correction removes them.
+# - "Beyond the curve" places the corpora against one synthetic family; another family
+#   would trace another curve.
+# - Sampling noise blurs the measures: with 20,000 sampled sequences it already moves the
+#   ring's $B$ 1% from circulant, at no cost in alignment, and it makes plug-in IMDB look
+#   Toeplitz-stationary.
 # - The `sinusoid` basis is generous at low frequency, and its grid stops at 1/16 of a cycle
 #   over the window: two first eigenvectors sit at that bound, fitted as nearly straight
 #   lines. A high alignment of a first eigenvector is weak evidence of anything periodic.
@@ -526,9 +511,8 @@ assert round(float(np.mean(omega * 47 < np.pi)), 1) == 0.7  # under half a cycle
 #   Toeplitz) matrix averages along (wrapped) diagonals.
 # - On the synthetic ring at knob 0 P1's argument holds exactly, and the Fourier alignment
 #   decays monotonically as the knob grows. A stationary line is already far from circulant.
-# - SST-2 and IMDB lie beyond the end of that curve: P1's justification of sinusoids rests on
-#   a premise they do not satisfy. Their leading direction is a slow drift, which slow
-#   sinusoids approximate.
+# - SST-2 and IMDB lie beyond the end of that curve, so P1's premise fails on them; their
+#   leading direction is a slow drift, which slow sinusoids approximate.
 # - Offset-based encodings cannot go below the Toeplitz floor; on text the sinusoids sit 1.2
 #   to 2 times above it.
 #

@@ -25,15 +25,14 @@
 # parameters". How low is the rank, and what does the saving buy?
 #
 # **The book's answer.** Taken literally, $\operatorname{rank}(B) = n - 1$ on every corpus:
-# no saving at all. What can be low is an *effective* rank, and it is low on the synthetic
-# corpus only; on real text, even after removing the sampling noise, 90% of the spectral
-# mass needs 29 dimensions on SST-2 and 141 on IMDB ({ref}`the spectra <sec-ch07-rank>`).
-# Stress falls faster than the spectral mass ({ref}`stress <sec-ch07-stress>`). P1's example
-# reproduces, 88% fewer parameters and a raw stress reduction above 99.8%, but that
-# reduction measures the sinusoids' scale; with the best scale for each, rank 3 reduces the
-# sinusoidal stress by 62–76% ({ref}`beside the paper <sec-ch07-p1>`). Trained inside a
-# transformer, a rank-2 table uses nearly as much of the positional information as a free
-# table, and neither reproduces the corpus geometry ({ref}`training <sec-ch07-trained>`).
+# no saving. An *effective* rank is low on the synthetic corpus only: on real text, even
+# without sampling noise, 90% of the spectral mass needs 29 dimensions on SST-2 and 141 on
+# IMDB ({ref}`the spectra <sec-ch07-rank>`), though stress falls faster
+# ({ref}`stress <sec-ch07-stress>`). P1's example reproduces, but its 99.8% measures the
+# sinusoids' scale; with the best scale for each, rank 3 reduces the sinusoidal stress by
+# 62–76% ({ref}`beside the paper <sec-ch07-p1>`). A trained rank-2 table uses nearly as
+# much positional information as a free one, and neither reproduces the corpus geometry
+# ({ref}`training <sec-ch07-trained>`).
 #
 # **You will learn** to compute the double-centred Gram matrix and its effective rank, to
 # build a rank-$r$ table and count its parameters, and to tell a stress reduction due to
@@ -41,7 +40,7 @@
 # :::
 #
 # A learned position table has $n \times d$ free parameters: 512 × 768 ≈ 393,000 in
-# BERT-base. If the geometry the table should reproduce lives in $r$ dimensions, a
+# BERT-base. If the geometry lives in $r$ dimensions, a
 # {term}`factorised table <low-rank position table>`
 #
 # $$
@@ -84,7 +83,7 @@ pg.notebook_setup()
 torch.set_num_threads(1)  # the chapter's models are tiny: one thread is the fastest
 
 # %% [markdown]
-# We use the book's three corpora, each with its plug-in and its noise-corrected Hellinger
+# We use the book's three corpora, each with its plug-in and noise-corrected Hellinger
 # distances ({doc}`the geometry chapter <03_statistical_geometry>`): 32 positions of the
 # synthetic corpus, 48 of SST-2, 510 of IMDB.
 
@@ -122,9 +121,9 @@ rank_90 = int(np.argmax(mass >= 0.9)) + 1                # effective rank at 90%
  "rank_90 - pg.effective_rank": rank_90 - pg.effective_rank(lam, energy=0.9).rank_at_energy}
 
 # %% [markdown]
-# A rank-$r$ table is two factors and their product. Here is P1's example, $n = 32$,
-# $d = 128$, $r = 3$, with random factors, and the same table inside the book's transformer
-# (`position="lowrank"`, factors `pos_a` and `pos_b`):
+# P1's example as a rank-$r$ table, $n = 32$, $d = 128$, $r = 3$, with random factors, and
+# the same table inside the book's transformer (`position="lowrank"`, factors `pos_a` and
+# `pos_b`):
 
 # %%
 r, d = 3, 128
@@ -147,11 +146,11 @@ assert torch.linalg.matrix_rank(P).item() == 3
 #
 # **On every corpus the exact rank of $B$ is $n - 1$; a few dimensions hold most of the
 # spectral mass on the synthetic corpus, but on real text even the noise-corrected spectrum
-# is spread over dozens of dimensions.** The exact rank cannot be low: the chord Hellinger
+# spreads over dozens.** The exact rank cannot be low: the chord Hellinger
 # distance is the Euclidean distance between the points $\sqrt{\mu_i}/\sqrt2$
 # ({doc}`the MDS chapter <04_mds_and_stress>`), and $n$ generic distributions over a
-# vocabulary larger than $n$ span $n - 1$ dimensions. The table's last column is the share
-# of the absolute mass on negative eigenvalues (0 for a Euclidean geometry).
+# vocabulary larger than $n$ span $n - 1$ dimensions. The last column is the share of the
+# absolute mass on negative eigenvalues (0 for a Euclidean geometry).
 
 # %%
 ranks = ch.rank_table(targets).round(4)
@@ -163,12 +162,11 @@ pg.plot_spectra(ch.spectra(targets))
 # %% [markdown]
 # On the synthetic corpus three eigenvalues hold about four fifths of the mass
 # ({numref}`fig-ch7-spectra`). On the real corpora the plug-in spectrum is nearly flat,
-# because sampling noise is full-rank: on IMDB the top three eigenvalues hold under 5% of
-# it. Removing the noise concentrates the spectrum, but 90% of the mass of corrected SST-2
-# and IMDB still needs 29 and 141 dimensions. The corrected IMDB matrix is not even
-# Euclidean: more than a third of its mass is negative. A true chord Hellinger matrix is
-# exactly Euclidean, so this is the estimator's own noise, not a property of IMDB; the
-# energy-based ranks use the positive part only.
+# since sampling noise is full-rank: on IMDB the top three eigenvalues hold under 5%.
+# Removing the noise concentrates the spectrum, but corrected SST-2 and IMDB still need 29
+# and 141 dimensions for 90% of the mass. Corrected IMDB is not even Euclidean: more than a
+# third of its mass is negative, the estimator's own noise, since a true chord Hellinger
+# matrix is exactly Euclidean; the energy-based ranks use the positive part only.
 
 # %% tags=["remove-cell"]
 plug_in = [label for label in targets if label.endswith("plug-in")]
@@ -190,11 +188,10 @@ assert ranks.loc["imdb corrected", "negative share"] > 1 / 3
 # dimensions for that and plug-in IMDB 24.** Spectral mass measures how well a rank-$r$
 # encoding reproduces $B$; P1's criterion is stress, which compares distances. For each rank
 # we take classical MDS (the top $r$ eigenpairs) and refine it with SMACOF, the
-# stress-optimal encoding of that dimension; the bands are the 95% intervals of the
-# corrected geometries' stress (the geometry resampled, the encoding held fixed, as in
-# {doc}`the MDS chapter <04_mds_and_stress>`). The table adds an order-free yardstick, the
-# scale-optimal stress of the **regular simplex** (every pair of positions at the same
-# distance), and the lowest rank whose encoding beats it.
+# stress-optimal encoding of that dimension; the bands are 95% intervals, as in
+# {doc}`the MDS chapter <04_mds_and_stress>`. The table adds an order-free yardstick, the
+# scale-optimal stress of the **regular simplex** (all positions equidistant), and the
+# lowest rank whose encoding beats it.
 
 # %%
 RANKS = [1, 2, 3, 4, 6, 8, 12, 16, 24]
@@ -209,14 +206,13 @@ table.astype({"lowest rank beating it": "Int64"}).round(4)
 ch.plot_rank_stress_curves(curves)
 
 # %% [markdown]
-# Stress falls much faster than the mass left out ({numref}`fig-ch7-rank-stress`), and
-# SST-2 needs its 12 dimensions with or without the noise correction. Corrected IMDB stalls near 0.04 from rank 4 on:
-# that residual is the non-Euclidean part of the estimate, which no Euclidean encoding
-# reproduces. Classical MDS is far worse than SMACOF on the real corpora, and on corrected
-# IMDB its stress does not even fall monotonically with the rank. The yardstick shows how
-# little order a noisy geometry holds: plug-in IMDB's distances are so nearly equal that the
-# simplex (stress 0.011) is beaten only at rank 24, while corrected IMDB, far from
-# equidistant, beats it at rank 1.
+# SST-2 needs its 12 dimensions with or without the noise correction
+# ({numref}`fig-ch7-rank-stress`). Corrected IMDB stalls near 0.04 from rank 4 on, the
+# non-Euclidean part of the estimate that no Euclidean encoding reproduces. Classical MDS
+# is far worse than SMACOF on the real corpora. The yardstick shows how little order a
+# noisy geometry holds: plug-in IMDB's distances are so nearly equal that the simplex
+# (stress 0.011) is beaten only at rank 24, while corrected IMDB, far from equidistant,
+# beats it at rank 1.
 
 # %% tags=["remove-cell"]
 needed = table["lowest rank beating it"]
@@ -240,13 +236,12 @@ assert curves["imdb corrected"]["classical optimal"].diff().max() > 0  # not mon
 #
 # **A rank-2 table trained inside a transformer uses 0.89 of the positional information,
 # the free table 0.94: low rank costs a little. Training moves every table toward the
-# corpus geometry, but the low-rank tables end far from the rank-$r$ optimum.** MDS
-# computes an encoding from the corpus; here a transformer *learns* one, with its table
-# restricted to rank $r$. The task is masked-token prediction on the synthetic corpus,
-# whose tokens are drawn independently from their position's distribution $\mu_i$: the other
-# tokens say nothing about a masked one, so position is the whole task, and the best
-# prediction at a masked position $i$ is $\mu_i$ itself. A sample (the mask token is 64;
-# the target, -100 elsewhere, is scored only where the input is masked):
+# corpus geometry, but the low-rank tables end far from the rank-$r$ optimum.** Here a
+# transformer *learns* the table, restricted to rank $r$, by masked-token prediction on the
+# synthetic corpus. Its tokens are
+# drawn independently from their position's distribution $\mu_i$, so position is the whole
+# task and the best prediction at a masked position $i$ is $\mu_i$ itself. A sample (mask
+# token 64; the target, -100 elsewhere, is scored only where the input is masked):
 
 # %%
 s = ch.settings()
@@ -259,8 +254,8 @@ pd.DataFrame({"input": batch.tokens[0].numpy(), "target": batch.targets[0].numpy
 # $\mu_i(\arg\max q)$ of its prediction $q$, and the **information** it uses,
 # $1 - \mathrm{KL}(\mu_i \,\|\, q) / I$, with $I$ the mutual information between position
 # and token: 0 for a model blind to position, 1 for the Bayes optimum. The **stress** is the
-# scale-optimal stress of the trained table against the corpus geometry, before and after
-# training. Each table is trained with this one function:
+# table's scale-optimal stress against the corpus geometry, before and after training. Each
+# table is trained with this one function:
 
 # %%
 def train(position, rank, seed):
@@ -274,10 +269,9 @@ def train(position, rank, seed):
 # %% [markdown]
 # The model has one layer of width 32, four heads and a feed-forward width of 64; each run
 # is 400 AdamW steps of 64 sequences at learning rate 0.005. We train no table, the fixed
-# sinusoidal one, rank 1, 2, 3 and 8, and a free table; rank 2 and the free table, the
-# contrast the conclusions rest on, over five seeds, the others with seed 0 (15 runs). The
-# table shows the mean over the seeds a table was trained with, and the stress of the best
-# rank-$r$ encoding (SMACOF on the true geometry) beside it.
+# sinusoidal one, rank 1, 2, 3 and 8, and a free table; rank 2 and the free table over five
+# seeds, the others with seed 0 (15 runs). Means over seeds, beside the stress of the best
+# rank-$r$ encoding (SMACOF on the true geometry):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.005, "rtol": 0} tolerance_reason="shown to 3 decimals, compared to 0.005: retrained under another CPU kernel path (ATEN_CPU_CAPABILITY=default) every run's metrics moved by at most 0.0008 (rank 2, seed 4), far less than the spread over seeds (sd 0.014 of the rank-2 information)"
 runs = pd.DataFrame([
@@ -293,9 +287,8 @@ pg.display_table(trained.drop(columns=["position", "rank"]), digits=3)  # n/a: n
 ch.plot_accuracy_vs_parameters(trained)
 
 # %% [markdown]
-# The differences the conclusions rest on, over the five seeds with 95% intervals
-# (Student's $t$; Welch's for the free table against rank 2, paired for a table before and
-# after training):
+# The differences the conclusions rest on, with 95% intervals over the five seeds
+# (Student's $t$; Welch's for free against rank 2, paired for before against after):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.005, "rtol": 0} tolerance_reason="shown to 3 decimals, compared to 0.005: the per-seed metrics moved by at most 0.0008 under another CPU kernel path, the means by a fifth of that and the interval ends (mean -/+ 2.78 sd / sqrt(5)) by less than 0.002"
 per_seed = runs.assign(information=1 - runs["excess_loss"] / ch.references(mu)["mutual_information"]).set_index(["encoding", "seed"])
@@ -313,22 +306,20 @@ pd.DataFrame({k: v.as_dict() for k, v in intervals.items()}).T[["mean", "low", "
 
 # %% [markdown]
 # - **Position is the whole task.** Without positions the model learns only the overall
-#   token frequencies (information ≈ 0); every table recovers most of the information.
-# - **Low rank costs a little.** The rank-2 table, an eighth of the free table's
-#   parameters, uses 0.89 of the information, and the free table is ahead by 0.053
-#   [0.035, 0.071]. The expected accuracy does not separate them (its difference has an
-#   interval containing 0): the free table predicts distributions closer to the true
-#   marginals, not more correct guesses. The single runs are illustrations: rank 1
-#   (positions on a line) uses 0.84 and rank 3 0.92, and seed 0 was rank 2's best seed.
+#   token frequencies (information ≈ 0).
+# - **Low rank costs a little.** The rank-2 table has an eighth of the free table's
+#   parameters; the free table is ahead by 0.053 [0.035, 0.071] in information. The
+#   expected accuracy does not separate them: the free table predicts distributions closer
+#   to the true marginals, not more correct guesses.
 # - **The fixed sinusoidal table, with no parameters, does about as well as the free one**
 #   in its single run: with 32 positions and width 32, its 16 frequencies separate every
 #   position, and the layer above maps them to the marginals.
 # - **Training moves the tables toward the corpus geometry**, as P1 predicts: the stress
-#   of the free table falls from 0.105 to 0.030, that of the rank-2 table from 0.30 to 0.145,
-#   drops whose intervals exclude 0. But the rank-2 tables end 0.125 [0.097, 0.153] above
-#   the rank-2 optimum, and seed 0 of rank 3 ends at 0.10 against 0.007: a table that serves
-#   the task need not reproduce the Hellinger geometry, only let the layers above it tell
-#   the positions apart.
+#   of the free table falls from 0.105 to 0.030, that of the rank-2 table from 0.30 to
+#   0.145, drops whose intervals exclude 0. But the rank-2 tables end 0.125 [0.097, 0.153]
+#   above the rank-2 optimum, and seed 0 of rank 3 ends at 0.10 against 0.007: a table that
+#   serves the task need not reproduce the Hellinger geometry, only let the layers above
+#   tell the positions apart.
 
 # %% tags=["remove-cell"]
 for label, row in trained.iterrows():
@@ -359,19 +350,19 @@ assert near(trained.loc["rank 3", "stress"], 0.10) and round(optimum[3], 3) == 0
 #
 # **P1's numbers reproduce, but the 99.8% measures scale: with the best scale for each, the
 # rank-3 encoding reduces the sinusoidal stress by 62–76%.** For $n = 32$, $d = 128$ and
-# $r = 3$, the parameters follow from the formula: $3 \cdot 160 = 480$ against
-# $32 \cdot 128 = 4096$, 88.3% fewer. The stress reduction compares the rank-3 encodings with
-# the sinusoidal table of width 128 on the synthetic corpus' plug-in geometry, by raw stress
-# (P1's definition) and by scale-optimal stress:
+# $r = 3$ the parameters follow from the formula: $3 \cdot 160 = 480$ against
+# $32 \cdot 128 = 4096$, 88.3% fewer. We compare the rank-3 encodings with the sinusoidal
+# table of width 128 on the synthetic corpus' plug-in geometry, by raw stress (P1's
+# definition) and by scale-optimal stress:
 
 # %%
 claim = ch.claim_table(targets["synthetic plug-in"], d=128, rank=3)
 pg.display_table(claim, mixed=True)  # n/a: P1 gives no such value
 
 # %% [markdown]
-# Our raw reduction, 99.97% for classical MDS and 99.99% for SMACOF, is even larger than
-# P1's. But raw stress compares unscaled distances: the sinusoidal vectors of width 128 have
-# norm 8 and mutual distances of several units, against Hellinger distances below 1, so
+# Our raw reduction is even larger than P1's. But raw stress compares unscaled distances:
+# the sinusoidal vectors of width 128 have norm 8 and mutual distances of several units,
+# against Hellinger distances below 1, so
 # their raw stress is about 70 *whatever their shape*, and any encoding of the right scale
 # with a stress below 0.7 beats them by more than 99%. If P1's reported PMDS stress of 0.009
 # is its rank-3 value, its sinusoidal raw stress was
@@ -380,18 +371,15 @@ pg.display_table(claim, mixed=True)  # n/a: P1 gives no such value
 round(papers.PAPER_P1["stress/synthetic/pmds"] / (1 - papers.PAPER_P1_LOWRANK["stress_reduction"]), 3)
 
 # %% [markdown]
-# far below our 70, which suggests that P1 scaled its sinusoids differently; P1 does not say
-# how. With the best scale for each, the reduction is that of *shape*: substantial, 62% for
-# classical MDS and 76% for SMACOF, but not 99.8%.
+# far below our 70, which suggests that P1 scaled its sinusoids differently. With the best
+# scale for each, the reduction is that of *shape*: substantial, but not 99.8%.
 #
-# Low-dimensional positional structure has also been found inside pretrained models.
-# {cite:t}`song2023uncovering` split the hidden states of trained transformers into a mean, a
-# positional part (the average over contexts at each position), a context part and a
-# residual, and find the positional part low-dimensional, smooth, often a spiral, and
-# nearly orthogonal to the context part, in many models, layers and datasets. Theirs is the
-# rank of what a model computes from positions after training on text; Observation 8 is
-# about the rank of the corpus geometry. Our trained tables show that the two need not
-# coincide: a rank-2 table works well without reproducing that geometry.
+# {cite:t}`song2023uncovering` find low-dimensional positional structure inside pretrained
+# models: the positional part of the hidden states, their average over contexts at each
+# position, is smooth, often a spiral, and nearly orthogonal to the context part, across
+# many models, layers and datasets. That is the rank of what a model computes from
+# positions; Observation 8 is about the rank of the corpus geometry, and our trained tables
+# show that the two need not coincide.
 
 # %% tags=["remove-cell"]
 assert claim.loc["parameters (rank r)", "SMACOF"] == ch.parameter_count(32, 128, 3) == 480
@@ -408,14 +396,14 @@ assert round(papers.PAPER_P1["stress/synthetic/pmds"] / (1 - papers.PAPER_P1_LOW
 # :::{admonition} Limits
 # :class: warning
 # - An effective rank depends on its threshold (90%, 99%, entropy) and on the estimate of
-#   the geometry. The corrected IMDB geometry is not Euclidean; its stress residual near
-#   0.04 is the estimator's noise. The stress intervals cover the corrected geometries only.
-# - The 62–76% assumes that the best scale is allowed; we do not know how P1 scaled its
-#   sinusoids, and the sinusoid stress of about 4.5 that P1's numbers imply assumes that its
-#   0.009 is the rank-3 value.
-# - The trained models are small (one layer, width 32, 400 steps) and only rank 2 and the
-#   free table are trained over five seeds; the other tables are single runs. A profile at
-#   P1's width 128 with two layers, 4,000 steps and every table over five seeds
+#   the geometry, whose noise makes corrected IMDB non-Euclidean. The stress intervals
+#   cover the corrected geometries only.
+# - The 62–76% allows each encoding its best scale; how P1 scaled its sinusoids is unknown,
+#   and the implied sinusoid stress of about 4.5 assumes that P1's 0.009 is the rank-3
+#   value.
+# - The trained models are small (one layer, width 32, 400 steps), and only rank 2 and the
+#   free table have five seeds; the others use seed 0, rank 2's best. A profile at P1's
+#   width 128 with two layers, 4,000 steps and five seeds for every table
 #   (`POSGEO_PROFILE=full`) is defined but has not been run
 #   ({doc}`the full-scale runs <appendix_full_scale>`).
 # - The training task is synthetic, with tokens independent given their position; no table
@@ -424,18 +412,17 @@ assert round(papers.PAPER_P1["stress/synthetic/pmds"] / (1 - papers.PAPER_P1_LOW
 #
 # ## Summary
 #
-# - Taken literally, $\operatorname{rank}(B) = n - 1$ on every corpus: Observation 8 needs
-#   an *effective* rank. On the synthetic corpus three dimensions hold about 80% of the
-#   spectral mass; on real text even the noise-corrected spectrum needs 29 (SST-2) and 141
-#   (IMDB) dimensions for 90%.
+# - Taken literally, $\operatorname{rank}(B) = n - 1$ on every corpus, so Observation 8
+#   needs an *effective* rank: three dimensions hold about 80% of the spectral mass on the
+#   synthetic corpus, but real text needs 29 (SST-2) and 141 (IMDB) dimensions for 90%,
+#   even noise-corrected.
 # - Stress falls faster than the spectral mass: rank 3 reproduces the synthetic geometry to
 #   a stress below 0.01, SST-2 needs 12 dimensions and plug-in IMDB 24.
-# - P1's example reproduces: 480 instead of 4096 parameters, and a raw stress reduction above
-#   99.8% against the sinusoidal table. The raw reduction measures scale; the reduction due
-#   to shape is 62–76%.
-# - Trained inside a transformer, a rank-2 table uses 0.89 of the positional information,
-#   0.05 less than a free table, with the same expected accuracy. Training moves the tables
-#   toward the corpus geometry, but the low-rank ones stay far from the rank-$r$ optimum.
+# - P1's example reproduces, 480 instead of 4096 parameters and a raw stress reduction
+#   above 99.8%, but the raw reduction measures scale; the reduction due to shape is 62–76%.
+# - A trained rank-2 table uses 0.89 of the positional information, 0.05 less than a free
+#   table, with the same expected accuracy; training moves the tables toward the corpus
+#   geometry, but the low-rank ones stay far from the rank-$r$ optimum.
 #
 # ## Exercises
 #

@@ -27,14 +27,12 @@
 # monotone than random vectors, but none is monotone ({ref}`tables from scratch
 # <sec-ch08-scratch>`). A violation rate grows with the range of positions, so P1's 25.4%
 # matches a pretrained table at short range only ({ref}`beside P1 <sec-ch08-paper>`).
-# Freezing attention at initialisation, the part of the proof's regime that can be imposed
-# directly, still leaves 14–21% of the comparisons reversed ({ref}`frozen attention
-# <sec-ch08-frozen>`); that run is not the proof's linearised model, so it does not test the
-# proof itself.
+# Freezing attention at initialisation still leaves 14–21% of the comparisons reversed
+# ({ref}`frozen attention <sec-ch08-frozen>`); this tests the conjecture, not the proof's
+# linearised model.
 #
-# **You will learn** to compute a violation rate from a table's distances, to report it with
-# the range and ordering it depends on, and to freeze part of a transformer and check that it
-# stayed frozen.
+# **You will learn** to compute a violation rate, to report it with the range and ordering
+# it depends on, and to freeze part of a transformer and check that it stayed frozen.
 # :::
 #
 # A position table is monotone when, from every anchor, nearer positions get nearer
@@ -94,9 +92,9 @@ pg.notebook_setup()
 # For every anchor $i$ and every pair of other positions $j, k$ with $|i - j| < |i - k|$,
 # the pair is a **violation** when the encoding puts $j$ farther from $i$ than $k$, and a
 # **tie**, counted as half a violation, when the two distances are equal. Pairs at equal
-# offsets, one step left and one step right, are not comparable. A monotone encoding scores
-# 0, random vectors about 0.5. Ordering the pairs by the corpus's Hellinger distances
-# instead of the offset asks whether the encoding reproduces the *corpus's* order. In numpy:
+# offsets are not comparable. A monotone encoding scores 0, random vectors about 0.5.
+# Ordering the pairs by the corpus's Hellinger distances instead of the offset asks whether
+# the encoding reproduces the *corpus's* order. In numpy:
 
 # %%
 def violation_rate(P, reference=None):
@@ -119,7 +117,7 @@ def violation_rate(P, reference=None):
 # %% [markdown]
 # Four tables: points on a line, 32 points closing a circle, Gaussian vectors, and the
 # learned table of the pretrained encoder all-MiniLM-L6-v2 (rows 1–48; row 0 belongs to
-# `[CLS]`). Beside each, the library's rate:
+# `[CLS]`), with the library's rate:
 
 # %%
 angles = 2 * np.pi * np.arange(32) / 32
@@ -139,10 +137,10 @@ check["difference"] = check["violation_rate"] - check["pg.monotonicity_violation
 check
 
 # %% [markdown]
-# The two agree exactly. The circle's far side comes back, and its chords at offsets $t$
-# and $32 - t$ are equal, ties that only a comparison up to rounding sees. The library
-# counts the same pairs by counting inversions in each sorted row, in $O(n^2 \log n)$
-# instead of $O(n^3)$; from here on the chapter uses it.
+# The circle's far side comes back, and its chords at offsets $t$ and $32 - t$ are equal:
+# ties that only a comparison up to rounding sees. The library counts the same pairs as
+# inversions in each sorted row, in $O(n^2 \log n)$ instead of $O(n^3)$, and the chapter
+# uses it from here on.
 
 # %% tags=["remove-cell"]
 assert check["difference"].abs().max() == 0
@@ -155,12 +153,11 @@ assert abs(check.loc["random, d=16", "violation_rate"] - 0.5) < 0.03
 #
 # ALiBi is exactly monotone in offset on every corpus, the sinusoids are nearly so at short
 # range and not at 510 positions, and the corpus table $P_{\mathrm{MDS}}$ is as monotone as
-# the corpus it reproduces. The encodings of the previous chapters, on the synthetic corpus
-# ($n = 32$, a ring), SST-2 ($n = 48$) and IMDB ($n = 510$), plus two tables trained from
-# scratch on the synthetic corpus (a one-block masked-token model, and a classifier of
-# whether marker A precedes marker B); pairs ordered by offset, by the plug-in Hellinger
-# distances and by the noise-corrected ones of {doc}`the geometry chapter
-# <03_statistical_geometry>`:
+# the corpus it reproduces. The encodings of the previous chapters on the synthetic ring
+# ($n = 32$), SST-2 ($n = 48$) and IMDB ($n = 510$), plus two tables trained from scratch
+# on the ring (a one-block masked-token model and a classifier of whether marker A precedes
+# marker B); pairs ordered by offset, by plug-in Hellinger distances and by the
+# noise-corrected ones of {doc}`the geometry chapter <03_statistical_geometry>`:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.005, "rtol": 0} tolerance_reason="the two tables trained from scratch (last rows): other CPU kernel paths moved their rates by 3e-4; shown to 3 decimals"
 corpora = {name: pg.load_corpus(name, "train") for name in ch.N_POSITIONS}
@@ -178,14 +175,14 @@ pg.display_table(rates, digits=3)
 # %% [markdown]
 # - **ALiBi** is a line in vector form, $\lVert p_i - p_j\rVert = \lVert m\rVert\,|i-j|$:
 #   rate 0 in offset order, by construction.
-# - **Sinusoids** are nearly monotone at 32 and 48 positions but not at 510, where the
-#   slow components' periods are reached and distances oscillate. RoPE, whose frequencies
-#   repeat within each smaller head, is less monotone still.
+# - **Sinusoids** break at 510 positions, where the slow components' periods are reached
+#   and distances oscillate; RoPE, whose frequencies repeat within each smaller head, is
+#   less monotone still.
 # - **Full-rank $P_{\mathrm{MDS}}$** reproduces the Hellinger distances exactly
 #   ({doc}`the MDS chapter <04_mds_and_stress>`), so its rate is 0 in Hellinger order and,
 #   in offset order, measures the corpus itself: 20% on the synthetic ring, 29% on SST-2
-#   and 45% on IMDB, whose plug-in distances are mostly noise beyond the first positions. The rank-3 table keeps only the slow drift and is far more monotone on
-#   the real corpora.
+#   and 45% on IMDB, whose plug-in distances are mostly noise beyond the first positions.
+#   The rank-3 table keeps only the slow drift and is far more monotone on real text.
 # - **MiniLM's table** is far from random and far from monotone: 28% at 48 positions, 39%
 #   at 510.
 
@@ -204,10 +201,9 @@ assert [round(100 * rates.loc["MiniLM learned", (c, "offset")]) for c in ("sst2"
 #
 # A rate in offset order uses the encoding alone; a rate in corrected order inherits the
 # noise of the estimated distances. The half-sample replicates of the corrected geometry
-# ({doc}`the calibration appendix <appendix_calibration>`: 25 halvings, intervals widened by
-# the disagreement with a second estimator) give each such rate its 95% interval, and each
-# difference of two rates a paired one. IMDB's, whose replicates take minutes, are read
-# from a file that `python _ch08.py imdb data/ch08_imdb_intervals.csv` writes.
+# ({doc}`the calibration appendix <appendix_calibration>`) give each such rate its 95%
+# interval, and each difference of two rates a paired one. IMDB's are read from a file that
+# `python _ch08.py imdb data/ch08_imdb_intervals.csv` writes.
 
 # %% tags=["stochastic"] tolerance={"atol": 0.002, "rtol": 0} tolerance_reason="a rate orders pairs by corrected distances, and float rounding orders near-tied distances: an AVX-512 machine moved an interval's end across a rounding boundary (-0.0015: -0.002 -> -0.001)"
 boot = ex_stats.corpus_bootstrap("sst2", ch.N_POSITIONS["sst2"], widened=True, progress=False)
@@ -223,9 +219,9 @@ rate_ci.round(3)
 # %% [markdown]
 # MiniLM's table violates more pairs than the rank-3 $P_{\mathrm{MDS}}$ table on both real
 # corpora (by 0.17 and 0.21), and every rate but random's stays below 0.5. The intervals
-# reach about $\pm 0.13$ on IMDB, because the two noise corrections order many pairs
-# differently; paired differences are narrower. On IMDB the rank-3 table also beats ALiBi;
-# on SST-2 that lead does not survive.
+# reach about $\pm 0.13$ on IMDB, where the two noise corrections order many pairs
+# differently; paired differences are narrower. The rank-3 table beats ALiBi on IMDB, not
+# on SST-2.
 
 # %% tags=["remove-cell"]
 for name in compared:
@@ -246,8 +242,8 @@ assert 0.2 < widest["imdb"] < 0.3  # "up to about +-0.13"
 # (sec-ch08-scratch)=
 # ## Tables trained from scratch are mostly, not exactly, monotone
 #
-# Every table trained from scratch here is far more monotone than random vectors, and none
-# is monotone. On the synthetic ring (the last rows of the first table) both violate about
+# Every table trained from scratch is far more monotone than random vectors, and none is
+# monotone. On the synthetic ring (the last rows of the first table) both violate about
 # 30% in offset order, and the masked-token table follows the ring: its rate is lower in
 # Hellinger order. On real text we train with the recipe of {doc}`the separation chapter
 # <05_positional_separation>`: masked tokens on the first 16 tokens of sentences at least
@@ -274,9 +270,9 @@ text_rates.round(2)
 
 # %% [markdown]
 # In offset order the trained tables violate 10–13% of the comparisons, about as often as
-# full-rank $P_{\mathrm{MDS}}$, the corpus geometry itself, and far less than MiniLM's table
-# at the same $n$. In plug-in Hellinger order their rates are higher: at 16 positions these
-# distances are more than half sampling noise, which a trained table does not reproduce.
+# full-rank $P_{\mathrm{MDS}}$ and far less than MiniLM's table at the same $n$. In plug-in
+# Hellinger order their rates are higher: at 16 positions these distances are more than
+# half sampling noise, which a trained table does not reproduce.
 
 # %% tags=["remove-cell"]
 offset_rates = text_rates.xs("offset", axis=1, level=1)
@@ -295,9 +291,7 @@ assert rates.loc["MLM from scratch", ("synthetic", "hellinger")] < rates.loc["ML
 # (sec-ch08-paper)=
 # ## Beside P1's numbers
 #
-# P1 reports 22% for $P_{\mathrm{MDS}}$, 25.4% for a pretrained model and 50% for random
-# vectors, without the corpus, the number of positions, the ordering, the tie rule or the
-# rank. Ours, in offset order, at both ranks:
+# P1's rates, stated without their setting, beside ours in offset order at both ranks:
 
 # %%
 paper = papers.PAPER_P1
@@ -311,10 +305,8 @@ beside
 
 # %% [markdown]
 # The random baseline agrees. P1's 22% for $P_{\mathrm{MDS}}$ is matched within two points
-# on our synthetic corpus, and on neither real corpus at either rank: full rank is as
-# monotone as the corpus (29% on SST-2, 45% on IMDB), rank 3 much more (7% and 6%). The
-# pretrained value depends on the range of positions, which P1 does not state. Rows $1..n$
-# of MiniLM's table:
+# on our synthetic corpus but on neither real corpus at either rank. The pretrained value depends on the range of positions, as
+# rows $1..n$ of MiniLM's table show:
 
 # %%
 by_n = pd.Series(
@@ -325,10 +317,10 @@ by_n
 
 # %% [markdown]
 # The rate climbs from 20% at $n = 8$ to 39% at $n = 510$: far pairs are the ones a learned
-# table gets wrong. Since it passes 25.4% on the way, a comparison that can fail fixes $n$
+# table gets wrong. It passes 25.4% on the way, so a comparison that can fail fixes $n$
 # first: at SST-2's range ($n = 48$) MiniLM is within 3 points of P1's value, at the full
-# range 14 points above. (P1's model is BERT-base, so the two need not agree.) A violation
-# rate means little without its $n$, ordering and tie rule.
+# range 14 points above. A violation rate means little without its $n$, ordering and tie
+# rule.
 
 # %% tags=["remove-cell"]
 pmds_gap = (beside.loc[["PMDS full", "PMDS k=3"]].drop(columns="P1") - paper["monotonicity/pmds"]).abs()
@@ -346,10 +338,10 @@ assert abs(pretrained_gap[48]) < 0.03 and round(100 * pretrained_gap[510]) == 14
 # ## With attention frozen, tables become far more monotone, not monotone
 #
 # Freezing attention at its initial values makes the table far more monotone than at
-# initialisation, and still leaves 14–21% of the comparisons reversed. Both of the proof's
-# assumptions can be approached. **A monotone corpus:** on the *line corpus* the token at
+# initialisation, and still leaves 14–21% of the comparisons reversed. We approach both of
+# the proof's assumptions. **A monotone corpus:** on the *line corpus* the token at
 # position $i$ is drawn from a Gaussian bump over 64 tokens centred at $i/31$, so distances
-# grow with the offset, except for a few comparisons near the ends, where the bumps are cut:
+# grow with the offset except near the ends, where the bumps are cut:
 
 # %%
 D_line = pg.hellinger_matrix(ch.line_marginals(settings))
@@ -377,9 +369,8 @@ print([name for name, _ in pg.Transformer(config).named_parameters() if name.sta
 # %% [markdown]
 # `ch.train_position_table` trains it with `pg.train`, passing
 # `pg.TrainConfig(freeze=frozen)` in the **frozen** regime and nothing in the **full** one;
-# embeddings, position table, LayerNorms, feed-forward blocks and output layer train in
-# both. Width 32, one block for the masked-token model and two for the classifier, 300 AdamW
-# steps of 32 sequences, five seeds; both regimes of a seed share their initialisation and
+# everything else trains in both. Width 32, one block for the masked-token model and two
+# for the classifier, 300 AdamW steps of 32 sequences, five seeds; both regimes of a seed share their initialisation and
 # batches. Means over seeds with 95% intervals; the last row is $\mathrm{stress}^*$ against
 # the frozen-attention table of the same seed.
 
@@ -392,8 +383,8 @@ summary = pg.seed_summary(comparison.reset_index(), by=["objective", "regime"], 
 pg.interval_table(summary).T
 
 # %% [markdown]
-# "Frozen" is checked, not assumed: after training, the attention parameters of seed 0's
-# frozen runs are bitwise equal to their initial values.
+# "Frozen" is checked, not assumed: seed 0's attention parameters after training, compared
+# bitwise with their initial values:
 
 # %%
 runs = {
@@ -416,23 +407,20 @@ pd.DataFrame({f"{o}, {r}": d.as_dict() for (o, r), d in drops.items()}).T[["mean
 )
 
 # %% [markdown]
-# - **Frozen attention gives far more monotone tables than initialisation** (about 0.5),
-#   for both tasks: the rate falls by about 0.3, and the interval of the drop lies below
-#   $-0.1$. It does not give monotone ones: about 14% violations for the masked-token
-#   table and 21% for the classifier's.
-# - **For masked tokens, freezing changes nothing that matters.** Tokens at different
-#   positions are independent, so a masked token is predicted from its position alone and
-#   attention carries no information; full training moves the attention weights (a relative
-#   change of about 0.6) but the table's geometry is the frozen one to a stress below
-#   $10^{-3}$.
+# - **Frozen attention gives far more monotone tables than initialisation** (about 0.5)
+#   for both tasks, a drop of about 0.3 whose interval lies below $-0.1$, but not monotone
+#   ones.
+# - **For masked tokens, freezing changes nothing that matters.** A masked token is
+#   predicted from its position alone; full training moves the attention weights (a
+#   relative change of about 0.6), but the table's geometry is the frozen one to a stress
+#   below $10^{-3}$.
 # - **For the classifier, attention matters** and full training departs from the frozen
 #   solution ($\mathrm{stress}^*$ about 0.08). Its table is close to random *locally*
 #   (about 0.4 within offset 4) and ordered mainly at large offsets: detecting a shuffle
 #   needs only roughly where a position lies.
 #
-# Where do the remaining violations come from? The distance from an anchor to every other
-# position, rescaled to a maximum of 1, against the true Hellinger distance (black, dotted),
-# for the runs of seed 0, in {numref}`fig-ch8-anchors`:
+# Where do the remaining violations come from? {numref}`fig-ch8-anchors` shows the distance
+# from an anchor to every other position for the runs of seed 0:
 
 # %% tags=["remove-cell"]
 assert all(run.attention_unchanged == (r == "frozen") for (o, r), run in runs.items())
@@ -449,12 +437,10 @@ ch.plot_anchor_distances({f"{o} {r}": run.table for (o, r), run in runs.items()}
 
 # %% [markdown]
 # The masked-token tables rise from the anchor faster than the Hellinger distance, level
-# off and then **bend back**: from position 0 the farthest position is in the middle of the
-# line, not at its end, a horseshoe. A pre-LayerNorm transformer reads its input after
-# normalisation, which keeps a vector's direction and discards its length; an arc of
-# directions serves the loss as well as a straight segment, and nothing asks the two ends
-# to stay far apart. The fold is on every seed: the position farthest from position 0 in
-# the frozen-attention masked-token table lies well inside the 32-position line.
+# off and then **bend back** into a horseshoe: from position 0 the farthest position is
+# mid-line, not at the end. A pre-LayerNorm transformer reads its input after
+# normalisation, which keeps only a vector's direction; an arc of directions serves the
+# loss as well as a straight segment, and nothing keeps the two ends far apart. The fold is on every seed, well inside the 32-position line:
 
 # %% tags=["stochastic"] tolerance={"atol": 2, "rtol": 0} tolerance_reason="positions (integers) of trained tables: another kernel path can move a nearly tied maximum to a neighbouring position"
 farthest = comparison.xs(("mlm", "frozen"), level=["objective", "regime"])["farthest from 0"]
@@ -464,23 +450,22 @@ farthest.rename("position farthest from 0 (mlm, frozen)").to_frame().T
 assert (farthest < settings.n_positions - 4).all()
 
 # %% [markdown]
-# So with attention frozen, a corpus whose distances grow with the offset yields tables far
-# from random and far from monotone. The parts that keep training non-linearly, LayerNorm
-# above all, are the likely benders; Appendix A's linearised dynamics have no such parts.
+# The parts that keep training non-linearly, LayerNorm above all, are the likely
+# benders; Appendix A's linearised dynamics have none.
 #
 # (sec-ch08-width)=
 # ## Full training approaches the frozen solution only when the step shrinks with width
 #
 # As the width grows, full training approaches the frozen-attention table when the learning
-# rate shrinks like $1/d$, and not at a constant learning rate. The NTK regime is a limit in
+# rate shrinks like $1/d$, not at a constant one. The NTK regime is a limit in
 # which every weight moves by a vanishing fraction of its size
 # {cite:p}`jacot2018ntk,chizat2019lazy`. AdamW {cite:p}`loshchilov2019adamw` moves every
 # coordinate by about the learning rate per step whatever the width, so its analogue of the
 # NTK step size shrinks the learning rate like $1/d$. The sweep trains both regimes of the
 # classifier at $d = 8, 16, 32, 64$, five seeds each, with learning rate
-# $10^{-3} \cdot 32/d$ and with a constant $10^{-3}$: 70 runs, trained by `python _ch08.py
-# sweep data/ch08_width_sweep.csv` into the file read here. Its runs at $d = 32$ are the
-# classifier runs trained above:
+# $10^{-3} \cdot 32/d$ and with a constant $10^{-3}$: 70 runs, written by `python _ch08.py
+# sweep data/ch08_width_sweep.csv` to the file read here. Its $d = 32$ runs are the
+# classifier runs above:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.12, "rtol": 0.3} tolerance_reason="the trained columns: other kernel paths moved one run's attention change by up to 9% and its stress* by 10%; the file's columns are read, not trained"
 sweeps = ch.read_width_sweep()
@@ -506,10 +491,7 @@ pd.concat({label: pg.interval_table(t) for label, t in sweep_summary.items()}, n
 ch.plot_width_sweep(sweeps)
 
 # %% [markdown]
-# Three contrasts over the five seeds ({numref}`fig-ch8-width`): the fall of the attention
-# change from $d = 8$ to $d = 64$ under each scaling (a ratio per seed), the fall of the
-# departure from the frozen table under the $1/d$ scaling, and, at $d = 64$, the two
-# scalings' departures compared seed by seed.
+# Three contrasts over the five seeds ({numref}`fig-ch8-width`), named in their rows:
 
 # %%
 inverse, constant = sweeps["lr ~ 1/width"], sweeps["constant lr"]
@@ -531,10 +513,10 @@ contrasts = {
 pd.DataFrame({name: iv.as_dict() for name, iv in contrasts.items()}).T[["mean", "low", "high"]].round(2)
 
 # %% [markdown]
-# With the $1/d$ scaling the attention change falls roughly like $1/d$, by a factor of
-# about 8 from $d = 8$ to $d = 64$, and the full-training table approaches the frozen one:
-# its $\mathrm{stress}^*$ falls from about 0.3 to about 0.05, a drop whose interval excludes
-# 0. At a constant learning rate the attention change falls only by a factor of about 2.5:
+# With the $1/d$ scaling the attention change falls roughly like $1/d$ (a factor of about 8
+# from $d = 8$ to $d = 64$) and the full-training table approaches the frozen one:
+# $\mathrm{stress}^*$ falls from about 0.3 to about 0.05, a drop whose interval excludes 0.
+# At a constant learning rate the attention change falls only by a factor of about 2.5:
 # width alone does not make AdamW training lazy. Neither scaling brings the violation rate
 # near 0, because the frozen solution itself is not monotone. A sweep to width 512 with ten
 # times longer training is described with {doc}`the full-scale runs <appendix_full_scale>`.
@@ -564,9 +546,8 @@ for t in sweep_summary.values():
 #   so they test the conjecture's conclusion with attention fixed, not the appendix's theorem.
 #   The LayerNorm reading of the horseshoe is not tested by an ablation.
 # - **In the masked-token task attention has nothing to do**: the line corpus draws each
-#   position's token independently, so attention carries no information and both regimes
-#   end at the same geometry.
-#   Only the classifier tests what frozen attention changes.
+#   position's token independently, so both regimes end at the same geometry. Only the
+#   classifier tests what frozen attention changes.
 # - **Small models**: width 32 (8 to 64 in the sweep), 300 steps, five seeds. The tables
 #   trained from scratch on text are single runs at 16 positions.
 # - **Corrected-order rates** carry the noise of the estimated geometry; their intervals

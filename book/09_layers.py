@@ -21,31 +21,30 @@
 # **The question.** P1 {cite:p}`cirrincione2026geometry` pushes a positional encoding
 # through the query and key maps of each layer of a pretrained BERT {cite:p}`devlin2019bert`,
 # scores the image against the corpus geometry by stress, and reports a sharp peak at
-# layer 3, which it reads as the layer that reorganises the positional signal. Is there such
-# a peak, and what does it measure?
+# layer 3, read as the layer that reorganises the positional signal. Is there such a peak,
+# and what does it measure?
 #
 # **The book's answer.** The peak is not reproduced by all-MiniLM-L6-v2, a 6-layer BERT.
 # Raw projected stress peaks at layer 1 and ranks the layers by the scale of their maps, not
 # by what they do to the geometry ({ref}`raw stress <sec-ch09-raw>`). Scale-optimal stress
-# varies across layers by a few hundredths, and random maps of the same shape leave it where
-# it is, because they are near-isometries ({ref}`the shape <sec-ch09-shape>`). On SST-2 the
+# varies across layers by a few hundredths, and random maps of the same shape, being
+# near-isometries, leave it where it is ({ref}`the shape <sec-ch09-shape>`). On SST-2 the
 # positional component of the hidden states drifts away from the corpus geometry with depth,
 # with no early peak ({ref}`the hidden states <sec-ch09-hidden>`).
 #
-# **You will learn** to extract the positional input of a BERT layer stack, to push it
-# through a layer's query and key maps and score the image, and to tell a statement about
-# weight norms from one about geometry.
+# **You will learn** to extract the positional input of a BERT layer stack, push it through
+# a layer's query and key maps and score the image, and tell a statement about weight norms
+# from one about geometry.
 # :::
 #
-# Every layer of an encoder compares positions through its query and key maps, so those
-# maps decide which distinctions between positions attention can see. P1 measures this by
-# the stress of the positional signal after each layer's maps, and links the layer-3 peak to
-# the syntactic specialisation of BERT's middle layers {cite:p}`tenney2019bert`. We make the
-# measurement precise, compute it per layer and per head for the pretrained
-# all-MiniLM-L6-v2 {cite:p}`wang2020minilm,reimers2019sbert` against the SST-2 ($n = 48$
-# positions) and IMDB ($n = 510$) geometries, and compare it with a second view, the
-# positional component of the hidden states themselves. The adjacency and probing views of
-# positional information are in {doc}`the chapter on causal transformers <11_nope_adjacency>`.
+# Every layer compares positions through its query and key maps, which decide what
+# distinctions between positions attention can see; P1 links its layer-3 peak to the
+# syntactic specialisation of BERT's middle layers {cite:p}`tenney2019bert`. We make the
+# measurement precise, compute it per layer and per head for all-MiniLM-L6-v2
+# {cite:p}`wang2020minilm,reimers2019sbert` against the SST-2 ($n = 48$ positions) and IMDB
+# ($n = 510$) geometries, and compare it with the positional component of the hidden states.
+# Adjacency and probing views are in
+# {doc}`the chapter on causal transformers <11_nope_adjacency>`.
 
 # %% tags=["hide-input"]
 # Colab only: install the companion package and fetch this chapter's helper module.
@@ -100,9 +99,8 @@ TARGETS = {"plug-in": "distances", "corrected": "hybrid"}  # the two distance ma
 # with $m_{t,i}$ and $\sigma_{t,i}$ the mean and standard deviation of the sum over the $d$
 # coordinates. Centring is linear, so the part that depends on the position is
 # $\gamma \odot (p_i - \bar p_i \mathbf 1)/\sigma_{t,i}$; only the division couples position
-# and token, and $\sigma_{t,i}$ varies little. Replacing it by one constant $\bar\sigma$, the
-# root mean square of $\sigma_{t,i}$ over all (token, position) pairs, gives the
-# **{term}`positional input`**
+# and token, and $\sigma_{t,i}$ varies little. Replacing it by its root mean square
+# $\bar\sigma$ over all (token, position) pairs gives the **{term}`positional input`**
 #
 # $$
 # \Pi_i = \gamma \odot (p_{i+1} - \bar p_{i+1} \mathbf 1)/\bar\sigma ,
@@ -110,8 +108,7 @@ TARGETS = {"plug-in": "distances", "corrected": "hybrid"}  # the two distance ma
 #
 # the configuration the first layer receives, at the scale it receives it (our position $i$
 # is the model's row $i + 1$, after `[CLS]`). Layer $\ell$ reads it through its query and key
-# maps $W_Q^\ell, W_K^\ell$ ($d \times d$; head $h$ owns $d_h = 32$ of the output
-# coordinates). Pushing $\Pi$ through both and concatenating,
+# maps $W_Q^\ell, W_K^\ell$ ($d \times d$). Pushing $\Pi$ through both and concatenating,
 #
 # $$
 # Z^\ell = \bigl[\,\Pi\, W_Q^{\ell\top} \;\big|\; \Pi\, W_K^{\ell\top}\,\bigr],
@@ -119,12 +116,11 @@ TARGETS = {"plug-in": "distances", "corrected": "hybrid"}  # the two distance ma
 # \lVert z^\ell_i - z^\ell_j\rVert^2 = \lVert W_Q^\ell(\pi_i - \pi_j)\rVert^2 + \lVert W_K^\ell(\pi_i - \pi_j)\rVert^2 ,
 # $$
 #
-# puts two positions far apart when the layer's queries or keys tell them apart (biases add
-# the same vector to every row and drop out). The **{term}`projected stress`** of layer
-# $\ell$ is the stress of $Z^\ell$ against the corpus distances $D$, raw or scale-optimal
-# ({doc}`the MDS chapter <04_mds_and_stress>`). As in P1, the same $\Pi$ goes through every
-# layer's maps, so the measurement describes the maps. Here are $\bar\sigma$, $\Pi$ and the
-# image through layer 3, from the model's weights:
+# puts two positions far apart when the layer's queries or keys tell them apart (biases
+# drop out). The **{term}`projected stress`** of layer $\ell$ is the stress of $Z^\ell$
+# against the corpus distances $D$, raw or scale-optimal
+# ({doc}`the MDS chapter <04_mds_and_stress>`). As in P1, the same $\Pi$ goes through every layer's maps. Here are
+# $\bar\sigma$, $\Pi$ and the image through layer 3, from the model's weights:
 
 # %%
 array = lambda weight: weight.detach().double().numpy()
@@ -154,9 +150,9 @@ for scale in ("raw", "optimal"):
 # %% [markdown]
 # The library computes the same, and from here on the chapter uses `pg.positional_input`,
 # `pg.query_key_maps` and `pg.projected_stress`. How good is the constant $\bar\sigma$? For
-# the 500 most frequent SST-2 tokens we compare the embedding layer's real output at the 48
-# positions, centred over positions, with $\Pi$ centred the same way (relative errors, and
-# the cosine between the two configurations):
+# the 500 most frequent SST-2 tokens, the embedding layer's real output at the 48 positions
+# against $\Pi$, both centred over positions (relative errors, and the cosine between the two
+# configurations):
 
 # %%
 tokens = corpora["sst2"].sequences.tokens
@@ -169,16 +165,16 @@ assert linearisation["median"] < 0.1 and linearisation["median cosine"] > 0.99
 assert linearisation[["median", "90%", "max"]].round(2).tolist() == [0.05, 0.11, 0.19]  # the text's 5%, 11%, 19%
 
 # %% [markdown]
-# The positional configuration seen through a token agrees with $\Pi$ to within 5% for the
-# median token and 19% at worst, mostly in scale.
+# For the median token $\Pi$ is within 5% of the real output, 19% at worst, mostly in
+# scale.
 #
 # (sec-ch09-raw)=
 # ## Raw projected stress measures the scale of the maps
 #
 # **Raw projected stress peaks at layer 1 on both corpora and both targets, and ranks the
-# layers exactly as the size of their images.** The table gives every layer's projected
-# stress (layer 0: $\Pi$ itself) and the `distance ratio`, the mean distance between
-# projected positions over the mean corpus distance:
+# layers exactly as the size of their images.** Every layer's projected stress (layer 0:
+# $\Pi$ itself) and the `distance ratio`, the mean distance between projected positions over
+# the mean corpus distance:
 
 # %%
 layer_tables = {
@@ -203,10 +199,9 @@ assert (peaks["raw"] == 1).all() and peaks["optimal"].isin([4, 5]).all()
 
 # %% [markdown]
 # Raw stress runs from 38 to 218,168 because the projected positions lie 7 to 690 times
-# farther apart than Hellinger distances allow: stress is then roughly the square of that
-# ratio, and the layer whose maps stretch most scores worst. Multiplying $W_Q$ by $c$ and
-# $W_K$ by $1/c$ leaves every attention score unchanged and moves raw stress anywhere
-# (exercise 3). Raw projected stress measures the norms of $W_Q$ and $W_K$, not a geometry.
+# farther apart than Hellinger distances allow, and stress is then roughly the square of
+# that ratio. Multiplying $W_Q$ by $c$ and $W_K$ by $1/c$ leaves every attention score
+# unchanged and moves raw stress anywhere (exercise 3). Raw projected stress measures the norms of $W_Q$ and $W_K$, not a geometry.
 #
 # (sec-ch09-shape)=
 # ## Scale-optimal stress barely moves
@@ -224,10 +219,9 @@ ch.plot_layer_stress(
 # %% [markdown]
 # Is a few hundredths large? A yardstick is the projected stress of $\Pi$ under *random*
 # Gaussian maps of the same shape (two $d \times d$ maps, concatenated, 20 draws;
-# `ch.random_map_stress`). Each squared distance of such an image is a sum of $2d$
-# independent terms and concentrates around a common multiple of the original one, which
-# scale-optimal stress ignores: a random map this wide is close to an isometry up to scale
-# (exercise 1). So the band is, up to its small spread, the stress of $\Pi$ itself:
+# `ch.random_map_stress`). Each squared distance of the image is a sum of $2d$ independent
+# terms, so such a map is nearly an isometry up to scale (exercise 1) and the band is, up to
+# its small spread, the stress of $\Pi$ itself:
 
 # %%
 d_model = model.config.hidden_size
@@ -266,11 +260,10 @@ assert below[below].index.tolist() == [4, 6]  # "two layers (4 and 6) fall below
 # %% [markdown]
 # The band's centre lies within 2% of $\Pi$'s own stress, so "above the band" means "worse
 # than the input". Against the plug-in targets and the corrected SST-2 target every layer
-# lies above it: each layer's maps move the positional geometry a little further from the
-# corpus geometry than $\Pi$ already is, most in layers 4 to 6. Against the corrected IMDB
-# target two layers (4 and 6) fall below the band, closer to the corpus than $\Pi$. The
-# effects are real but small, a spread of 0.011 to 0.030 across layers, far from a "very
-# high peak".
+# lies above it, moving the positional geometry a little further from the corpus than $\Pi$
+# already is, most in layers 4 to 6; against the corrected IMDB target layers 4 and 6 fall
+# below it. The effects are real but small, a spread of 0.011 to 0.030 across layers, far
+# from a "very high peak".
 #
 # (sec-ch09-heads)=
 # ## Heads differ more than layers
@@ -310,15 +303,13 @@ assert [t.stack().idxmax() for t in head_tables.values()] == [(1, 0), (1, 1)]
 # ## The hidden states drift away from the corpus geometry
 #
 # **On SST-2 the positional component of the hidden states moves away from the corpus
-# geometry with depth; on neither corpus is there a clear peak in the early-middle layers.** Projected stress pushes the *input*
-# positional signal through later layers' maps; what reaches a layer is the residual stream,
-# which mixes position with content. Averaging the hidden state at each position over many
-# sequences removes most of the content and leaves the positional component
-# $\bar h^\ell_i = \mathbb E[h^\ell_{i+1}]$ (`pg.positional_hidden_states`: sequences of at
-# least $n$ tokens, cut to $n$ and wrapped in `[CLS] ... [SEP]`; every position averaged over
-# the same 256 SST-2 sentences or 32 IMDB reviews). Its stress, layer by layer (layer 0: the
-# embedding output), and below it the scale-optimal stress of random Gaussian vectors, a
-# configuration with no order at all:
+# geometry with depth; on neither corpus is there a clear peak in the early-middle
+# layers.** What reaches a layer is not $\Pi$ but the residual stream, which mixes position
+# with content. Averaging the hidden state at each position over the same sequences removes
+# most of the content and leaves the positional component
+# $\bar h^\ell_i = \mathbb E[h^\ell_{i+1}]$ (`pg.positional_hidden_states`). Its stress,
+# layer by layer (layer 0: the embedding output), and below it the scale-optimal stress of
+# random Gaussian vectors, which have no order:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.0001, "rtol": 1e-06} tolerance_reason="float32 rounding of the hidden states: other CPU kernel paths moved the last digit shown (5163.8589 to 5163.8590, 4347.0453 to 4347.0454), so 1e-6 of the value plus one unit of the last digit"
 hidden = {
@@ -375,21 +366,16 @@ imdb_plug = opt[("imdb", "plug-in")]
 assert imdb_plug.idxmax() == 3 and imdb_plug.max() - imdb_plug.loc[4:].max() < 0.002  # "one or two thousandths"
 
 # %% [markdown]
-# After the first layer the raw stress *falls* through the network: the mean hidden states
-# of different positions draw together, until at the last layer their raw stress is of
-# order 1 (0.5 to 4.7; 230 against the corrected IMDB distances, which are small). The
-# scale-optimal stress ({numref}`fig-ch9-hidden`) grows with depth on SST-2 against both
-# targets, with its maximum at the last layer (against the corrected distances 0.036 at the
-# embedding output, 0.045 in layers 4 and 5, 0.073 at the last): the deeper the layer, the
-# less its positional component resembles the corpus geometry. On IMDB the plug-in curve
-# changes little, with a maximum at layer 3 one or two thousandths above the later layers,
-# which 32 reviews cannot resolve; against the corrected distances the layers come slightly
-# closer (0.56 to 0.50).
+# After the first layer the raw stress *falls* through the network as the mean hidden
+# states of different positions draw together. The scale-optimal stress
+# ({numref}`fig-ch9-hidden`) grows with depth on SST-2 against both targets, with its
+# maximum at the last layer. On IMDB the plug-in curve changes little, its maximum at
+# layer 3 one or two thousandths above the later layers, which 32 reviews cannot resolve;
+# against the corrected distances the layers come slightly closer.
 #
-# All of these are poor fits. Random vectors, which carry no order, fit the plug-in
-# distances better than every layer and come within a few hundredths of the layers on the
-# corrected ones: this view compares layers with each other, not with a good fit, and no
-# layer stands out.
+# All of these are poor fits: random vectors, which carry no order, fit the plug-in
+# distances better than every layer and come within a few hundredths on the corrected ones,
+# and no layer stands out.
 #
 # (sec-ch09-paper)=
 # ## Beside the paper
@@ -432,12 +418,11 @@ assert (all_peaks != 3).all().all()
 
 # %% [markdown]
 # With sinusoids the raw peak is again layer 1, the map norms, and scale-optimal stress is
-# nearly flat, its maximum in different layers on different targets. No variant puts
-# MiniLM's peak at layer 3, and none gives a peak not explained by the norms of the maps or
-# by differences of a few hundredths. MiniLM was distilled from a larger teacher and
-# fine-tuned for sentence embeddings, so its layer 3 need not correspond to BERT's; nothing
-# here refutes a layer-3 peak in BERT-base. The same chapter run on `bert-base-uncased`,
-# P1's model, is one of {doc}`the full-scale runs <appendix_full_scale>`.
+# nearly flat. No variant puts MiniLM's peak at layer 3 or gives one not explained by the
+# norms of the maps or by differences of a few hundredths. MiniLM, distilled from a larger
+# teacher and fine-tuned for sentence embeddings, need not match BERT layer for layer:
+# nothing here refutes a layer-3 peak in BERT-base. The same chapter run on
+# `bert-base-uncased`, P1's model, is one of {doc}`the full-scale runs <appendix_full_scale>`.
 #
 # :::{admonition} Limits
 # :class: warning

@@ -23,27 +23,26 @@
 # {cite:p}`cirrincione2026geometry`. It reproduces the corpus geometry with the least
 # stress, so a model given it should have less to learn. Does it train better?
 #
-# **The book's answer.** No. The tables built from the corpus fit the synthetic corpus's
-# geometry almost exactly, but on SST-2 and IMDB P1's rank-3 $P_{\mathrm{MDS}}$ fits worse
-# than the sinusoids and RoPE ({ref}`the fit <sec-ch10-fit>`). Frozen into a small
-# transformer, no corpus table trains better than a learned table, the sinusoids or RoPE,
-# and on sentiment positions do not help at all ({ref}`the small runs <sec-ch10-small>`);
-# a table's stress does not reliably predict its accuracy
-# ({ref}`stress and accuracy <sec-ch10-stress>`). In larger runs on masked tokens of real
-# text, the one task here where the tables differ, the low-rank corpus tables train worse
-# and the exact full-rank fit is no better than the sinusoids or a learned table
-# ({ref}`rank, not fit <sec-ch10-rank>`). P1's constructive claim is not supported.
+# **The book's answer.** No. The corpus tables fit the synthetic corpus's geometry almost
+# exactly, but on SST-2 and IMDB P1's rank-3 $P_{\mathrm{MDS}}$ fits worse than the
+# sinusoids and RoPE ({ref}`the fit <sec-ch10-fit>`). Frozen into a small transformer, no
+# corpus table trains better than a learned table, the sinusoids or RoPE, and on sentiment
+# positions do not help at all ({ref}`the small runs <sec-ch10-small>`); stress does not
+# reliably predict accuracy ({ref}`stress and accuracy <sec-ch10-stress>`). In larger runs
+# on masked tokens of real text, the one task where the tables differ, the low-rank corpus
+# tables train worse and the exact full-rank fit is no better than the sinusoids or a
+# learned table ({ref}`rank, not fit <sec-ch10-rank>`). P1's constructive claim is not
+# supported.
 #
 # **You will learn** to plug a fixed position table into a transformer, to compare trained
 # encodings over seeds with intervals, and to test whether a measure of fit predicts
 # training.
 # :::
 #
-# The earlier chapters measured how well position tables fit the corpus geometry; none
-# trained a model with one. Whether the best-fitting table is also the best encoding is an
-# experimental question, and this chapter asks it directly: build the tables from the
-# training corpus, freeze each into the same transformer, train, and compare with the
-# encodings models actually use, over several seeds.
+# The earlier chapters measured how well position tables fit the corpus but trained no
+# model with one. This chapter builds the tables from the training corpus, freezes each into
+# the same transformer, and compares them over several seeds with the encodings models
+# actually use.
 
 # %% tags=["hide-input"]
 # Colab only: install the companion package and fetch this chapter's helper module and data.
@@ -91,14 +90,13 @@ corpora = {name: ch.tasks(name, n, s) for name, n, _ in s.corpora}
 # ## A fixed table in the model
 #
 # **A fixed table enters the model as a constant added to the token embeddings: it is
-# stored with the model and never trained.** First the table: $P_{\mathrm{MDS}}$ of rank 3
-# from the 16 × 16 matrix of distances between the first 16 positions of the synthetic
-# training corpus ({doc}`the MDS chapter <04_mds_and_stress>`), centred, padded with zeros
-# to the model's width of 32, and scaled so that its rows have the norm of the token
-# embeddings at initialisation, $0.02\sqrt{32}$. Every table of this chapter is built this
-# way, so that only its *shape* differs from the others. Then the model: a `pg.Transformer`
-# built without positions, whose input is the token embeddings plus the table, held as a
-# buffer.
+# stored with the model and never trained.** The table: rank-3 $P_{\mathrm{MDS}}$ from the
+# distances between the first 16 positions of the synthetic training corpus
+# ({doc}`the MDS chapter <04_mds_and_stress>`), centred, padded with zeros to the model's
+# width of 32, and scaled so that its rows have the norm of the token embeddings at
+# initialisation, $0.02\sqrt{32}$. Every table here is built this way, so only its *shape*
+# differs. The model: a `pg.Transformer` without positions, whose input is the token
+# embeddings plus the table, held as a buffer.
 
 # %%
 D = corpora["synthetic"].geometry  # Hellinger distances between the first 16 positions
@@ -122,10 +120,9 @@ class FrozenTable(torch.nn.Module):
 
 
 # %% [markdown]
-# The chapter's helper does the same with the library's transformer: it writes the fixed
-# table into the model's learned position table and freezes it during training
-# (`pg.TrainConfig(freeze=("pos",))`). Built with the same weights and run on one batch of
-# masked-token sequences, the two give the same logits:
+# The chapter's helper instead writes the table into the library model's learned position
+# table and freezes it (`pg.TrainConfig(freeze=("pos",))`). With the same weights, on one
+# batch of masked-token sequences, the two give the same logits:
 
 # %%
 config = ch.model_config(s, corpora["synthetic"], "mlm")  # position="learned": the table is a parameter
@@ -140,18 +137,17 @@ with torch.no_grad():
  "logits: mine minus library": gap, "is mine's table a parameter?": "table" in dict(mine.named_parameters())}
 
 # %% [markdown]
-# For classification a [CLS] token is put in front of the text; its slot gets a zero row and
-# the table starts at the next one.
+# For classification a [CLS] token goes in front of the text; its slot gets a zero row and
+# the table starts at the next.
 #
 # ## The tasks and the runs
 #
-# Four tasks. On the synthetic corpus ({doc}`the geometry chapter <03_statistical_geometry>`'s,
-# whose per-position distributions are known) the model predicts masked tokens, and it
-# classifies whether a sequence has been **reversed**, which needs positions and nothing
-# else. On SST-2 and IMDB it classifies the sentiment of a text from its first 16 tokens.
-# Accuracy is measured on held-out data: fresh synthetic sequences, SST-2's validation split,
-# 1,024 reviews of IMDB's test split. Four rows of the reversal task, the [CLS] token (65)
-# first:
+# Four tasks. On the synthetic corpus of {doc}`the geometry chapter <03_statistical_geometry>`
+# the model predicts masked tokens and classifies whether a sequence has been **reversed**,
+# which needs positions and nothing else. On SST-2 and IMDB it classifies sentiment from a
+# text's first 16 tokens. Accuracy is held-out: fresh synthetic sequences, SST-2's
+# validation split, 1,024 reviews of IMDB's test split. Four rows of the reversal task, the
+# [CLS] token (65) first:
 
 # %%
 batch = corpora["synthetic"].tasks["cls"].sample(4, torch.Generator().manual_seed(0))
@@ -160,9 +156,8 @@ pd.DataFrame(batch.tokens.numpy()).assign(reversed=batch.targets.numpy())
 # %% [markdown]
 # The encodings: $P_{\mathrm{MDS}}$ at rank 3, 8 and full rank, the stress-optimal SMACOF
 # table at rank 3 ({doc}`the MDS chapter <04_mds_and_stress>`) and the sinusoidal table, all
-# fixed and built as above, against a learned table, RoPE {cite:p}`su2021roformer` and no
-# positions. Each run (`ch.run_job`) writes its fixed table into the model, trains it with
-# `pg.train` and the table frozen, and measures its held-out accuracy: a one-layer
+# fixed, against a learned table, RoPE {cite:p}`su2021roformer` and no
+# positions. Each run (`ch.run_job`) trains with `pg.train`, the table frozen: a one-layer
 # transformer of width 32 with 4 heads, 80 AdamW steps of 32 sequences at learning rate
 # 0.003, five seeds per encoding and task, 160 runs.
 
@@ -174,11 +169,11 @@ summary = ch.summarise(runs)  # mean and 95% interval over the seeds
 # (sec-ch10-fit)=
 # ## How well each table fits
 #
-# **The tables built from the synthetic corpus fit its geometry almost exactly; on SST-2 and
-# IMDB, P1's rank-3 $P_{\mathrm{MDS}}$ fits worse than the sinusoids and RoPE.** The
-# scale-optimal stress of each table against the plug-in distances the tables are built
-# from, and against the noise-corrected geometry of
-# {doc}`the geometry chapter <03_statistical_geometry>`, with its 95% interval:
+# **The corpus tables fit the synthetic corpus's geometry almost exactly; on SST-2 and IMDB,
+# P1's rank-3 $P_{\mathrm{MDS}}$ fits worse than the sinusoids and RoPE.** The scale-optimal
+# stress of each table against the plug-in distances it is built from, and against the
+# noise-corrected geometry of {doc}`the geometry chapter <03_statistical_geometry>`, with
+# its 95% interval:
 
 # %%
 boots = {name: ex_stats.corpus_bootstrap(name, ct.n_positions, widened=True, progress=False) for name, ct in corpora.items()}
@@ -193,12 +188,11 @@ fit[[(c, m) for c in corpora for m in ("plug-in", "corrected [95%]")]]
 # On the synthetic corpus the corpus tables leave a plug-in stress below 0.001, against
 # 0.057 for the sinusoids and 0.21 for RoPE's vector form. On the real corpora full-rank
 # $P_{\mathrm{MDS}}$ reproduces the plug-in distances exactly, but at rank 3 it leaves more
-# stress than the sinusoids and RoPE; SMACOF does better at that rank
-# ({doc}`the MDS chapter <04_mds_and_stress>` shows why). Against the corrected geometry,
-# every corpus table fits the synthetic corpus and IMDB better than the sinusoids and RoPE,
-# outside the intervals; on SST-2 every interval reaches 0, so no fit is established there.
-# If fitting decided training, the corpus tables should win below, at least on the
-# synthetic corpus and IMDB.
+# stress than the sinusoids, RoPE and SMACOF ({doc}`the MDS chapter <04_mds_and_stress>`
+# shows why). Against the corrected geometry every corpus table fits the synthetic corpus
+# and IMDB better than the sinusoids and RoPE, outside the intervals; on SST-2 every
+# interval reaches 0, so no fit is established there. If fit decided training, the corpus
+# tables should win below.
 
 # %% tags=["remove-cell"]
 for name in corpora:
@@ -230,13 +224,12 @@ ch.plot_accuracy(summary, what=": the mean over five seeds (point) and its 95% i
 
 # %% [markdown]
 # Without positions the model is at chance on the reversal task and far lower on masked
-# tokens, while every positional signal, fixed or learned, solves the reversal task almost
-# perfectly ({numref}`fig-ch10-accuracy`). On sentiment from the first 16 tokens no encoding
-# does better than none: the model classifies from which words occur, not where. (IMDB's
-# first 16 tokens say little about sentiment, hence accuracies near 0.5.)
+# tokens; every positional signal, fixed or learned, solves the reversal task almost
+# perfectly ({numref}`fig-ch10-accuracy`). On sentiment no encoding beats none: the model
+# classifies from which words occur, not where.
 #
-# P1's recommended table, $P_{\mathrm{MDS}}$ at rank 3, against the others: the difference
-# of mean accuracies and its 95% interval (Welch):
+# P1's recommended rank-3 $P_{\mathrm{MDS}}$ against the others, the difference of mean
+# accuracies with its 95% Welch interval:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0} tolerance_reason="differences of the accuracies of the figure above, compared as they are (their seed spread, and moves of up to 0.09 on other CPU kernel paths)"
 pairs = [("PMDS k=3", other) for other in ("learned", "sinusoidal (fixed)", "PMDS full", "none")]
@@ -244,11 +237,10 @@ small = ch.contrasts(runs, pairs)
 ch.interval_table(small)
 
 # %% [markdown]
-# Against the learned table, the sinusoids and the full-rank table, rank-3
-# $P_{\mathrm{MDS}}$ differs by a few hundredths at most, with intervals that include 0
+# Against the other positional tables, rank-3 $P_{\mathrm{MDS}}$ differs by a few
+# hundredths at most, with intervals that include 0
 # (some barely): five seeds cannot rank the positional tables, and a better fit does not
-# show up as better training. Only the contrasts with *no* positions hold, and only on the
-# synthetic tasks.
+# show up as better training.
 
 # %% tags=["remove-cell"]
 synthetic = summary.loc["synthetic"]
@@ -267,22 +259,21 @@ assert (tables["mean"].abs() < 0.05).all() and tables["separated"].sum() <= 1
 # ## Stress does not predict accuracy
 #
 # **Lower stress goes with slightly higher accuracy, but not reliably: the correlation's
-# interval excludes 0 on one task of four.** The Spearman correlation between a table's
-# stress against the corrected geometry and its model's mean accuracy, over the six
-# encodings that have a stress (the fixed tables and RoPE's vector form); negative means
-# lower stress, higher accuracy. The 95% interval resamples the seeds of every encoding.
+# interval excludes 0 on one task of four.** Spearman's correlation between a table's
+# stress against the corrected geometry and its mean accuracy, over the six encodings with a
+# stress (the fixed tables and RoPE's vector form; negative: lower stress, higher accuracy),
+# with a 95% interval that resamples the seeds:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0} tolerance_reason="a rank correlation of 6 encodings moves in steps of 0.057 when two nearly tied accuracies swap; other CPU kernel paths moved one by 0.10, so 0.2 (three swaps)"
 prediction = ch.stress_performance(runs, stresses["corrected"])
 prediction.round(2)
 
 # %% [markdown]
-# Only on the synthetic reversal task does the interval exclude 0, and there it rests on
+# On the synthetic reversal task, where the interval excludes 0, the correlation rests on
 # the two worst-fitting tables, RoPE's and the sinusoids', being a little less accurate; on
-# IMDB the interval spans almost the whole range. The tables that reproduce the corpus
-# geometry exactly train no better than the sinusoids or RoPE, which fit it worse. At this
-# scale the tasks reward having positions far more than the choice among these tables;
-# telling the tables apart needs larger runs.
+# IMDB the interval spans almost the whole range. At this scale the tasks reward having
+# positions far more than the choice among tables; telling the tables apart needs larger
+# runs.
 
 # %% tags=["remove-cell"]
 holds = (prediction["high"] < 0) | (prediction["low"] > 0)
@@ -294,12 +285,11 @@ assert prediction.loc[("synthetic", "cls"), "rho"] < 0 and holds.sum() <= 2
 # ## Larger runs: sentiment still ignores positions
 #
 # **At a larger scale, positions still decide the synthetic tasks and still do not matter
-# for sentiment.** The same comparison was trained on a GPU at a scale closer to P1's
+# for sentiment.** The same comparison at a scale closer to P1's
 # ({doc}`the full-scale runs <appendix_full_scale>`): a 4-layer model of width 128, 3,000
 # AdamW steps of 128 sequences, 32 positions (64 on IMDB), both objectives on every corpus,
 # and three more encodings (SMACOF at rank 8, a low-rank learned table, ALiBi
-# {cite:p}`press2022alibi`); one seed per task, three on masked tokens of SST-2 and IMDB.
-# Its stored results, each seed a point:
+# {cite:p}`press2022alibi`):
 
 # %% mystnb={"figure": {"caption": "The larger runs: held-out accuracy of every run after 3,000 steps of a 4-layer model, one panel per corpus and objective, each seed a point (one seed on four tasks, three on masked tokens of SST-2 and IMDB). Circles: the fixed tables; squares: the model's own positional kinds.", "name": "fig-ch10-full"}}
 full, record = ch.full_profile_runs()
@@ -307,10 +297,9 @@ ch.plot_accuracy(full.rename(columns={"accuracy": "mean"}), "held-out accuracy (
                  what=": larger runs, each seed a point")
 
 # %% [markdown]
-# Every positional signal solves the reversal task, where no positions stay at chance; on
-# sentiment every encoding, none included, lands between 0.70 and 0.77 (one seed, so no
-# interval, but no sign that positions matter). Masked-token prediction of real text, which
-# the small runs could not train, is where the tables differ.
+# Every positional signal solves the reversal task; on sentiment every encoding, none
+# included, lands between 0.70 and 0.77. Masked-token
+# prediction of real text, which the small runs could not train, is where the tables differ.
 
 # %% tags=["remove-cell"]
 assert record["runs_done"] == len(full) == 110 and record["device"] == "NVIDIA H200"
@@ -328,8 +317,7 @@ assert sentiment.round(2).between(0.70, 0.77).all()
 # **On masked tokens of SST-2 and IMDB, the low-rank corpus tables train worst of the
 # encodings with positions, and the exact full-rank fit is no better than the sinusoids or
 # a learned table.** The mean accuracy over three seeds and its 95% interval (Student's t
-# with 2 degrees of freedom, hence wide; the seeds vary the initialisation and the batches,
-# while the tables, built from one corpus, stay fixed):
+# with 2 degrees of freedom, hence wide):
 
 # %% mystnb={"figure": {"caption": "The larger runs' masked-token prediction on SST-2 (32 positions) and IMDB (64 positions): the mean held-out accuracy over three seeds (point) and its 95% interval (Student's t, bar). Circles: the fixed tables; squares: the model's own positional kinds.", "name": "fig-ch10-full-mlm"}}
 real = full[(full["objective"] == "mlm") & full["corpus"].isin(["sst2", "imdb"])]
@@ -337,7 +325,7 @@ real_summary = ch.summarise(real)
 ch.plot_accuracy(real_summary, what=": masked tokens of real text, the mean over three seeds and its 95% interval")
 
 # %% [markdown]
-# The differences that carry the argument, with their 95% Welch intervals:
+# The key differences, with their 95% Welch intervals:
 
 # %%
 low_rank = ("PMDS k=3", "PMDS k=8", "SMACOF k=3", "SMACOF k=8")
@@ -349,17 +337,16 @@ ch.interval_table(large, digits=3)
 # %% [markdown]
 # - **Rank.** Full-rank $P_{\mathrm{MDS}}$ beats every low-rank corpus table on both
 #   corpora, every interval above 0. P1 recommends rank 3; here the rank-3 tables are the
-#   two worst encodings that have positions at all (on SST-2, $P_{\mathrm{MDS}}$'s is level
-#   with ALiBi).
-# - **Fit at a fixed rank.** SMACOF fits the corpus better than $P_{\mathrm{MDS}}$ at the
-#   same rank. On IMDB it trains worse at rank 3 and better at rank 8, both intervals
-#   excluding 0; on SST-2 neither interval excludes 0.
-# - **The exact fit.** Full-rank $P_{\mathrm{MDS}}$ reproduces the plug-in geometry exactly,
-#   yet on IMDB it trains worse than the sinusoids, the learned table and RoPE; on SST-2 it
-#   is level with the sinusoids, a little below the learned table and a little above RoPE.
+#   two worst encodings with positions (on SST-2, $P_{\mathrm{MDS}}$'s is level with ALiBi).
+# - **Fit at a fixed rank.** SMACOF fits better than $P_{\mathrm{MDS}}$ at the same rank; on
+#   IMDB it trains worse at rank 3 and better at rank 8, both intervals excluding 0, and on
+#   SST-2 neither interval excludes 0.
+# - **The exact fit.** Full-rank $P_{\mathrm{MDS}}$ fits exactly, yet on IMDB it trains
+#   worse than the sinusoids, the learned table and RoPE; on SST-2 it is level with the
+#   sinusoids.
 #
 # Across the eight tables that have a stress, stress and accuracy do correlate (Spearman's
-# $\rho$ below, with its interval from resampling the seeds; it holds the tables fixed):
+# $\rho$, its interval from resampling the seeds):
 
 # %%
 full_stress = real.dropna(subset=["stress"]).groupby(["corpus", "encoding"], sort=False)["stress"].first()
@@ -373,8 +360,8 @@ ch.stress_performance(real, full_stress).round(2)
 # The correlation comes from rank. The rank-3 and rank-8 $P_{\mathrm{MDS}}$ tables and ALiBi
 # have the most stress and the low-rank corpus tables the least accuracy, but the rank-8
 # SMACOF table fits better than the sinusoids and RoPE and trains worse, far worse on IMDB.
-# Fitting the corpus's positional geometry, at P1's low rank or exactly, does not make a
-# better positional encoding than the usual ones.
+# Fitting the corpus geometry, at P1's low rank or exactly, does not make a better
+# positional encoding than the usual ones.
 
 # %% tags=["remove-cell"]
 assert (real_summary["seeds"] == 3).all()
@@ -403,11 +390,11 @@ assert set(fs["imdb"].nlargest(3).index) == {"PMDS k=3", "PMDS k=8", "alibi"}
 # %% [markdown]
 # ## Beside the paper
 #
-# P1 proposes $P_{\mathrm{MDS}}$ (Proposition 6 and Algorithm 1) as the encoding that is
-# optimal by stress, and argues that a low rank suffices (Observation 8, rank 3 on its
-# synthetic corpus). It reports the stress of $P_{\mathrm{MDS}}$ and trains no model with
-# it: it names the link between low stress and downstream accuracy as an open question.
-# Its stresses beside ours, at 16 positions:
+# P1 proposes $P_{\mathrm{MDS}}$ (Proposition 6 and Algorithm 1) as the stress-optimal
+# encoding and argues that a low rank suffices (Observation 8, rank 3 on its
+# synthetic corpus). It reports the stress of $P_{\mathrm{MDS}}$ but trains no model with
+# it, leaving the link between low stress and downstream accuracy an open question. Its
+# stresses beside ours, at 16 positions:
 
 # %%
 paper = papers.PAPER_P1
@@ -422,28 +409,25 @@ pd.DataFrame({
 # At full rank our $P_{\mathrm{MDS}}$ leaves no stress, P1's "$\approx 0$"; P1's 0.009 is
 # on its own synthetic corpus, whose generator differs from ours. At rank 3 ours leaves
 # almost nothing on the synthetic corpus and far more on the real ones, which P1 does not
-# report. The training comparisons of this chapter have no counterpart in P1: they take up
-# its open question, and at this scale the answer is no.
+# report. This chapter's training comparisons take up P1's open question, and the answer is
+# no.
 #
 # :::{admonition} Limits
 # :class: warning
 # - The small runs are one layer of width 32, 80 steps, 16 positions. At that scale
-#   sentiment does not depend on positions at all, so those tasks cannot rank encodings: on
-#   sentiment, whether a better fit helps cannot be decided here.
+#   sentiment does not depend on positions, so those tasks cannot rank encodings.
 # - The larger runs have one seed per task, except masked tokens of real text (three
 #   seeds, so wide intervals); seeds 3 and 4 have not been run. The seeds vary the
 #   initialisation and the batches, not the corpus the tables are built from.
-# - Every fixed table is scaled to the token embeddings' norm; other scales are not tried.
-#   A corpus table is compared as a frozen table, not as the initialisation of a learned
-#   one.
+# - Every fixed table is scaled to the token embeddings' norm, no other scale tried, and
+#   compared frozen, not as the initialisation of a learned table.
 # - On the synthetic corpus the rank-3 table with its rows shuffled, still one distinct
-#   vector per position, trains much worse (exercise 2): a table's arrangement can matter
-#   even where a better fit to the corpus does not help. Controls of this kind (shuffled or
-#   random tables) are not part of the comparison here.
+#   vector per position, trains much worse (exercise 2): arrangement can matter even where
+#   a better fit does not help. Such controls are not part of the comparison.
 # - The tables are built from the plug-in distances, as P1 computes them; the corrected
 #   geometry is used only to measure fit.
-# - The correlations between stress and accuracy hold the tables fixed: their intervals
-#   resample seeds, so they say nothing about other tables one could have chosen.
+# - The stress–accuracy correlations resample seeds with the tables fixed, so they say
+#   nothing about other tables one could have chosen.
 # - One architecture (a bidirectional encoder with an additive table), one synthetic corpus
 #   and two sentiment corpora.
 # :::
@@ -451,18 +435,17 @@ pd.DataFrame({
 # ## Summary
 #
 # - A fixed table enters a transformer as a constant added to the token embeddings, scaled
-#   here to their norm so that only its shape differs between encodings.
-# - Tables built from the corpus by MDS (P1's $P_{\mathrm{MDS}}$, ranks 3, 8 and full) and
-#   by SMACOF fit the synthetic corpus's geometry almost exactly. On SST-2 and IMDB the
-#   rank-3 $P_{\mathrm{MDS}}$, P1's recommendation, fits worse than the sinusoids and RoPE.
-# - Trained with five seeds in small runs, they do no better than a learned table, the
-#   sinusoids or RoPE: the only differences that hold are between positions and none, on the
-#   synthetic tasks. On sentiment positions do not help at this scale, and stress does not
-#   reliably predict accuracy.
+#   to their norm so that only its shape differs between encodings.
+# - The corpus tables, P1's $P_{\mathrm{MDS}}$ at ranks 3, 8 and full and SMACOF's, fit the
+#   synthetic corpus's geometry almost exactly; on SST-2 and IMDB P1's recommended rank-3
+#   $P_{\mathrm{MDS}}$ fits worse than the sinusoids and RoPE.
+# - In small runs with five seeds they train no better than a learned table, the sinusoids
+#   or RoPE; only positions against none differ, on the synthetic tasks. On sentiment
+#   positions do not help at this scale, and stress does not reliably predict accuracy.
 # - In larger runs, masked-token prediction of real text separates the tables: the low-rank
-#   corpus tables train worse than the full-rank one, and the full-rank one, which fits
-#   exactly, is no better than the sinusoids or a learned table (worse on IMDB). P1's
-#   constructive claim is not supported.
+#   corpus tables train worse than the full-rank one, which fits exactly yet is no better
+#   than the sinusoids or a learned table (worse on IMDB). P1's constructive claim is not
+#   supported.
 #
 # ## Exercises
 #

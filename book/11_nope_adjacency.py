@@ -23,7 +23,7 @@
 # answers: in hidden states where nearby positions are more similar than distant ones (the
 # {term}`adjacent pattern`), from the first attention layer on, before and after training.
 #
-# **The book's answer.** The pattern is real, and the {term}`causal mask` explains it:
+# **The book's answer.** The pattern is real and comes from the {term}`causal mask`:
 # causal attention averages a growing prefix, and averages of overlapping prefixes have
 # cosine $\sqrt{\min(k,l)/\max(k,l)}$ ({ref}`the causal average <sec-ch11-average>`). Our
 # small trained decoders show it from layer 1 ({ref}`after training <sec-ch11-trained>`);
@@ -36,15 +36,14 @@
 # averages, and to separate what the mask does from what training does.
 # :::
 #
-# Without positions and without a mask a transformer is permutation-equivariant
+# Without positions or mask a transformer is permutation-equivariant
 # ({doc}`02_permutation_equivariance`; {cite:t}`tsai2019transformer`). A causal mask breaks
-# the symmetry: token $k$ sees the tokens before it, never those after it, and NoPE
-# language models do learn order
-# {cite:p}`irie2019language,haviv2022transformer,kazemnejad2023impact`.
-# {cite:t}`chi2023latent` locate position in the *variance* of the hidden states; P2 in
+# the symmetry, token $k$ seeing only the tokens before it, and NoPE language models do
+# learn order {cite:p}`irie2019language,haviv2022transformer,kazemnejad2023impact`.
+# {cite:t}`chi2023latent` locate position in the *variance* of the hidden states, P2 in
 # their similarity. For the hidden states $X \in \mathbb{R}^{n \times d}$ of one sequence
-# at one layer, take the cosine matrix and, in each row $k$, the share of pairs of earlier
-# positions $i < j < k$ whose later member is the more similar:
+# at one layer, take the cosine matrix and, in each row $k$, the share of pairs
+# $i < j < k$ whose later member is the more similar:
 #
 # $$
 # C_{ij} = \frac{X_i \cdot X_j}{\lVert X_i\rVert \, \lVert X_j\rVert}, \qquad
@@ -54,8 +53,7 @@
 #
 # (0-based positions; a tie counts $\tfrac12$). This **{term}`adjacency probability score`**
 # is $\tfrac12$ without positional structure and 1 when every row grows towards the
-# diagonal. P2 reports about 0.5 at the token embeddings and 0.8 to 1.0 from the first
-# attention layer on, on four synthetic tasks.
+# diagonal.
 
 # %% tags=["hide-input"]
 # Colab only: install the companion package and fetch this chapter's helper module and data.
@@ -93,8 +91,7 @@ import _ch11 as ch
 pg.notebook_setup()
 
 # %% [markdown]
-# The score in a few lines of numpy: normalise the rows, take their dot products, and count
-# in each row the pairs of earlier positions whose later member is the more similar.
+# The score in a few lines of numpy:
 
 # %%
 def cosine_matrix(X):
@@ -119,8 +116,7 @@ library = pg.adjacency_score(pg.cosine_similarity_matrix(X), include_diagonal=Fa
 print(f"score {mine:.4f}; the library's differs by {abs(mine - library):.1e}")
 
 # %% [markdown]
-# Random vectors score about one half, and the library's `pg.adjacency_score` gives the
-# same number; from here on the chapter uses it.
+# Random vectors score about one half, and `pg.adjacency_score`, used from here on, agrees.
 #
 # (sec-ch11-average)=
 # ## Causal averages are adjacent
@@ -129,16 +125,15 @@ print(f"score {mine:.4f}; the library's differs by {abs(mine - library):.1e}")
 # queries and keys are small, so the first causal attention layer attends almost uniformly:
 # its output at position $k$ is close to the mean of the first $k$ (transformed) token
 # vectors, $h_k = \frac1k \sum_{i \le k} e_i$. Two such means share every term up to the
-# earlier of the two positions. For independent $e_i \sim N(0, s^2 I_d)$ and large $d$,
+# earlier position. For independent $e_i \sim N(0, s^2 I_d)$ and large $d$,
 # $h_k \cdot h_l \to s^2 d / \max(k,l)$ and $\lVert h_k\rVert^2 \to s^2 d / k$, so
 #
 # $$
 # \cos(h_k, h_l) \to \sqrt{\frac{\min(k,l)}{\max(k,l)}} \qquad (k, l \ge 1),
 # $$
 #
-# which falls as $l$ moves away from $k$ on either side: every row increases towards the
-# diagonal, and the score is 1. The closed form against 128 simulated sequences of 39
-# averaged vectors of width 64:
+# which falls as $l$ moves away from $k$ on either side, so the score is 1. The closed form
+# against 128 simulated sequences of 39 averaged vectors of width 64:
 
 # %%
 n, d = 39, 64
@@ -159,9 +154,9 @@ assert adjacency_score(closed_form) == 1.0 and pg.adjacency_score(simulated, **c
 assert np.all(np.diff(ch.cosine_by_offset(closed_form)) < 0) and np.all(np.diff(ch.cosine_by_offset(simulated)) < 0)
 
 # %% [markdown]
-# The simulation agrees with the limit to within a few hundredths, and its score is close
-# to 1. Nothing here knows about positions: the pattern is the footprint of averaging over
-# a prefix that grows by one token per position.
+# The simulation agrees with the limit to within a few hundredths and scores close to 1.
+# Nothing here knows about positions: the pattern is the footprint of averaging a prefix
+# that grows by one token per position.
 #
 # (sec-ch11-tasks)=
 # ## Four tasks, learned in part
@@ -169,24 +164,23 @@ assert np.all(np.diff(ch.cosine_by_offset(closed_form)) < 0) and np.all(np.diff(
 # **Our small decoders learn P2's tasks only in part.** The tasks are character-level: the
 # prompt ends in `=` and the model continues with the answer. Indexing asks for the 0-based
 # position of a digit's first occurrence; sorting, for each character of a permutation, its
-# index in the original (P2 describes sorting only in words; the format is ours). Prompts
-# have at most P2's maximum lengths, 9 to 22 characters. One sample of each:
+# index in the original. Prompts have at most P2's maximum lengths, 9 to 22 characters. One
+# sample of each:
 
 # %%
 pd.DataFrame([ch.make_samples(task, 1, seed=0)[0] for task in ch.TASKS], index=ch.TASKS, columns=["prompt", "answer"])
 
 # %% [markdown]
-# A sample is encoded as `prompt + answer + <eos>` over 26 tokens (padding, end of sequence
-# and 24 characters). The model reads the whole sequence; the loss is next-token
-# cross-entropy on the answer and the final `<eos>` only (the target $-100$ is ignored):
+# A sample is `prompt + answer + <eos>` over 26 tokens; the model reads it all, and the loss
+# is next-token cross-entropy on the answer and the final `<eos>` only:
 
 # %%
 row = ch.P2Task("reversal", n_samples=4, max_len=10, seed=0).batch([0])
 pd.DataFrame({"token": [ch.TOKENS[i] for i in row.tokens[0].tolist()], "target": row.targets[0].tolist()}).T
 
 # %% [markdown]
-# The model is the book's transformer with no positional encoding and a causal mask, and
-# the loop is one call of `pg.train` (AdamW, fresh batches drawn from the task's pool):
+# The model: the book's transformer with no positional encoding and a causal mask, trained
+# by one call of `pg.train`:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0} tolerance_reason="a retrained run's final loss moved by up to 7% (0.05 here) under other CPU kernel paths; the parameter count is exact"
 S = ch.settings()
@@ -197,12 +191,10 @@ run = pg.train(config, pg.TrainConfig(steps=S.steps, batch_size=S.batch_size, lr
 print(f"{pg.count_parameters(run.model()):,} parameters; final training loss {run.final('loss'):.2f}")
 
 # %% [markdown]
-# Every task gets the same model, a 2-layer, width-64 decoder trained for 300 steps of 64
-# samples from a pool of 5,000, sorting with five seeds (the seed draws the pool, the
-# weights and the batches) and the other tasks with seed 0. **Exact match** counts a test
-# answer right when every answer token and the final `<eos>` are predicted (teacher forced,
-# which equals greedy decoding's exact match), on 1,000 fresh test samples. Beside it is the
-# exact match of a model that ignores the prompt and always gives the training pool's most
+# Every task gets the same 2-layer, width-64 decoder, trained for 300 steps of 64 samples
+# from a pool of 5,000; sorting with five seeds, the other tasks with seed 0. **Exact
+# match**, on 1,000 fresh samples, counts an answer right when every answer token and the
+# final `<eos>` are predicted. Beside it, a model that always gives the training pool's most
 # common answer:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.15, "rtol": 0.1} tolerance_reason="seed-0 runs retrained under three other CPU kernel paths (AVX-512, generic, SSE) moved an accuracy by up to 0.10 and a final loss by 7%; the five-seed interval ends by up to 0.06"
@@ -230,8 +222,8 @@ assert early.high < -1.5 and -0.15 < late.mean < 0 and late.high < 0  # a fast f
 # Sorting beats its constant answer over five seeds, but two answers in three are wrong;
 # addition and reversal get a tenth or less right. Indexing's exact match *equals* the share
 # of its most common answer (`0`): the model has learnt the answers' distribution, not to
-# read the prompt. The learning curves ({numref}`fig-ch11-learning`) fall fast for about a
-# hundred steps and then only slowly. The geometry below is that of partly trained models.
+# read the prompt. The geometry below is that of partly trained models
+# ({numref}`fig-ch11-learning`).
 
 # %% mystnb={"figure": {"caption": "Training loss (left) and token accuracy of the training batch (right) against the step: sorting, mean over five seeds with its 95% interval (band), and seed 0 of the other tasks. Click a legend entry to show one task; hover a point for its value.", "name": "fig-ch11-learning"}} tags=["stochastic"] tolerance={"atol": 0.75, "rtol": 0.1} tolerance_reason="single-batch losses of retrained runs: other CPU kernel paths moved one sorting seed's loss at step 120 from 0.8 to 1.55 (a spike in one run only), which moved that step's band end by 0.44; AVX-512 and generic kernels moved a band end by up to 0.42"
 ch.plot_learning_curves(ch.learning_curves(runs))
@@ -241,9 +233,8 @@ ch.plot_learning_curves(ch.learning_curves(runs))
 # ## After training, the pattern is there from layer 1
 #
 # **Trained decoders show the adjacent pattern from the first attention layer on; the
-# untrained ones at this width do not.** We score every layer (layer 0 is the token
-# embedding, layer $l$ the output of block $l$) on 128 sequences per task with prompts of
-# maximal length, cut so that no position is padding. "init" is a run's own initialisation,
+# untrained ones at this width do not.** We score every layer (layer 0: the token
+# embedding) on 128 maximal-length prompts per task; "init" is a run's own initialisation,
 # so untrained and trained models are paired. Seed 0 of every task, beside P2's values
 # ({numref}`fig-ch11-adjacency`):
 
@@ -256,7 +247,7 @@ ch.plot_scores_by_layer(pd.DataFrame({label: p.scores for label, p in profiles.i
 
 # %% [markdown]
 # Over the five sorting seeds, with 95% intervals (chance is $\tfrac12$ here; P2's
-# normaliser, which counts the diagonal, has a higher chance level: {ref}`sec-ch11-paper`):
+# normaliser has a higher one, {ref}`sec-ch11-paper`):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0} tolerance_reason="means over five retrained seeds: other CPU kernel paths moved a trained seed's score by up to 0.07 (0.10 at width 128) and an interval end by up to 0.10"
 layers = ["layer 0", "layer 1", "layer 2"]
@@ -265,7 +256,7 @@ summary = pg.seed_summary(seed_scores, by=["diagonal", "state"], metrics=layers,
 pg.interval_table(summary).join(seed_scores.groupby(["diagonal", "state"])["chance"].first().round(2))
 
 # %% [markdown]
-# The paired differences over the seeds say what training and depth change:
+# The paired differences over the seeds:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0} tolerance_reason="paired differences over five retrained seeds: other CPU kernel paths moved a trained seed's score by up to 0.07 and an interval end by up to 0.09"
 def per_seed(state, layer, diagonal="without"):
@@ -295,18 +286,15 @@ for task in ch.TASKS:  # seed 0: every trained model above its untrained one at 
     assert profiles[f"{task}, trained"].scores[1] > profiles[f"{task}, init"].scores[1] + 0.1, task
 
 # %% [markdown]
-# After training, layer 1 scores 0.80 [0.70, 0.90] against a chance level of one half and
-# beats the embedding layer; training raised it by about a quarter. Before training the
-# seeds tell layer 1 neither from chance nor from layer 0, unlike P2's "before and after
-# training" ({ref}`sec-ch11-init` says why). Layer 2 is not told apart from layer 1.
-# Training also lifts the embedding layer: that is format, not position, since identical
-# characters get identical vectors and every prompt puts `sort(`, the comma and `)=` at the
-# same places.
+# After training, layer 1 scores 0.80 [0.70, 0.90] and beats the embedding layer; training
+# raised it by about a quarter. Before training the seeds tell layer 1 neither from chance
+# nor from layer 0, unlike P2's "before and after training" ({ref}`sec-ch11-init` says why).
+# Layer 2 is not told apart from layer 1. Training also lifts the embedding layer, by format,
+# not position: every prompt puts `sort(`, the comma and `)=` at the same places.
 #
-# The reversal matrices (P2's Figure 1, seed 0; {numref}`fig-ch11-similarity`): the
-# embedding layer shows only the format, the fixed `rev(` and `)=` and the anti-diagonal of
-# the mirrored answer. Untrained, the later layers look the same; trained, they show a band
-# along the diagonal, and the prompt and the answer form two blocks.
+# In the reversal matrices (P2's Figure 1, seed 0; {numref}`fig-ch11-similarity`) the
+# embedding layer, like the untrained later layers, shows only the format; trained, the
+# later layers show a band along the diagonal.
 
 # %% mystnb={"figure": {"caption": "Batch-mean cosine similarity C[i, j] of the reversal model's hidden states, untrained (left) and trained (right), one row per layer (0 = token embeddings); one colour scale for all panels, from -1 (blue) through 0 (white) to 1 (orange); the titles give the scores. Hover a cell for its positions and value.", "name": "fig-ch11-similarity"}} tags=["stochastic"] tolerance={"atol": 1.3, "rtol": 0} tolerance_reason="a seed-0 trained model's batch-mean cosines moved by up to 0.64 under other CPU kernel paths (AVX-512, generic, SSE); twice that, since a cosine can move by up to 2: an illustration"
 ch.plot_similarity_grid({key: profiles[key] for key in ("reversal, init", "reversal, trained")})
@@ -319,9 +307,9 @@ ch.plot_similarity_grid({key: profiles[key] for key in ("reversal, init", "rever
 # stream dilutes it almost to chance.** A pre-norm block outputs
 # $h_1 = e + a + \mathrm{MLP}(\cdot)$: it adds the token's own embedding $e$, which no other
 # position shares, to the attention output $a$. For a 1-layer reversal decoder (seed 0),
-# untrained and trained, we score the inputs, the attention output (captured with a forward
-# hook) and the layer output, and measure how far the attention is from uniform (mean
-# total-variation distance), beside uniform means of Gaussian vectors and of the embeddings:
+# untrained and trained, we score the inputs, the attention output and the layer output,
+# with the attention's mean total-variation distance from uniform, beside uniform means of
+# Gaussian vectors and of the embeddings:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.012, "rtol": 0} tolerance_reason="a trained run and untrained models whose float32 rounding decides near-ties between cosines: other CPU kernel paths moved them by up to 0.0017; shown to 2 decimals, where such a move can flip the last digit by 0.01"
 one_layer = ch.train("reversal", S, n_layers=1)
@@ -338,7 +326,7 @@ assert averaging.loc["1-layer model, trained", "layer 1"] > 0.8 and averaging.lo
 # The untrained attention is almost uniform and its output scores 0.93, as the closed form
 # predicts; the layer output scores 0.55, because the embedding added back is as large as
 # the averaged update at this width. Trained, the attention is far from uniform, yet its
-# output keeps a strong pattern and the layer output inherits it. By offset
+# output keeps a strong pattern that the layer output inherits. By offset
 # ({numref}`fig-ch11-decay`), the untrained layer 1 drops at offset 1 and then hardly
 # decays; the trained one decays steadily.
 
@@ -358,8 +346,8 @@ ch.plot_offset_decay({
 # next to the token embedding.** P2 draws the token embeddings from $N(\mu, \sigma^2)$,
 # $\mu \in \{0, 4, 8\}$, $\sigma \in \{0.002, 0.02, 0.2\}$ (default $\sigma = 0.02$), and
 # reports the pattern stable for $\sigma \le 0.02$, gone at 0.2, and the mean of minor
-# effect. We redraw the embedding table of the indexing decoder over five seeds, and train
-# the $\mu = 0$ points for 150 steps from those initialisations ({numref}`fig-ch11-init`).
+# effect. We redraw the indexing decoder's embedding table over five seeds and train the
+# $\mu = 0$ points for 150 steps ({numref}`fig-ch11-init`).
 
 # %% mystnb={"figure": {"caption": "Layer-1 adjacency score against the standard deviation of the token-embedding initialisation, one line per embedding mean: untrained (the lines for means 4 and 8 coincide) and after 150 training steps (mean 0); each the mean over five seeds with its 95% interval (band); the chance level of one half dotted.", "name": "fig-ch11-init"}} tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0.1} tolerance_reason="means over five retrained seeds: other CPU kernel paths moved a trained seed's layer-1 score by up to 0.08 and an interval end by up to 0.04; the untrained points by 2e-4"
 ablation_runs = ch.init_ablation_runs(S, tokens[S.ablation_task])
@@ -396,12 +384,10 @@ assert (em < ablation[("best constant answer", "mean")].dropna() + 0.03).all()  
 
 # %% [markdown]
 # The order is P2's: $\sigma = 0.002$ gives a strong pattern, 0.02 a weak one, 0.2 none.
-# The ratio says why: at $\sigma = 0.2$ the embedding dwarfs the update, at 0.002 the update
-# dwarfs the embedding, and at the default the two are about equal at width 64. The mean
-# matters much less: LayerNorm removes it before attention, and in the residual stream it
-# adds one vector to every position, which raises all cosines without changing their order
-# within a row (exercise 3). Training raises the weak and the absent patterns, but none of
-# these models beats its constant answer.
+# The ratio says why: the update dwarfs the embedding at $\sigma = 0.002$ and is dwarfed by
+# it at 0.2. The mean matters much less: LayerNorm removes it before attention, and in the
+# residual stream it raises all cosines but keeps their order within a row (exercise 3).
+# Training raises the weak and the absent patterns.
 #
 # The width acts like a small $\sigma$: every linear map starts with standard deviation
 # 0.02 and scales its input by about $0.02\sqrt{d}$, so the update grows with the width and
@@ -420,13 +406,12 @@ assert (layer1[384] >= papers.P2_REPORTED.layer1_score_range[0]).all() and (laye
 
 # %% [markdown]
 # At P2's width of 384 the untrained layer 1 lies inside P2's band; at 32 to 64 it is
-# barely above chance, whatever the depth. P2's "before training" holds at P2's widths.
+# barely above chance, whatever the depth: P2's "before training" holds at P2's widths.
 #
 # **Training makes the pattern at every depth and width we trained.** Decoders of 1 and 4
-# layers at width 64 and of width 32 at 2 layers (the 2-layer, width-64 decoder is the one
-# trained above), 150 sorting steps, five seeds each, scored before and after (paired). The
-# 15 runs are trained by `python _ch11.py sweep data/ch11_sweep_runs.csv` into the file read
-# here; the first run is trained again beside it:
+# layers at width 64 and of width 32 at 2 layers, 150 sorting steps, five seeds each, scored
+# before and after (paired). The 15 runs come from
+# `python _ch11.py sweep data/ch11_sweep_runs.csv`; the first is trained again beside its row:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0} tolerance_reason="the row trained again is a float32 training result: three other CPU kernel paths (native AVX-512; generic ATen with OpenBLAS Sandybridge; SSE4) moved five-seed means of these columns by up to 0.076, one run may move further; the file's row is read, not trained"
 sweep_runs = ch.read_sweep_runs()
@@ -451,18 +436,17 @@ assert ((init_iv["low"] < 0.5) & (0.5 < init_iv["high"])).sum() >= 2  # some sta
 
 # %% [markdown]
 # Training raises layer 1 by about a quarter in every configuration, also where the
-# untrained score is at chance, and each beats its constant answer by a few prompts: a
-# narrow model learns the pattern as well as a wide one.
+# untrained score is at chance, and each model beats its constant answer by a few prompts:
+# a narrow model learns the pattern as well as a wide one.
 #
 # (sec-ch11-probes)=
 # ## Probing position: similarity or variance?
 #
 # **In the trained model, a probe reads position better from the cosine rows than from the
-# variance, but only coarsely.** As P2 does, a 4-layer MLP predicts a token's position from
-# its row of $C$ without the diagonal, or from the variance of its hidden state, and we
-# report the test NRMSE (1: no better than the mean position) and Pearson $R$. The inputs
-# are random tokens, since on prompts the format reveals positions
-# ({numref}`fig-ch11-probes`; reversal, seed 0).
+# variance, but only coarsely.** As in P2, a 4-layer MLP predicts a token's position from
+# its row of $C$ without the diagonal, or from its hidden state's variance, on random tokens,
+# since on prompts the format reveals positions ({numref}`fig-ch11-probes`; reversal,
+# seed 0).
 
 # %% mystnb={"figure": {"caption": "Position probes by layer (0 = token embeddings) on random-token sequences: test NRMSE (left; 1 means no better than predicting the mean position) and test Pearson R (right) of probes reading the cosine row or the variance of a hidden state, in the untrained and the trained reversal model (seed 0); dotted: a probe without positional information. Click a legend entry to show one probe.", "name": "fig-ch11-probes"}} tags=["stochastic"] tolerance={"atol": 0.25, "rtol": 0} tolerance_reason="probes of a seed-0 trained model: other CPU kernel paths moved the results by up to 0.02 (at width 128 an R by 0.13)"
 random_input = ch.random_tokens(S.n_analysis, tokens["reversal"].shape[1])
@@ -480,18 +464,18 @@ assert (trained_probe.loc[1:, "NRMSE (cosine)"] < trained_probe.loc[1:, "NRMSE (
 assert round(trained_probe.loc[2, "NRMSE (cosine)"], 1) == 0.5 and round(trained_probe.loc[2, "NRMSE (variance)"], 1) == 0.9
 
 # %% [markdown]
-# At the embedding layer neither feature carries position. Untrained, both carry a little
+# Neither feature carries position at the embedding layer; untrained, both carry a little
 # from layer 1 on, about equally. Trained, the cosine rows do clearly better, most at the
-# last layer (NRMSE 0.5 against 0.9): P2's conclusion, in one run, and far from exact.
+# last layer (NRMSE 0.5 against 0.9): P2's conclusion, far from exact.
 #
 # (sec-ch11-mask)=
 # ## Without the causal mask the pattern is gone
 #
 # **The same trained weights without the mask lose the pattern: the mask is the source of
-# the position information.** Without positions and mask every layer is
-# permutation-equivariant, so a hidden state depends on its token and the multiset of the
-# sequence's tokens, never on where it sits. The trained reversal model (seed 0), with and
-# without the mask; `equivariant` permutes the input and checks the symmetry:
+# the position information.** Without the mask every layer is permutation-equivariant, so a
+# hidden state depends only on its token and the multiset of the sequence's tokens. The
+# trained reversal model (seed 0), with and without the mask; `equivariant` permutes the
+# input and checks the symmetry:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2} tolerance_reason="a seed-0 trained model: other CPU kernel paths moved its scores by up to 0.03 (0.07 at width 128)"
 contrast = pd.concat({"random tokens": ch.causal_contrast(runs[("reversal", 0)].model(), random_input),
@@ -506,9 +490,9 @@ assert (contrast.loc[("random tokens", "causal mask"), layers[1:]] > 0.6).all()
 assert (no_mask[layers[1:]].sub(no_mask["layer 0"], axis=0)).abs().max().max() < 0.03
 
 # %% [markdown]
-# On random tokens the unmasked model scores one half at every layer (exercise 4); the
-# masked one climbs above it. On the prompts the unmasked score stays at the embedding
-# layer's: it reflects which characters sit where.
+# On random tokens the unmasked model scores one half at every layer and the masked one
+# climbs above it; on the prompts the unmasked score stays at the embedding layer's, which
+# reflects where characters sit (exercise 4).
 #
 # (sec-ch11-paper)=
 # ## Beside the paper
@@ -523,13 +507,12 @@ assert (no_mask[layers[1:]].sub(no_mask["layer 0"], axis=0)).abs().max().max() <
 # | initialisation | stable for $\sigma \le 0.02$, gone at 0.2, mean minor | strong at 0.002, weak at 0.02, none at 0.2 (untrained); mean minor |
 # | probes | similarity beats variance | the same, in one trained run |
 #
-# Two things separate the numbers: width (at P2's width our untrained layer 1 is in P2's
-# band) and the convention. P2's normaliser $\binom{k}{2}$ counts the pairs among the $k$
-# entries of the 1-based row $k$, diagonal included; the diagonal beats every other entry,
-# so a matrix without structure scores $\tfrac12 + \tfrac1k$ on row $k$ (exercise 1), about
-# 0.6 on average. Under it our trained layer 1 lies in the lower part of P2's band. At P2's
-# size our decoder has 10.7M parameters (P2: 10.6M); that scale has not been run
-# ({doc}`the full-scale runs <appendix_full_scale>`).
+# Two things separate the numbers: width, as above, and the convention. P2's normaliser
+# $\binom{k}{2}$ counts pairs among the $k$ entries of the 1-based row $k$, diagonal
+# included; the diagonal beats every other entry, so a matrix without structure scores
+# $\tfrac12 + \tfrac1k$ on row $k$ (exercise 1), about 0.6 on average; under it our trained
+# layer 1 lies in the lower part of P2's band. At P2's size our decoder has 10.7M parameters
+# (P2: 10.6M); that scale has not been run ({doc}`the full-scale runs <appendix_full_scale>`).
 
 # %% tags=["remove-cell"]
 full = ch.settings("full")
@@ -550,9 +533,9 @@ assert sweep.xs(384, level="width")["layer 1"].between(0.915, 0.935).all()
 # :::{admonition} Limits
 # :class: warning
 # - **The tasks are not learned.** Exact match is 0.06 on addition and 0.10 on reversal
-#   (seed 0) and a third on sorting; indexing, and the initialisation ablation's models, do
-#   no better than their most common answer. Whether a model that solves the tasks uses the
-#   pattern, or the pattern is a side effect of training, is not tested here.
+#   (seed 0) and a third on sorting; indexing and the initialisation ablation's models do no
+#   better than their most common answer. Whether a model that solves the tasks uses the
+#   pattern, or it is a side effect of training, is not tested here.
 # - **Small scale.** Two layers of width 64, 300 steps; the trained sweep stops at width 64
 #   and 4 layers, so P2's "the pattern weakens in later layers" is not tested.
 # - **Seed 0.** The other tasks, the heatmaps, the averaging table, the probes and the
