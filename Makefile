@@ -11,6 +11,9 @@
 #   make benchmarks run the six benchmark scripts (minutes; POSGEO_DATA_DIR needed), store
 #                   their JSON in benchmarks/results/ and regenerate book/benchmarks.md
 #   make benchmarks-page  regenerate book/benchmarks.md from the stored results only
+#   make p2-learned train chapter 11's decoder without positional encoding until it learns P2's tasks and
+#                   the counting control (15 runs, two at a time: about an hour of 2 CPU cores; resumable)
+#                   into book/data/ch11_learned.csv and book/data/ch11_learned_curves.csv
 #
 # Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml,
 # tools/constraints.txt and this Makefile) makes a re-run quick.
@@ -50,7 +53,7 @@ export POSGEO_CACHE_DIR ?= $(CURDIR)/.cache/posgeo
 NOW = date +%H:%M:%S
 
 .PHONY: help setup sync execute html book test test-fast test-unit test-nb test-kernels test-browser clean clean-cache \
-        benchmarks benchmarks-page
+        benchmarks benchmarks-page p2-learned
 
 help:
 	@echo "make book       set up, execute every chapter, build the HTML (_build/html/index.html)"
@@ -60,6 +63,7 @@ help:
 	@echo "make html       build the HTML from the stored outputs (no execution)"
 	@echo "make benchmarks run the benchmark scripts and regenerate book/benchmarks.md (needs POSGEO_DATA_DIR)"
 	@echo "make benchmarks-page  regenerate book/benchmarks.md from benchmarks/results/*.json"
+	@echo "make p2-learned  train chapter 11's NoPE decoder on every task x seed not yet in book/data/ch11_learned.csv (2 processes)"
 	@echo "make clean      remove _build (keeps .venv, node_modules and .cache)"
 	@echo "make clean-cache  remove the result cache (POSGEO_CACHE_DIR; entries are keyed on posgeo's code, so edits never reuse stale ones)"
 
@@ -208,6 +212,13 @@ benchmarks: setup
 
 benchmarks-page: setup
 	$(BIN)/python benchmarks/report.py render
+
+# ---------------------------------------------------------------- data files
+# Chapter 11's decoder without positional encoding trained until it learns P2's four tasks and the counting
+# control (_ch11.LEARNED: 5 tasks x 3 seeds, two processes of one thread). Resumable: runs already in the
+# table are kept, a run cut short restarts from its last checkpoint; other settings are refused.
+p2-learned: setup
+	cd book && $(BIN)/python _ch11.py learned data/ch11_learned.csv --jobs 2
 
 clean:
 	rm -rf _build

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import hashlib
+import json
 import math
-import sys
+import multiprocessing
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,13 +17,20 @@ from types import SimpleNamespace
 import altair as alt
 import numpy as np
 import pandas as pd
+import scipy.stats
 import torch
 from torch import nn
 
 import posgeo as pg
+from posgeo._cache import cache_dir
+from posgeo._train import _loss_and_accuracy
 from posgeo.experiments.papers import P2_MAX_LEN, P2_REPORTED
 
 TASKS = ("addition", "reversal", "indexing", "sorting")
+CONTROL = "counting"  # not P2's: a control task whose answer needs no position (invariant to permuting the digits)
+LEARNED_TASKS = TASKS + (CONTROL,)
+MAX_LEN = {**P2_MAX_LEN, CONTROL: P2_MAX_LEN["indexing"]}  # longest prompt; counting: as long as indexing's
+MAX_COUNT = 5  # counting: the answer (one digit)
 TOKENS = ("<pad>", "<eos>", *"0123456789+=(),ehorstvwx")
 PAD, EOS = 0, 1
 SCORE = {"include_diagonal": False, "ties": "half", "progress": False}  # the chapter's convention
@@ -38,6 +50,12 @@ FULL = SMALL | dict(  # P2's scale (10.7M parameters), for a GPU: POSGEO_PROFILE
     ablation_task="reversal", probe_steps=2000, probe_hidden=128,
 )
 
+LEARNED = dict(  # the decoder trained until it learns every task, on the CPU: python _ch11.py learned OUT.csv --jobs 2
+    tasks=LEARNED_TASKS, seeds=(0, 1, 2), d_model=128, n_layers=3, n_heads=8, d_ff=256, steps=4000, batch_size=64,
+    lr=1e-3, warmup=200, min_lr=0.1, segment=50, weight_decay=0.1, grad_clip=1.0, n_train=20_000, n_test=2000,
+    curve_every=400,
+)
+
 
 def settings(profile=None):
     """The experiment sizes of a profile (``POSGEO_PROFILE``; default small)."""
@@ -47,7 +65,8 @@ def settings(profile=None):
 # ============================================================================ the tasks
 
 # prompt length = slope * size + offset, sizes from min_size to max_size (sorting: ten distinct digits)
-_FORMAT = {"addition": (1, 2, 2, None), "reversal": (1, 6, 1, None), "indexing": (1, 11, 1, None), "sorting": (2, 8, 1, 10)}
+_FORMAT = {"addition": (1, 2, 2, None), "reversal": (1, 6, 1, None), "indexing": (1, 11, 1, None), "sorting": (2, 8, 1, 10),
+           "counting": (1, 8, 1, None)}
 
 
 def encode(text):
@@ -85,6 +104,11 @@ def _sample(task, size, rng):
         s = _digits(rng, size)
         x = s[int(rng.integers(0, size))]
         return f"wherex({s},{x})=", str(s.index(x))
+    if task == "counting":  # how often digit x occurs in the string: tot(31415926,1)= 2; the count is uniform on 1..min(size, 5)
+        k, x = int(rng.integers(1, min(size, MAX_COUNT) + 1)), int(rng.integers(0, 10))
+        s = (x + rng.integers(1, 10, size=size)) % 10  # digits other than x, then x at k random places
+        s[rng.permutation(size)[:k]] = x
+        return f"tot({''.join(map(str, s.tolist()))},{x})=", str(k)
     src = "".join(map(str, rng.permutation(10)[:size].tolist()))
     perm = rng.permutation(size)
     return f"sort({src},{''.join(src[p] for p in perm.tolist())})=", "".join(map(str, perm.tolist()))
@@ -93,7 +117,7 @@ def _sample(task, size, rng):
 def make_samples(task, n, *, min_len=None, max_len=None, seed=0):
     """``n`` seeded (prompt, answer) pairs with prompts of ``min_len`` to ``max_len`` characters (default: P2's maximum)."""
     slope, off, lo, hi = _FORMAT[task]
-    max_len = P2_MAX_LEN[task] if max_len is None else max_len
+    max_len = MAX_LEN[task] if max_len is None else max_len
     if hi is not None:
         max_len = min(max_len, slope * hi + off)
     min_len = slope * lo + off if min_len is None else min_len
@@ -110,6 +134,9 @@ def correct_answer(prompt):
     if prompt.startswith("wherex("):
         s, x = body.split(",")
         return str(s.index(x))
+    if prompt.startswith("tot("):
+        s, x = body.split(",")
+        return str(sum(c == x for c in s))
     if prompt.startswith("sort("):
         src, tgt = body.split(",")
         return "".join(str(src.index(c)) for c in tgt)
@@ -125,6 +152,8 @@ def max_encoded_length(task, max_len):
         return max_len + (max_len - 6) + 1
     if task == "indexing":
         return max_len + len(str(max(max_len - 12, 0))) + 1
+    if task == "counting":
+        return max_len + 2
     size = min((max_len - 8) // 2, 10)
     return (2 * size + 8) + size + 1
 
@@ -148,7 +177,7 @@ class P2Task:
     answer_mask: torch.Tensor = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
-        max_len = P2_MAX_LEN[self.task] if self.max_len is None else int(self.max_len)
+        max_len = MAX_LEN[self.task] if self.max_len is None else int(self.max_len)
         samples = make_samples(self.task, self.n_samples, max_len=max_len, min_len=self.min_len, seed=self.seed)
         slope, off, _, hi = _FORMAT[self.task]
         seq_len = max_encoded_length(self.task, max_len if hi is None else min(max_len, slope * hi + off))
@@ -181,7 +210,7 @@ class P2Task:
 
 def analysis_tokens(task, n, *, seed=123):
     """``n`` sequences whose prompts all have P2's maximum length, cut to the shortest ``prompt + answer + <eos>``."""
-    length = P2_MAX_LEN[task]
+    length = MAX_LEN[task]
     samples = make_samples(task, n, min_len=length, max_len=length, seed=seed)
     cut = min(len(p) + len(a) + 1 for p, a in samples)
     return torch.tensor([(encode(p) + encode(a) + [EOS])[:cut] for p, a in samples])
@@ -430,6 +459,236 @@ def read_sweep_runs(path=SWEEP_FILE) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+# ============================================================================ the decoder trained until it learns
+
+TEST_SEED = 1000  # the held-out pool (as in accuracy_row)
+
+
+def learned_settings(**overrides):
+    """``LEARNED`` as a namespace, ``overrides`` replacing fields."""
+    return SimpleNamespace(**(LEARNED | overrides))
+
+
+def settings_digest(s):
+    """Digest of what determines a ``learned_run`` besides its task and seed: every setting but ``tasks`` and
+    ``seeds``, the vocabulary, the task formats and the held-out pool's seed."""
+    what = {"settings": {k: v for k, v in sorted(vars(s).items()) if k not in ("tasks", "seeds")}, "tokens": TOKENS,
+            "formats": _FORMAT, "max_len": MAX_LEN, "max_count": MAX_COUNT, "test_seed": TEST_SEED}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=list).encode()).hexdigest()[:12]
+
+
+def learning_rate(s, step):
+    """The schedule: linear warmup over ``s.warmup`` steps, then a cosine from ``s.lr`` to ``s.lr * s.min_lr`` at the last step."""
+    warm = min(1.0, (step + 1) / s.warmup) if s.warmup else 1.0
+    frac = min(1.0, max(0.0, (step - s.warmup) / max(1, s.steps - s.warmup)))
+    return s.lr * warm * (s.min_lr + (1 - s.min_lr) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def segment_learning_rates(s):
+    """The rate ``learned_run`` uses in each segment of ``s.segment`` steps: the schedule at the segment's middle step."""
+    return [learning_rate(s, start + s.segment // 2) for start in range(0, s.steps, s.segment)]
+
+
+def clopper_pearson(k, n, level=0.95):
+    """Exact (Clopper-Pearson) interval of the binomial proportion ``k / n``."""
+    a = (1 - level) / 2
+    low = 0.0 if k == 0 else float(scipy.stats.beta.ppf(a, k, n - k + 1))
+    high = 1.0 if k == n else float(scipy.stats.beta.ppf(1 - a, k + 1, n - k))
+    return low, high
+
+
+class _Pause(Exception):
+    """Raised by ``learned_run``'s checkpoint hook: ``pg.optimize`` stops at a segment's end and hands over AdamW's state."""
+
+    def __init__(self, optimizer_state):
+        super().__init__("segment done")
+        self.optimizer_state = optimizer_state
+
+
+def learned_run(task, seed, s, *, checkpoint=None, stop_if=None):
+    """Train the NoPE decoder of settings ``s`` on one task (``seed``: its training pool, weights and batches) as
+    ``pg.train`` does, but under the schedule of ``segment_learning_rates``: ``pg.optimize`` runs one segment at a time,
+    resumed from its AdamW state at the next segment's rate (at a constant rate the weights are ``pg.train``'s, bit for bit).
+
+    At step 0 and every ``s.curve_every`` steps it measures ``accuracy`` (teacher-forced exact match and token accuracy)
+    on the held-out pool of ``s.n_test`` prompts (seed ``TEST_SEED``) beside the mean training-batch loss since the last
+    measurement; there, with ``checkpoint`` (a path), it saves what a resumed run needs, and a run that finds that file
+    resumes from it with the same result. ``stop_if()``, asked after each segment, stops the run (``SystemExit``).
+    Returns ``(row, curve rows, model)``."""
+    if s.steps % s.segment or s.curve_every % s.segment:
+        raise ValueError(f"steps ({s.steps}) and curve_every ({s.curve_every}) must be multiples of segment ({s.segment})")
+    digest, rates = settings_digest(s), segment_learning_rates(s)
+    pool, test = P2Task(task, n_samples=s.n_train, seed=seed), P2Task(task, n_samples=s.n_test, seed=TEST_SEED)
+    ckpt = None if checkpoint is None else Path(checkpoint)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = pg.Transformer(model_config(s, pool.seq_len), seed=seed)
+        params = list(model.parameters())
+        g = torch.Generator().manual_seed(seed + 1)  # batches: as pg.train draws them
+        state = {"done": 0, "optimizer": None, "wall": 0.0, "curve": [], "losses": []}
+        if ckpt is not None and ckpt.exists():
+            saved = torch.load(ckpt, weights_only=False)
+            if (saved["task"], saved["seed"], saved["settings"]) != (task, seed, digest):
+                raise ValueError(f"{ckpt} is the checkpoint of {saved['task']}, seed {saved['seed']}, settings {saved['settings']}")
+            model.load_state_dict(saved["model"])
+            g.set_state(saved["generator"])
+            torch.set_rng_state(saved["rng"])
+            state = saved["state"]
+        model.train()
+        clock = time.perf_counter()
+
+        def measure():
+            exact, token = accuracy(model, test)
+            loss = float(np.mean(state["losses"])) if state["losses"] else float("nan")
+            state["curve"].append({"step": state["done"], "train loss": loss, "exact match": exact, "token accuracy": token})
+            state["losses"] = []
+
+        def step_loss(step):
+            return _loss_and_accuracy(model, pool.sample(s.batch_size, g))
+
+        def pause(done, optimizer_state):
+            raise _Pause(optimizer_state)
+
+        if not state["curve"]:
+            measure()
+        while state["done"] < s.steps:
+            start, opt_state = state["done"], state["optimizer"]
+            lr = rates[start // s.segment]
+            for group in (opt_state or {}).get("param_groups", []):
+                group["lr"] = lr
+            log = []
+            try:
+                pg.optimize([{"params": params, "weight_decay": float(s.weight_decay)}], step_loss, steps=s.steps, lr=lr,
+                            grad_clip=s.grad_clip, clip_parameters=params, log_every=1, history=log, progress=False,
+                            start=start, optimizer_state=opt_state, checkpoint=pause, checkpoint_every=s.segment)
+                state["optimizer"] = None
+            except _Pause as paused:
+                state["optimizer"] = paused.optimizer_state
+            state["done"] = start + len(log)
+            state["losses"] += [r["loss"] for r in log]
+            if state["done"] % s.curve_every == 0 or state["done"] == s.steps:
+                measure()
+            now = time.perf_counter()
+            state["wall"], clock = state["wall"] + now - clock, now
+            if ckpt is not None and state["done"] % s.curve_every == 0 and state["done"] < s.steps:
+                ckpt.parent.mkdir(parents=True, exist_ok=True)
+                tmp = ckpt.with_name(ckpt.name + ".tmp")
+                torch.save({"task": task, "seed": seed, "settings": digest, "model": model.state_dict(),
+                            "generator": g.get_state(), "rng": torch.get_rng_state(), "state": state}, tmp)
+                os.replace(tmp, ckpt)
+            if stop_if is not None and state["done"] < s.steps and stop_if():
+                raise SystemExit(f"{task}, seed {seed}: stopped at step {state['done']}")
+    model.eval()
+    last, n = state["curve"][-1], len(test.samples)
+    seen = {p for p, _ in pool.samples}
+    row = {"task": task, "seed": seed, "settings": digest, "parameters": pg.count_parameters(model), "steps": s.steps,
+           "n test": n, "exact match": last["exact match"],
+           **dict(zip(("exact match low", "exact match high"), clopper_pearson(round(last["exact match"] * n), n))),
+           "token accuracy": last["token accuracy"], "best constant answer": constant_answer(pool, test),
+           "test prompts seen in training": float(np.mean([p in seen for p, _ in test.samples])),
+           "final train loss": last["train loss"], "wall seconds": round(state["wall"], 1)}
+    return row, [{"task": task, "seed": seed, "settings": digest, **c} for c in state["curve"]], model
+
+
+def learned_curves_path(out):
+    """Where ``learned_runs`` writes the learning curves beside its table ``out``: ``<stem>_curves.csv``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}_curves.csv")
+
+
+def learned_checkpoint(task, seed, digest):
+    """The checkpoint file of a run in progress (in the posgeo cache directory; removed once the run is recorded)."""
+    return cache_dir() / "ch11-learned" / f"{task}-{seed}-{digest}.pt"
+
+
+def _learned_job(job):
+    task, seed, s, parent = job
+    torch.set_num_threads(1)
+    stop = None if parent is None else (lambda: os.getppid() != parent)  # orphaned: the command was killed
+    row, curves, _ = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, settings_digest(s)), stop_if=stop)
+    return row, curves
+
+
+def _write_atomically(frame, path):
+    order = {t: i for i, t in enumerate(LEARNED_TASKS)}
+    keys = ["task", "seed"] + (["step"] if "step" in frame else [])
+    frame = frame.sort_values(keys, key=lambda c: c.map(order) if c.name == "task" else c, kind="stable")
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _read_runs(path, digest):
+    if not path.exists():
+        return pd.DataFrame()
+    frame = pd.read_csv(path)
+    other = sorted(set(frame["settings"]) - {digest})
+    if other:
+        raise ValueError(f"{path} holds runs trained under other settings ({', '.join(other)}; these are {digest}): "
+                         "write to another file, or remove it to train every run again")
+    return frame
+
+
+def learned_runs(out, s=None, *, jobs=1, log=print):
+    """Train every (task, seed) run of settings ``s`` (default ``LEARNED``) that the table ``out`` does not hold yet,
+    ``jobs`` at a time (one thread each), and record each as it finishes: its row in ``out`` and its learning curve in
+    ``learned_curves_path(out)``, each file rewritten atomically (a temporary file renamed). A killed command resumes
+    where it stopped, a run cut short from its last checkpoint. A file holding runs of other settings is an error
+    (``settings_digest``). Returns the (task, seed) pairs it trained."""
+    s = learned_settings() if s is None else s
+    out, digest = Path(out), settings_digest(s)
+    table, curves_file = _read_runs(out, digest), learned_curves_path(out)
+    _read_runs(curves_file, digest)
+    finished = set(zip(table["task"], table["seed"])) if len(table) else set()
+    todo = [(task, seed) for task in s.tasks for seed in s.seeds if (task, seed) not in finished]
+
+    def record(row, curve):
+        nonlocal table
+        curves = _read_runs(curves_file, digest)
+        if len(curves):  # a run recorded there but not in the table (killed in between): its new curve replaces it
+            curves = curves[~((curves["task"] == row["task"]) & (curves["seed"] == row["seed"]))]
+        _write_atomically(pd.concat([curves, pd.DataFrame(curve)], ignore_index=True) if len(curves) else pd.DataFrame(curve),
+                          curves_file)
+        table = pd.concat([table, pd.DataFrame([row])], ignore_index=True) if len(table) else pd.DataFrame([row])
+        _write_atomically(table, out)
+        learned_checkpoint(row["task"], row["seed"], digest).unlink(missing_ok=True)
+        if log is not None:
+            log(f"{row['task']}, seed {row['seed']}: exact match {row['exact match']:.3f} "
+                f"[{row['exact match low']:.3f}, {row['exact match high']:.3f}], constant answer {row['best constant answer']:.3f}, "
+                f"{row['wall seconds']:.0f} s ({len(table)}/{len(s.tasks) * len(s.seeds)} in {out})")
+
+    parent = os.getpid() if jobs > 1 else None
+    args = [(task, seed, s, parent) for task, seed in todo]
+    if jobs > 1 and len(todo) > 1:
+        with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), maxtasksperchild=1) as workers:
+            for result in workers.imap_unordered(_learned_job, args):
+                record(*result)
+    else:
+        for a in args:
+            record(*_learned_job(a))
+    return todo
+
+
+def read_learned(path):
+    """The table and the learning curves written by ``learned_runs`` (``python _ch11.py learned OUT.csv``)."""
+    return pd.read_csv(path), pd.read_csv(learned_curves_path(path))
+
+
+def learned_summary(table):
+    """Per task: the mean exact match over seeds with its 95% interval (Student t, cut to [0, 1]), the lowest seed's
+    exact match and its Clopper-Pearson interval, and the constant-answer baseline (mean over seeds)."""
+    rows = []
+    for task, g in table.groupby("task", sort=False):
+        iv = pg.seed_interval(g["exact match"].to_numpy(), bounds=(0, 1)) if len(g) > 1 else None
+        worst = g.loc[g["exact match"].idxmin()]
+        rows.append({"task": task, "seeds": len(g), "exact match": g["exact match"].mean(),
+                     "low": iv.low if iv else np.nan, "high": iv.high if iv else np.nan,
+                     "lowest seed": worst["exact match"], "lowest seed low": worst["exact match low"],
+                     "lowest seed high": worst["exact match high"], "best constant answer": g["best constant answer"].mean(),
+                     "wall seconds (mean)": g["wall seconds"].mean()})
+    return pd.DataFrame(rows).set_index("task")
+
+
 # ============================================================================ probes and the mask
 
 
@@ -642,10 +901,15 @@ def plot_probes(tables):
         "(cosine rows or variance), with the dotted reference of a probe that has no positional information."))
 
 
-if __name__ == "__main__":  # the data file, one thread: python _ch11.py sweep data/ch11_sweep_runs.csv
-    torch.set_num_threads(1)  # (about 90 CPU-seconds; POSGEO_PROFILE=full: P2's depths and widths)
-    what, out = sys.argv[1:3]
-    if what != "sweep":
-        raise SystemExit(f"unknown file {what!r}: the one this helper writes is 'sweep'")
-    S = settings()
-    sweep_training_runs(S, analysis_tokens(S.sweep_task, S.n_analysis)).to_csv(out, index=False)
+if __name__ == "__main__":  # the data files, one thread per process:
+    torch.set_num_threads(1)  # python _ch11.py sweep data/ch11_sweep_runs.csv (about 90 CPU-seconds)
+    cli = argparse.ArgumentParser(description="Write a data file of the chapter.")  # python _ch11.py learned OUT.csv --jobs 2
+    cli.add_argument("what", choices=("sweep", "learned"))
+    cli.add_argument("out", type=Path)
+    cli.add_argument("--jobs", type=int, default=1, help="learned: runs trained at once (one process each)")
+    cli_args = cli.parse_args()
+    if cli_args.what == "sweep":  # POSGEO_PROFILE=full: P2's depths and widths
+        S = settings()
+        sweep_training_runs(S, analysis_tokens(S.sweep_task, S.n_analysis)).to_csv(cli_args.out, index=False)
+    else:  # LEARNED: every task and seed not yet in OUT (and its learning curves in OUT's <stem>_curves.csv)
+        learned_runs(cli_args.out, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from types import SimpleNamespace
 
@@ -392,3 +393,145 @@ def test_charts_carry_their_data():
     assert {r["probe"] for r in rows} == {"a, cosine", "a, variance", "reference: no positional information"}
     rows = _rows(ch.plot_offset_decay({"limit": np.linspace(1, 0, 8)}).to_dict())
     assert [r["cosine"] for r in rows][-1] == 0.0
+
+
+# ----------------------------------------------------------------------------- the control task and the learned runs
+def test_counting_samples_are_well_formed_correct_and_within_the_lengths():
+    samples = ch.make_samples(ch.CONTROL, 3000, seed=0)
+    for prompt, answer in samples:
+        assert re.fullmatch(r"tot\(\d+,\d\)=", prompt) and re.fullmatch(r"[1-5]", answer)
+        digits, x = prompt[4:-2].split(",")
+        assert answer == ch.correct_answer(prompt) == str(digits.count(x))
+    assert {len(p) for p, _ in samples} == set(range(9, ch.MAX_LEN[ch.CONTROL] + 1))
+    assert ch.MAX_LEN[ch.CONTROL] == P2_MAX_LEN["indexing"] and ch.P2Task(ch.CONTROL, n_samples=1).seq_len == 22
+    share = pd.Series([a for _, a in samples]).value_counts(normalize=True)
+    assert share.index[0] == "1" and share.iloc[0] < 0.35  # the counts 1..5: no answer dominates
+    assert ch.make_samples(ch.CONTROL, 30, seed=7) == ch.make_samples(ch.CONTROL, 30, seed=7) != ch.make_samples(ch.CONTROL, 30, seed=8)
+    assert ch.correct_answer("tot(31415926,1)=") == "2" and ch.correct_answer("tot(0000,0)=") == "4"
+
+
+@settings(max_examples=50, deadline=None)
+@given(digits=st.lists(st.integers(0, 9), min_size=1, max_size=12), x=st.integers(0, 9), data=st.data())
+def test_counting_needs_no_position(digits, x, data):
+    """The control's answer is invariant to permuting the digits (and is the count, zero included)."""
+    perm = data.draw(st.permutations(digits))
+    prompt = f"tot({''.join(map(str, digits))},{x})="
+    assert ch.correct_answer(prompt) == ch.correct_answer(f"tot({''.join(map(str, perm))},{x})=") == str(digits.count(x))
+
+
+def test_the_tasks_and_the_token_ids_are_unchanged():
+    assert ch.TASKS == ("addition", "reversal", "indexing", "sorting") and ch.LEARNED_TASKS == (*ch.TASKS, "counting")
+    assert ch.TOKENS == ("<pad>", "<eos>", *"0123456789+=(),ehorstvwx")  # the chapter's stored outputs depend on the ids
+    assert set("tot(0123456789,)=") <= set(ch.TOKENS)
+    assert all(ch.MAX_LEN[t] == P2_MAX_LEN[t] for t in ch.TASKS)
+    assert ch.make_samples("indexing", 3, seed=0) == [("wherex(23000186,6)=", "7"), ("wherex(569765,7)=", "3"),
+                                                      ("wherex(92860,2)=", "1")]
+    digests = {t: hashlib.sha256(repr(ch.make_samples(t, 500, seed=0)).encode()).hexdigest()[:16] for t in ch.TASKS}
+    assert digests == {"addition": "08f613764508f836", "reversal": "70ba8395c4e2d0f7", "indexing": "322590d067122298",
+                       "sorting": "1c7c1c4c2212d7ad"}  # the four tasks' samples as before the control was added
+
+
+TINY_LEARNED = ch.learned_settings(tasks=("indexing", ch.CONTROL), seeds=(0, 1), d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                                   steps=12, batch_size=8, lr=3e-3, warmup=4, segment=2, n_train=64, n_test=40, curve_every=4)
+
+
+def test_the_schedule_warms_up_then_decays_and_is_held_over_segments():
+    s = ch.learned_settings(steps=1000, warmup=100, segment=50, lr=1e-3, min_lr=0.1)
+    lr = [ch.learning_rate(s, t) for t in range(s.steps)]
+    assert lr[0] == pytest.approx(1e-5) and lr[99] == pytest.approx(1e-3) and lr[-1] == pytest.approx(1e-4, rel=1e-4)
+    assert np.all(np.diff(lr[:100]) > 0) and np.all(np.diff(lr[100:]) <= 0)
+    seg = ch.segment_learning_rates(s)
+    assert len(seg) == 20 and seg[0] == pytest.approx(ch.learning_rate(s, 25)) and seg[5] == pytest.approx(ch.learning_rate(s, 275))
+    flat = ch.learned_settings(warmup=0, min_lr=1.0)
+    assert set(ch.segment_learning_rates(flat)) == {flat.lr}
+
+
+def test_clopper_pearson_matches_known_values():
+    assert ch.clopper_pearson(0, 10) == (0.0, pytest.approx(0.3084971, abs=1e-6))
+    low, high = ch.clopper_pearson(5, 10)
+    assert (low, high) == (pytest.approx(0.1870860, abs=1e-6), pytest.approx(0.8129140, abs=1e-6))
+    assert ch.clopper_pearson(10, 10)[1] == 1.0
+
+
+def test_a_learned_run_at_a_constant_rate_is_pg_train_bit_for_bit():
+    s = ch.learned_settings(**(vars(TINY_LEARNED) | {"warmup": 0, "min_lr": 1.0}))
+    row, curve, model = ch.learned_run("indexing", 1, s)
+    pool = ch.P2Task("indexing", n_samples=s.n_train, seed=1)
+    tc = pg.TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr, weight_decay=s.weight_decay, grad_clip=s.grad_clip,
+                        seed=1, device="cpu", log_every=1)
+    res = pg.train(ch.model_config(s, pool.seq_len), tc, pool, progress=False, cache=False)
+    assert all(torch.equal(model.state_dict()[k], res.state_dict[k]) for k in res.state_dict)
+    assert [c["step"] for c in curve] == [0, 4, 8, 12]
+    assert curve[-1]["train loss"] == pytest.approx(np.mean([r["loss"] for r in res.history[8:12]]))
+    test = ch.P2Task("indexing", n_samples=s.n_test, seed=ch.TEST_SEED)
+    assert (row["exact match"], row["token accuracy"]) == ch.accuracy(res.model(), test)
+    assert row["best constant answer"] == ch.constant_answer(pool, test)
+    assert row["exact match low"] <= row["exact match"] <= row["exact match high"]
+
+
+def test_a_learned_run_resumes_from_its_checkpoint_with_the_same_result(tmp_path):
+    ckpt = tmp_path / "run.pt"
+    calls = []
+
+    def stop_once():  # interrupt after the first checkpoint (step 4), as a killed command would
+        calls.append(1)
+        return len(calls) == 2
+
+    with pytest.raises(SystemExit):
+        ch.learned_run(ch.CONTROL, 0, TINY_LEARNED, checkpoint=ckpt, stop_if=stop_once)
+    assert torch.load(ckpt, weights_only=False)["state"]["done"] == 4
+    row, curve, model = ch.learned_run(ch.CONTROL, 0, TINY_LEARNED, checkpoint=ckpt)
+    row2, curve2, model2 = ch.learned_run(ch.CONTROL, 0, TINY_LEARNED)
+    assert all(torch.equal(model.state_dict()[k], model2.state_dict()[k]) for k in model.state_dict())
+    pd.testing.assert_frame_equal(pd.DataFrame(curve), pd.DataFrame(curve2))  # step 0 has no train loss: NaN
+    assert {k: v for k, v in row.items() if k != "wall seconds"} == {k: v for k, v in row2.items() if k != "wall seconds"}
+    assert ch.settings_digest(TINY_LEARNED) != ch.settings_digest(ch.learned_settings(**(vars(TINY_LEARNED) | {"lr": 1e-3})))
+    assert ch.settings_digest(TINY_LEARNED) == ch.settings_digest(ch.learned_settings(**(vars(TINY_LEARNED) | {"seeds": (5,)})))
+
+
+def test_the_learned_command_writes_resumes_and_refuses_other_settings(tmp_path, monkeypatch):
+    out = tmp_path / "learned.csv"
+    calls = []
+    real = ch.learned_run
+    monkeypatch.setattr(ch, "learned_run", lambda task, seed, s, **kw: calls.append((task, seed)) or real(task, seed, s, **kw))
+    one = ch.learned_settings(**(vars(TINY_LEARNED) | {"seeds": (0,)}))
+    assert ch.learned_runs(out, one, log=None) == [("indexing", 0), (ch.CONTROL, 0)] == calls
+    first = out.stat().st_mtime_ns
+    assert ch.learned_runs(out, TINY_LEARNED, log=None) == [("indexing", 1), (ch.CONTROL, 1)]  # the finished runs are kept
+    assert calls == [("indexing", 0), (ch.CONTROL, 0), ("indexing", 1), (ch.CONTROL, 1)]
+    assert ch.learned_runs(out, TINY_LEARNED, log=None) == [] and len(calls) == 4
+    table, curves = ch.read_learned(out)
+    assert list(zip(table.task, table.seed)) == [("indexing", 0), ("indexing", 1), (ch.CONTROL, 0), (ch.CONTROL, 1)]
+    assert set(table.settings) == set(curves.settings) == {ch.settings_digest(TINY_LEARNED)}
+    assert len(curves) == 4 * 4 and sorted(set(curves.step)) == [0, 4, 8, 12]
+    assert table[["exact match", "exact match low", "exact match high", "token accuracy", "best constant answer"]].apply(
+        lambda c: c.between(0, 1)).all().all() and (table["wall seconds"] > 0).all() and (table["n test"] == 40).all()
+    last = curves[curves.step == 12].set_index(["task", "seed"])["exact match"]
+    assert table.set_index(["task", "seed"])["exact match"].equals(last)  # the curve ends at the table's number
+    assert out.stat().st_mtime_ns > first and not list(tmp_path.glob(".*.tmp"))
+    summary = ch.learned_summary(table)
+    assert list(summary.index) == ["indexing", ch.CONTROL] and (summary.seeds == 2).all()
+    assert summary.loc["indexing", "exact match"] == pytest.approx(table[table.task == "indexing"]["exact match"].mean())
+    assert (summary["low"] <= summary["exact match"]).all() and (summary["exact match"] <= summary["high"]).all()
+    assert not list((ch.cache_dir() / "ch11-learned").glob("*.pt"))  # no checkpoint left behind
+    other = ch.learned_settings(**(vars(TINY_LEARNED) | {"steps": 8}))
+    with pytest.raises(ValueError, match="other settings"):
+        ch.learned_runs(out, other, log=None)
+    assert len(calls) == 4 and ch.read_learned(out)[0].equals(table)
+
+
+def test_the_learned_command_runs_two_processes_and_matches_one(tmp_path):
+    s = ch.learned_settings(**(vars(TINY_LEARNED) | {"tasks": ("sorting",)}))
+    ch.learned_runs(tmp_path / "two.csv", s, jobs=2, log=None)
+    ch.learned_runs(tmp_path / "one.csv", s, jobs=1, log=None)
+    (t2, c2), (t1, c1) = ch.read_learned(tmp_path / "two.csv"), ch.read_learned(tmp_path / "one.csv")
+    pd.testing.assert_frame_equal(t2.drop(columns="wall seconds"), t1.drop(columns="wall seconds"))
+    pd.testing.assert_frame_equal(c2, c1)
+
+
+def test_the_learned_settings_learn_every_task_on_the_cpu():
+    s = ch.learned_settings()
+    assert s.tasks == ch.LEARNED_TASKS and len(s.seeds) >= 3 and s.n_train == 20_000 and s.n_test >= 2000
+    assert s.steps % s.segment == 0 and s.curve_every % s.segment == 0 and 8 <= s.steps // s.curve_every <= 12
+    cfg = ch.model_config(s, 40)
+    assert (cfg.position, cfg.causal) == ("none", True)
