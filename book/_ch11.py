@@ -640,7 +640,7 @@ def learned_runs(out, s=None, *, jobs=1, log=print):
     table, curves_file = _read_runs(out, digest), learned_curves_path(out)
     _read_runs(curves_file, digest)
     finished = set(zip(table["task"], table["seed"])) if len(table) else set()
-    todo = [(task, seed) for task in s.tasks for seed in s.seeds if (task, seed) not in finished]
+    todo = [(task, seed) for seed in s.seeds for task in s.tasks if (task, seed) not in finished]  # every task's first seed first
 
     def record(row, curve):
         nonlocal table
