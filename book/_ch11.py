@@ -884,6 +884,30 @@ def plot_learning_curves(curves):
         "task: the mean over seeds with its 95% interval where there are several seeds, else the one seed's line."))
 
 
+def plot_learned_curves(curves):
+    """Held-out exact match and training loss against step (``learned_runs``' curves): each task's mean over seeds
+    with its 95% band (Student t), or its one seed's line."""
+    panels, order = [], []
+    for metric, title in (("exact match", "held-out exact match (teacher-forced)"), ("train loss", "training loss (answer tokens)")):
+        parts = []
+        for task, group in curves.dropna(subset=[metric]).groupby("task", sort=False):
+            seeds = group["seed"].nunique()
+            label = f"{task} (mean of {seeds} seeds)" if seeds > 1 else f"{task} (seed {group['seed'].iloc[0]})"
+            part = group.groupby("step", sort=True)[metric].agg(list).reset_index()
+            ivs = [pg.seed_interval(v, bounds=(0, 1) if metric == "exact match" else (0, None)) if len(v) > 1 else None
+                   for v in part[metric]]
+            part = pd.DataFrame({"step": part["step"], "value": [iv.mean if iv else v[0] for iv, v in zip(ivs, part[metric])],
+                                 "low": [iv.low if iv else np.nan for iv in ivs], "high": [iv.high if iv else np.nan for iv in ivs]})
+            parts.append(part.assign(series=label))
+            order += [label] if label not in order else []
+        panels.append(pg.series_chart(pd.concat(parts, ignore_index=True), x="step", y="value", series="series", lower="low",
+                                      upper="high", x_title="training step", y_title=title, series_title="task", title=title,
+                                      width=pg.PANEL_WIDTH, height=220, series_order=order))
+    return pg.finish_chart(alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared"), description=(
+        "Held-out teacher-forced exact match (left) and the mean training loss since the previous point (right) against "
+        "the training step, one line per task: the mean over seeds with its 95% interval, or the one seed's line."))
+
+
 def plot_probes(tables):
     """Probe NRMSE and Pearson R against layer, one line per (model, features); dotted: no positional information."""
     panels = []

@@ -535,3 +535,15 @@ def test_the_learned_settings_learn_every_task_on_the_cpu():
     assert s.steps % s.segment == 0 and s.curve_every % s.segment == 0 and 8 <= s.steps // s.curve_every <= 12
     cfg = ch.model_config(s, 40)
     assert (cfg.position, cfg.causal) == ("none", True)
+
+
+def test_learned_curves_chart_carries_the_mean_and_band_over_seeds():
+    curves = pd.DataFrame({"task": ["a"] * 6 + ["b"] * 3, "seed": [0, 0, 0, 1, 1, 1, 0, 0, 0], "step": [0, 10, 20] * 3,
+                           "train loss": [np.nan, 1.0, 0.5, np.nan, 1.2, 0.7, np.nan, 2.0, 1.0],
+                           "exact match": [0.0, 0.4, 0.8, 0.0, 0.6, 0.9, 0.0, 0.1, 0.2]})
+    rows = _rows(ch.plot_learned_curves(curves).to_dict())
+    assert {r["series"] for r in rows} == {"a (mean of 2 seeds)", "b (seed 0)"}
+    a20 = [r for r in rows if r["series"] == "a (mean of 2 seeds)" and r["step"] == 20]
+    assert sorted(r["value"] for r in a20) == pytest.approx([0.6, 0.85])  # train loss and exact match
+    assert all(r["low"] <= r["value"] <= r["high"] for r in a20)
+    assert not any(r["step"] == 0 and r["value"] > 1 for r in rows)  # step 0 has no training loss: left out
