@@ -20,10 +20,9 @@ import pandas as pd
 import scipy.stats
 import torch
 from torch import nn
+import torch.nn.functional as F
 
 import posgeo as pg
-from posgeo._cache import cache_dir
-from posgeo._train import _loss_and_accuracy
 from posgeo.experiments.papers import P2_MAX_LEN, P2_REPORTED
 
 TASKS = ("addition", "reversal", "indexing", "sorting")
@@ -543,8 +542,12 @@ def learned_run(task, seed, s, *, checkpoint=None, stop_if=None):
             state["curve"].append({"step": state["done"], "train loss": loss, "exact match": exact, "token accuracy": token})
             state["losses"] = []
 
-        def step_loss(step):
-            return _loss_and_accuracy(model, pool.sample(s.batch_size, g))
+        def step_loss(step):  # next-token loss on the answer tokens, and their accuracy
+            batch = pool.sample(s.batch_size, g)
+            logits = model(batch.tokens, attention_mask=batch.attention_mask).logits.flatten(0, 1)
+            targets, keep = batch.targets.flatten(), batch.targets.flatten() != pg.IGNORE_INDEX
+            loss = F.cross_entropy(logits, targets, ignore_index=pg.IGNORE_INDEX)
+            return loss, (logits.argmax(-1)[keep] == targets[keep]).float().mean()
 
         def pause(done, optimizer_state):
             raise _Pause(optimizer_state)
@@ -598,7 +601,8 @@ def learned_curves_path(out):
 
 def learned_checkpoint(task, seed, digest):
     """The checkpoint file of a run in progress (in the posgeo cache directory; removed once the run is recorded)."""
-    return cache_dir() / "ch11-learned" / f"{task}-{seed}-{digest}.pt"
+    root = Path(os.environ.get("POSGEO_CACHE_DIR") or Path.home() / ".cache" / "posgeo")
+    return root / "ch11-learned" / f"{task}-{seed}-{digest}.pt"
 
 
 def _learned_job(job):
