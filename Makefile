@@ -12,7 +12,7 @@
 #                   their JSON in benchmarks/results/ and regenerate book/benchmarks.md
 #   make benchmarks-page  regenerate book/benchmarks.md from the stored results only
 #   make p2-learned train chapter 11's decoder without positional encoding until it learns P2's tasks and
-#                   the counting control (15 runs, two at a time: about an hour of 2 CPU cores; resumable)
+#                   the counting control (15 runs, two at a time: 56 minutes on 2 CPU cores; resumable)
 #                   into book/data/ch11_learned.csv and book/data/ch11_learned_curves.csv
 #
 # Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml,

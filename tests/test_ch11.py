@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from types import SimpleNamespace
 
@@ -513,7 +514,7 @@ def test_the_learned_command_writes_resumes_and_refuses_other_settings(tmp_path,
     assert list(summary.index) == ["indexing", ch.CONTROL] and (summary.seeds == 2).all()
     assert summary.loc["indexing", "exact match"] == pytest.approx(table[table.task == "indexing"]["exact match"].mean())
     assert (summary["low"] <= summary["exact match"]).all() and (summary["exact match"] <= summary["high"]).all()
-    assert not list(ch.learned_checkpoint("indexing", 0, ch.settings_digest(TINY_LEARNED)).parent.glob("*.pt"))  # no checkpoint left behind
+    assert not list((ch.cache_dir() / "ch11-learned").glob("*.pt"))  # no checkpoint left behind
     other = ch.learned_settings(**(vars(TINY_LEARNED) | {"steps": 8}))
     with pytest.raises(ValueError, match="other settings"):
         ch.learned_runs(out, other, log=None)
@@ -547,3 +548,21 @@ def test_learned_curves_chart_carries_the_mean_and_band_over_seeds():
     assert sorted(r["value"] for r in a20) == pytest.approx([0.6, 0.85])  # train loss and exact match
     assert all(r["low"] <= r["value"] <= r["high"] for r in a20)
     assert not any(r["step"] == 0 and r["value"] > 1 for r in rows)  # step 0 has no training loss: left out
+
+
+def test_the_learned_file_holds_every_run_of_the_settings_and_what_they_learned():
+    path = ch.Path(ch.__file__).parent / "data" / "ch11_learned.csv"
+    if not path.exists():
+        pytest.skip("book/data/ch11_learned.csv not written yet (make p2-learned)")
+    s = ch.learned_settings()
+    table, curves = ch.read_learned(path)
+    assert set(table.settings) == set(curves.settings) == {ch.settings_digest(s)}
+    assert list(zip(table.task, table.seed)) == [(t, k) for t in s.tasks for k in s.seeds]
+    steps = list(range(0, s.steps + 1, s.curve_every))
+    assert all(g.step.tolist() == steps for _, g in curves.groupby(["task", "seed"])) and len(curves) == len(table) * len(steps)
+    assert (table["n test"] == s.n_test).all() and (table["exact match low"] <= table["exact match"]).all()
+    learned = table[table.task != "sorting"]  # every seed of every other task far above its constant answer
+    assert (learned["exact match low"] > learned["best constant answer"] + 0.25).all()
+    sorting = ch.P2Task("sorting", n_samples=s.n_test, seed=ch.TEST_SEED)  # sorting: a random valid permutation's match
+    guess = np.mean([1 / math.factorial(len(a)) for _, a in sorting.samples])
+    assert table.loc[table.task == "sorting", "exact match"].sub(guess).abs().max() < 0.03
