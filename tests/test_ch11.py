@@ -514,7 +514,7 @@ def test_the_learned_command_writes_resumes_and_refuses_other_settings(tmp_path,
     assert list(summary.index) == ["indexing", ch.CONTROL] and (summary.seeds == 2).all()
     assert summary.loc["indexing", "exact match"] == pytest.approx(table[table.task == "indexing"]["exact match"].mean())
     assert (summary["low"] <= summary["exact match"]).all() and (summary["exact match"] <= summary["high"]).all()
-    assert not list((ch.cache_dir() / "ch11-learned").glob("*.pt"))  # no checkpoint left behind
+    assert not list(ch.learned_checkpoint("indexing", 0, ch.settings_digest(TINY_LEARNED)).parent.glob("*.pt"))  # no checkpoint left behind
     other = ch.learned_settings(**(vars(TINY_LEARNED) | {"steps": 8}))
     with pytest.raises(ValueError, match="other settings"):
         ch.learned_runs(out, other, log=None)
