@@ -24,3 +24,18 @@ def data_dir() -> Path:
     if not value:
         pytest.skip("set POSGEO_DATA_DIR to the data directory (e.g. /work/shared/data) to run tests on SST-2/IMDB")
     return Path(value)
+
+
+@pytest.fixture(scope="module")
+def tiny_bert():
+    """A 2-layer, width-8 BERT with random weights (the layers chapter's and posgeo._layers' tests)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=40, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=16, max_position_embeddings=24, attn_implementation="eager")
+    model = BertModel(cfg).eval()
+    with torch.no_grad():  # a non-trivial LayerNorm gain, so that the test sees it
+        model.embeddings.LayerNorm.weight.copy_(torch.linspace(0.5, 1.5, 8))
+    return model

@@ -13,19 +13,6 @@ import _ch09 as ch
 from posgeo import pairwise_distances, projected_stress, stress
 
 
-@pytest.fixture(scope="module")
-def tiny_bert() -> torch.nn.Module:
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=40, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=16, max_position_embeddings=24, attn_implementation="eager")
-    model = BertModel(cfg).eval()
-    with torch.no_grad():  # a non-trivial LayerNorm gain, so that the test sees it
-        model.embeddings.LayerNorm.weight.copy_(torch.linspace(0.5, 1.5, 8))
-    return model
-
-
 def _points(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     return rng.normal(size=(n, 5)), pairwise_distances(rng.normal(size=(n, 3)))
