@@ -13,7 +13,9 @@
 #   make benchmarks-page  regenerate book/benchmarks.md from the stored results only
 #   make p2-learned train chapter 11's decoder without positional encoding until it learns P2's tasks and
 #                   the counting control (15 runs, two at a time: 56 minutes on 2 CPU cores; resumable)
-#                   into book/data/ch11_learned.csv and book/data/ch11_learned_curves.csv
+#                   into book/data/ch11_learned.csv and book/data/ch11_learned_curves.csv, then analyses each
+#                   model (probes, interventions, kernel fit; the weights kept in the cache, so a model is
+#                   trained again only where the cache lacks it) into book/data/ch11_learned_analysis.csv
 #
 # Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml,
 # tools/constraints.txt and this Makefile) makes a re-run quick.
@@ -219,6 +221,7 @@ benchmarks-page: setup
 # table are kept, a run cut short restarts from its last checkpoint; other settings are refused.
 p2-learned: setup
 	cd book && $(BIN)/python _ch11.py learned data/ch11_learned.csv --jobs 2
+	cd book && $(BIN)/python _ch11.py analyse data/ch11_learned.csv --jobs 2
 
 clean:
 	rm -rf _build

@@ -693,6 +693,95 @@ def learned_summary(table):
     return pd.DataFrame(rows).set_index("task")
 
 
+def learned_model_path(task, seed, digest):
+    """Where a finished learned run's final weights are kept (the posgeo cache directory, never the book)."""
+    return learned_checkpoint(task, seed, digest).with_name(f"{task}-{seed}-{digest}-final.pt")
+
+
+def learned_model(task, seed, s):
+    """The final model of the learned run (task, seed) of settings ``s``: its kept weights, or trained again (resumable)
+    and kept. Returns ``(model, row or None)``: the row when it was trained here."""
+    digest = settings_digest(s)
+    path = learned_model_path(task, seed, digest)
+    if path.exists():
+        saved = torch.load(path, weights_only=False)
+        if (saved["task"], saved["seed"], saved["settings"]) != (task, seed, digest):
+            raise ValueError(f"{path} holds the weights of {saved['task']}, seed {saved['seed']}, settings {saved['settings']}; remove it")
+        model = pg.Transformer(pg.TransformerConfig(**saved["config"]))
+        model.load_state_dict(saved["model"])
+        return model.eval(), None
+    row, _, model = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, digest))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save({"task": task, "seed": seed, "settings": digest, "config": model.config.to_dict(), "model": model.state_dict()}, tmp)
+    os.replace(tmp, path)
+    learned_checkpoint(task, seed, digest).unlink(missing_ok=True)
+    return model, row
+
+
+def learned_analysis_path(out):
+    """Where ``learned_analyses`` writes the analysis beside the table ``out``: ``<stem>_analysis.csv``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}_analysis.csv")
+
+
+def _analysis_job(job):
+    task, seed, s, parent = job
+    torch.set_num_threads(1)
+    model, row = learned_model(task, seed, s)
+    return task, seed, row, analyse_learned(model, task, seed, s)
+
+
+def learned_analyses(out, s=None, *, jobs=1, log=print):
+    """``analyse_learned`` for every run of the table ``out`` (written by ``learned_runs``) not analysed yet, written to
+    ``learned_analysis_path(out)`` as each finishes (atomically; resumable). A run retrained here must reproduce its row's
+    exact match. A file of another analysis (``analysis_digest``) is an error. Returns the (task, seed) pairs analysed."""
+    s = learned_settings() if s is None else s
+    out, digest = Path(out), analysis_digest(s)
+    table = _read_runs(out, settings_digest(s))
+    path = learned_analysis_path(out)
+    done = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    if len(done) and set(done["analysis"]) != {digest}:
+        raise ValueError(f"{path} holds another analysis ({', '.join(sorted(set(done['analysis'])))}; this one is {digest}): "
+                         "write beside another table, or remove it to analyse every run again")
+    finished = set(zip(done["task"], done["seed"])) if len(done) else set()
+    todo = [(t, sd) for t, sd in zip(table["task"], table["seed"]) if (t, sd) not in finished]
+
+    def record(task, seed, row, rows):
+        nonlocal done
+        if row is not None:
+            want = float(table.loc[(table["task"] == task) & (table["seed"] == seed), "exact match"].iloc[0])
+            if abs(row["exact match"] - want) > 0.02:
+                log(f"warning: {task}, seed {seed} retrained to exact match {row['exact match']:.4f}, the table says {want:.4f}")
+        new = pd.DataFrame(rows).assign(settings=settings_digest(s), analysis=digest)
+        done = pd.concat([done, new], ignore_index=True) if len(done) else new
+        _write_atomically(done, path)
+        if log is not None:
+            log(f"{task}, seed {seed} analysed ({len(set(zip(done['task'], done['seed']))) }/{len(table)} in {path})")
+
+    args = [(t, sd, s, None) for t, sd in todo]
+    if jobs > 1 and len(todo) > 1:
+        with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), maxtasksperchild=1) as workers:
+            for result in workers.imap_unordered(_analysis_job, args):
+                record(*result)
+    else:
+        for a in args:
+            record(*_analysis_job(a))
+    return todo
+
+
+def read_learned_analysis(path, s=None):
+    """The analysis written by ``learned_analyses`` beside the table ``path``; refuses a file of other settings, another
+    analysis or another posgeo version (``analysis_digest``)."""
+    s = learned_settings() if s is None else s
+    frame = pd.read_csv(learned_analysis_path(path))
+    if set(frame["analysis"]) != {analysis_digest(s)}:
+        raise ValueError(f"{learned_analysis_path(path)} was made by another command or version (analysis "
+                         f"{', '.join(sorted(set(frame['analysis'])))}, expected {analysis_digest(s)}): run "
+                         f"python _ch11.py analyse {path} again")
+    return frame
+
+
 # ============================================================================ probes and the mask
 
 
@@ -718,15 +807,16 @@ def _mlp(n_in, hidden, depth, generator):
     return net
 
 
-def train_position_probe(X, *, hidden=64, depth=4, steps=400, lr=3e-3, seed=0, test_fraction=0.25):
-    """A ``depth``-layer MLP predicting each token's position from its features, early-stopped on held-out
-    sequences; returns the test NRMSE (1: no better than the mean position) and Pearson R."""
+def train_position_probe(X, *, hidden=64, depth=4, steps=400, lr=3e-3, seed=0, test_fraction=0.25, first=0):
+    """A ``depth``-layer MLP predicting each token's position (``first`` + its index in ``X``'s second axis) from its
+    features, early-stopped on held-out sequences; returns the test NRMSE (1: no better than the mean position) and
+    Pearson R."""
     B, n, f = X.shape
     n_test = int(round(B * test_fraction))
     n_val = int(round((B - n_test) / 5))
     order = np.random.default_rng(seed).permutation(B)
     test, val, fit = order[:n_test], order[n_test:n_test + n_val], order[n_test + n_val:]
-    pos = np.broadcast_to(np.arange(n, dtype=np.float64), (B, n))
+    pos = np.broadcast_to(first + np.arange(n, dtype=np.float64), (B, n))
     mu, sd = X[fit].reshape(-1, f).mean(0), X[fit].reshape(-1, f).std(0)
     sd = np.where(sd > 1e-12, sd, 1.0)
     ymu, ysd = pos[fit].mean(), pos[fit].std()
@@ -785,6 +875,193 @@ def causal_contrast(model, tokens, seed=0):
         err = np.abs(Hp[-1] - H[-1][:, perm.numpy()]).max() / np.abs(H[-1]).max()
         rows[label] = {**{f"layer {i}": v for i, v in enumerate(layer_scores(H))}, "equivariant": bool(err < 1e-4)}
     return pd.DataFrame(rows).T
+
+
+# ============================================================================ what the learned models use
+
+ANALYSIS = dict(n_prompts=256, n_random=256, visible_k=4, probe_steps=300, probe_hidden=32, test_n=2000)
+PROBE_KINDS = ("hidden state", "direction", "norm", "top-k earlier", "k random earlier", "cosine row")
+INTERVENTIONS = ("none", "equal norms after layer 1", "equal attention norms in layer 1", "another prompt's prefix in layer 1")
+
+
+def analysis_digest(s):
+    """Digest of a learned run's analysis: the run's ``settings_digest``, ``ANALYSIS`` and posgeo's version."""
+    what = {"settings": settings_digest(s), "analysis": ANALYSIS, "kinds": PROBE_KINDS, "interventions": INTERVENTIONS,
+            "posgeo": pg.__version__}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def visible_set_feature(H, k, *, draw=None):
+    """Per position t >= k of hidden states ``H`` (B, n, d), from its cosines to the earlier positions as a set: the k
+    largest, sorted, and their mean over all earlier positions (``draw=None``), or the cosines to k earlier positions
+    drawn at random (``draw``: a seed), sorted. Shape (B, n - k, k + 1) or (B, n - k, k); permuting the earlier
+    positions leaves the first unchanged and the second unchanged in distribution."""
+    C = pg.cosine_similarity_matrix(H)
+    B, n, _ = C.shape
+    rng = None if draw is None else np.random.default_rng(draw)
+    out = np.empty((B, n - k, k + (draw is None)))
+    for t in range(k, n):
+        earlier = C[:, t, :t]
+        if rng is None:
+            out[:, t - k, :k] = -np.sort(-earlier, axis=1)[:, :k]
+            out[:, t - k, k] = earlier.mean(axis=1)
+        else:
+            pick = np.argsort(rng.random((B, t)), axis=1)[:, :k]
+            out[:, t - k] = -np.sort(-np.take_along_axis(earlier, pick, axis=1), axis=1)
+    return out
+
+
+def layout_free_features(H, kind, k, *, seed=0):
+    """The probe features of positions k, k + 1, ... of ``H`` (B, n, d): the hidden state, its direction, its norm,
+    ``visible_set_feature`` (``"top-k earlier"``; ``"k random earlier"`` with ``draw=seed``) or, for comparison, the
+    cosine row without the diagonal, which a probe can read by layout."""
+    if kind == "hidden state":
+        return H[:, k:]
+    norm = np.linalg.norm(H, axis=-1, keepdims=True)
+    if kind == "direction":
+        return (H / norm)[:, k:]
+    if kind == "norm":
+        return norm[:, k:]
+    if kind == "top-k earlier":
+        return visible_set_feature(H, k)
+    if kind == "k random earlier":
+        return visible_set_feature(H, k, draw=seed)
+    if kind == "cosine row":
+        return probe_features(H, "cosine")[:, k:]
+    raise ValueError(f"unknown probe feature {kind!r}; choose from {', '.join(PROBE_KINDS)}")
+
+
+def prompt_positions(tokens):
+    """(B, n) bool: the positions before each sequence's ``=`` (its prompt, without ``=``)."""
+    eq = tokens == encode("=")[0]
+    return torch.cumsum(eq.int(), dim=1) == 0
+
+
+@dataclass
+class Intervention:
+    """A forward hook on the first block: ``kind`` one of ``INTERVENTIONS``; ``scale`` the norm the norm interventions set
+    (the mean over the prompt positions, ``intervention_scales``); ``where`` (B, n) bool, the positions it changes."""
+
+    kind: str
+    scale: float = 1.0
+    where: torch.Tensor | None = None
+
+    def __post_init__(self):
+        if self.kind not in INTERVENTIONS:
+            raise ValueError(f"unknown intervention {self.kind!r}; choose from {', '.join(INTERVENTIONS)}")
+
+    def _change(self, x, new):
+        keep = self.where[..., None] if self.where is not None else torch.ones(x.shape[:2] + (1,), dtype=torch.bool)
+        return torch.where(keep, new, x)
+
+    def on_attention(self, module, args, out):
+        a, probs = out
+        if self.kind == "equal attention norms in layer 1":
+            a = self._change(a, a / a.norm(dim=-1, keepdim=True).clamp_min(1e-12) * self.scale)
+        elif self.kind == "another prompt's prefix in layer 1":  # the norms kept, the directions of the next prompt in the batch
+            other = a.roll(1, dims=0)
+            a = self._change(a, other / other.norm(dim=-1, keepdim=True).clamp_min(1e-12) * a.norm(dim=-1, keepdim=True))
+        return a, probs
+
+    def on_block(self, module, args, out):
+        x, probs = out
+        if self.kind == "equal norms after layer 1":
+            x = self._change(x, x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12) * self.scale)
+        return x, probs
+
+
+@torch.no_grad()
+def intervention_scales(model, tokens):
+    """Mean norms over the prompt positions of ``tokens``: the first attention's output and the state after layer 1."""
+    where = prompt_positions(tokens)
+    a = torch.as_tensor(first_attention_output(model, tokens))
+    with pg.eval_mode(model):
+        h1 = model(tokens, return_hidden=True).hidden_states[1]
+    return {"attention": float(a.norm(dim=-1)[where].mean()), "layer 1": float(h1.norm(dim=-1)[where].mean())}
+
+
+@torch.no_grad()
+def intervened_accuracy(model, pool, kind, scales, batch_size=500):
+    """``accuracy`` (exact match, token accuracy) with the intervention ``kind`` applied to the prompt positions."""
+    rows, n_tok, n_ok = [], 0, 0
+    with pg.eval_mode(model):
+        for start in range(0, len(pool.samples), batch_size):
+            b = pool.batch(torch.arange(start, min(start + batch_size, len(pool.samples))))
+            hook = Intervention(kind, scales["layer 1" if kind == "equal norms after layer 1" else "attention"],
+                                where=prompt_positions(b.tokens))
+            handles = [model.blocks[0].attn.register_forward_hook(hook.on_attention),
+                       model.blocks[0].register_forward_hook(hook.on_block)]
+            try:
+                pred = model(b.tokens, attention_mask=b.attention_mask).logits.argmax(-1)
+            finally:
+                for h in handles:
+                    h.remove()
+            keep = b.targets != pg.IGNORE_INDEX
+            rows.append(((pred == b.targets) | ~keep).all(dim=1))
+            n_tok, n_ok = n_tok + int(keep.sum()), n_ok + int(((pred == b.targets) & keep).sum())
+    return float(torch.cat(rows).float().mean()), n_ok / max(n_tok, 1)
+
+
+@torch.no_grad()
+def prefix_permuted_attention(attn, x, seed=0):
+    """The causal attention sublayer ``attn`` (a block's ``.attn``) on its input ``x`` (B, n, d), query t reading its
+    prefix 0..t in a random order of its own (one permutation per query; keys and values permuted together)."""
+    B, n, d = x.shape
+    heads, hd = attn.cfg.n_heads, attn.cfg.head_dim
+    q, k, v = attn.qkv(x).view(B, n, 3, heads, hd).permute(2, 0, 3, 1, 4)  # each (B, heads, n, hd)
+    rng, out = np.random.default_rng(seed), torch.empty_like(x)
+    for t in range(n):
+        order = torch.as_tensor(rng.permutation(t + 1))
+        w = (q[:, :, t:t + 1] @ k[:, :, order].transpose(-1, -2) / math.sqrt(hd)).softmax(dim=-1)
+        out[:, t] = attn.out((w @ v[:, :, order]).transpose(1, 2).reshape(B, d))
+    return out
+
+
+def ou_kernel(n):
+    """The cosine of causal means of i.i.d. vectors at 1-based positions 1..n: sqrt(min(k, l) / max(k, l))."""
+    k = np.arange(1, n + 1, dtype=np.float64)
+    return np.sqrt(np.minimum.outer(k, k) / np.maximum.outer(k, k))
+
+
+def kernel_fit(C, K):
+    """Pearson r and RMSE between the off-diagonal entries of a mean cosine matrix ``C`` and a kernel ``K``."""
+    off = ~np.eye(len(K), dtype=bool)
+    return float(np.corrcoef(C[off], K[off])[0, 1]), float(np.sqrt(np.mean((C[off] - K[off]) ** 2)))
+
+
+def analyse_learned(model, task, seed, s):
+    """What a learned run's model does with position: rows of (task, seed, measure, input, layer, feature, value)."""
+    a = SimpleNamespace(**ANALYSIS)
+    prompts, rand = analysis_tokens(task, a.n_prompts), random_tokens(a.n_random, analysis_tokens(task, 1).shape[1])
+    rows = []
+
+    def add(measure, value, **where):
+        rows.append({"task": task, "seed": seed, "measure": measure, "input": where.get("input", ""),
+                     "layer": where.get("layer", -1), "feature": where.get("feature", ""), "value": float(value)})
+
+    for name, tokens in (("prompts", prompts), ("random tokens", rand)):
+        H = hidden_states(model, tokens)
+        for layer, score in enumerate(layer_scores(H)):
+            add("adjacency score", score, input=name, layer=layer)
+        K = ou_kernel(tokens.shape[1])
+        for label, X in (("layer 1", H[1]), ("first attention output", first_attention_output(model, tokens))):
+            r, rmse = kernel_fit(pg.cosine_similarity_matrix(X).mean(axis=0), K)
+            add("kernel r", r, input=name, feature=label)
+            add("kernel rmse", rmse, input=name, feature=label)
+        if name == "random tokens":
+            for layer, h in enumerate(H):
+                for kind in PROBE_KINDS:
+                    X = layout_free_features(h, kind, a.visible_k, seed=seed)
+                    nrmse, r = train_position_probe(X, hidden=a.probe_hidden, steps=a.probe_steps, seed=seed, first=a.visible_k)
+                    add("probe NRMSE", nrmse, input=name, layer=layer, feature=kind)
+                    add("probe R", r, input=name, layer=layer, feature=kind)
+    test = P2Task(task, n_samples=a.test_n, seed=TEST_SEED)
+    scales = intervention_scales(model, prompts)
+    for kind in INTERVENTIONS:
+        exact, token = (accuracy(model, test) if kind == "none" else intervened_accuracy(model, test, kind, scales))
+        add("exact match", exact, input="test prompts", feature=kind)
+        add("token accuracy", token, input="test prompts", feature=kind)
+    return rows
 
 
 # ============================================================================ charts
@@ -932,12 +1209,14 @@ def plot_probes(tables):
 if __name__ == "__main__":  # the data files, one thread per process:
     torch.set_num_threads(1)  # python _ch11.py sweep data/ch11_sweep_runs.csv (about 90 CPU-seconds)
     cli = argparse.ArgumentParser(description="Write a data file of the chapter.")  # python _ch11.py learned OUT.csv --jobs 2
-    cli.add_argument("what", choices=("sweep", "learned"))
+    cli.add_argument("what", choices=("sweep", "learned", "analyse"))
     cli.add_argument("out", type=Path)
     cli.add_argument("--jobs", type=int, default=1, help="learned: runs trained at once (one process each)")
     cli_args = cli.parse_args()
     if cli_args.what == "sweep":  # POSGEO_PROFILE=full: P2's depths and widths
         S = settings()
         sweep_training_runs(S, analysis_tokens(S.sweep_task, S.n_analysis)).to_csv(cli_args.out, index=False)
+    elif cli_args.what == "analyse":  # every run of OUT (written by learned) not yet in OUT's <stem>_analysis.csv
+        learned_analyses(cli_args.out, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))
     else:  # LEARNED: every task and seed not yet in OUT (and its learning curves in OUT's <stem>_curves.csv)
         learned_runs(cli_args.out, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))

@@ -566,3 +566,149 @@ def test_the_learned_file_holds_every_run_of_the_settings_and_what_they_learned(
     sorting = ch.P2Task("sorting", n_samples=s.n_test, seed=ch.TEST_SEED)  # sorting: a random valid permutation's match
     guess = np.mean([1 / math.factorial(len(a)) for _, a in sorting.samples])
     assert table.loc[table.task == "sorting", "exact match"].sub(guess).abs().max() < 0.03
+
+
+# ----------------------------------------------------------------------------- what the learned models use (issue 48)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(5, 12), st.integers(0, 2**31 - 1))
+def test_the_visible_set_features_do_not_see_the_order_of_the_earlier_positions(t, seed):
+    rng = np.random.default_rng(seed)
+    H = rng.normal(size=(3, 14, 6))
+    P = H.copy()
+    P[:, :t] = H[:, np.roll(np.arange(t), 1)]  # the positions before t permuted (none kept in place)
+    k = 4
+    top, top_p = ch.visible_set_feature(H, k), ch.visible_set_feature(P, k)
+    assert np.allclose(top[:, t - k:], top_p[:, t - k:])  # every position from t on sees the same set
+    cos, cos_p = ch.probe_features(H, "cosine"), ch.probe_features(P, "cosine")
+    assert not np.allclose(cos[:, t:], cos_p[:, t:])  # while the cosine row, in positional order, changes
+    # the k random earlier cosines: a permutation of the earlier positions only relabels what is drawn
+    C = pg.cosine_similarity_matrix(H)
+    drawn = ch.visible_set_feature(H, k, draw=0)
+    for b, pos in ((0, k), (2, 13)):
+        assert set(np.round(drawn[b, pos - k], 12)) <= set(np.round(C[b, pos, :pos], 12))
+
+
+def test_the_layout_free_features_have_their_shapes_and_refuse_an_unknown_kind():
+    H = np.random.default_rng(0).normal(size=(2, 9, 5))
+    shapes = {kind: ch.layout_free_features(H, kind, 3).shape for kind in ch.PROBE_KINDS}
+    assert shapes == {"hidden state": (2, 6, 5), "direction": (2, 6, 5), "norm": (2, 6, 1), "top-k earlier": (2, 6, 4),
+                      "k random earlier": (2, 6, 3), "cosine row": (2, 6, 8)}
+    assert np.allclose(np.linalg.norm(ch.layout_free_features(H, "direction", 3), axis=-1), 1)
+    with pytest.raises(ValueError, match="unknown probe feature 'variance'; choose from hidden state"):
+        ch.layout_free_features(H, "variance", 3)
+
+
+def test_a_probe_reads_position_from_a_norm_that_shrinks_with_it_and_not_from_noise():
+    rng = np.random.default_rng(0)
+    t = np.arange(1, 21)
+    H = rng.normal(size=(200, 20, 256)) / np.sqrt(t)[None, :, None]  # a causal mean's norm: 1 / sqrt(t), sharp at width 256
+    nrmse, r = ch.train_position_probe(ch.layout_free_features(H, "norm", 4), hidden=16, steps=150, first=4)
+    assert nrmse < 0.6 and r > 0.8
+    nrmse, r = ch.train_position_probe(ch.layout_free_features(H, "direction", 4), hidden=16, steps=150, first=4)
+    assert nrmse > 0.95  # the directions of i.i.d. vectors carry no position
+
+
+def _tiny_learned_model(seed=0):
+    s = ch.learned_settings(**(vars(TINY_LEARNED) | {"n_layers": 2}))
+    return ch.learned_run("indexing", seed, s)[2].eval()
+
+
+def test_the_norm_interventions_set_the_norms_they_claim_at_the_prompt_positions_only():
+    model = _tiny_learned_model()
+    tokens = ch.analysis_tokens("indexing", 8)
+    where = ch.prompt_positions(tokens)
+    assert where[:, 0].all() and not where.all(dim=1).any()  # the prompt, never its answer
+    captured = {}
+    for kind, part in (("equal norms after layer 1", "block"), ("equal attention norms in layer 1", "attention")):
+        hook = ch.Intervention(kind, scale=3.0, where=where)
+        handles = [model.blocks[0].attn.register_forward_hook(hook.on_attention), model.blocks[0].register_forward_hook(hook.on_block)]
+        grab = (model.blocks[0] if part == "block" else model.blocks[0].attn).register_forward_hook(
+            lambda m, a, o: captured.__setitem__(kind, o[0].detach()))  # registered last: sees the changed output
+        try:
+            with torch.no_grad():
+                model(tokens)
+        finally:
+            for h in handles + [grab]:
+                h.remove()
+        norms = captured[kind].norm(dim=-1)
+        assert torch.allclose(norms[where], torch.tensor(3.0), rtol=1e-5)
+        assert not torch.allclose(norms[~where], torch.tensor(3.0), rtol=1e-3)  # the answer's positions untouched
+    with pytest.raises(ValueError, match="unknown intervention 'shuffle'"):
+        ch.Intervention("shuffle")
+
+
+def test_the_other_prompt_intervention_keeps_the_norms_and_takes_the_next_prompts_directions():
+    model = _tiny_learned_model()
+    tokens = ch.analysis_tokens("indexing", 6)
+    a = torch.as_tensor(ch.first_attention_output(model, tokens))
+    hook = ch.Intervention("another prompt's prefix in layer 1", where=ch.prompt_positions(tokens))
+    changed, _ = hook.on_attention(None, None, (a, None))
+    where = ch.prompt_positions(tokens)
+    assert torch.allclose(changed.norm(dim=-1), a.norm(dim=-1), rtol=1e-6)
+    cos = torch.nn.functional.cosine_similarity(changed, a.roll(1, dims=0), dim=-1)
+    assert torch.allclose(cos[where], torch.tensor(1.0, dtype=cos.dtype), atol=1e-6) and torch.equal(changed[~where], a[~where])
+
+
+def test_an_intervention_at_no_position_is_the_plain_accuracy_and_leaves_no_hook_behind(monkeypatch):
+    model = _tiny_learned_model()
+    pool = ch.P2Task("indexing", n_samples=60, seed=ch.TEST_SEED)
+    scales = ch.intervention_scales(model, ch.analysis_tokens("indexing", 16))
+    assert scales["attention"] > 0 and scales["layer 1"] > 0
+    plain = ch.accuracy(model, pool)
+    for kind in ch.INTERVENTIONS[1:]:
+        ch.intervened_accuracy(model, pool, kind, scales)
+    assert ch.accuracy(model, pool) == plain  # the hooks are gone (that they act: the two tests above)
+    monkeypatch.setattr(ch, "prompt_positions", lambda tokens: torch.zeros(tokens.shape, dtype=torch.bool))
+    assert all(ch.intervened_accuracy(model, pool, kind, scales) == plain for kind in ch.INTERVENTIONS[1:])
+
+
+def test_the_first_attention_reads_its_prefix_as_a_set():
+    model = _tiny_learned_model()
+    tokens = ch.analysis_tokens("indexing", 5)
+    with torch.no_grad():
+        x = model.blocks[0].ln1(model.tok(tokens))
+        causal = torch.tril(torch.ones(x.shape[1], x.shape[1], dtype=torch.bool))
+        plain = model.blocks[0].attn(x, causal, None, None)[0]
+    once = ch.prefix_permuted_attention(model.blocks[0].attn, x, seed=0)
+    twice = ch.prefix_permuted_attention(model.blocks[0].attn, x, seed=1)
+    assert torch.allclose(once, plain, atol=1e-6) and torch.allclose(twice, once, atol=1e-6)
+    assert torch.allclose(torch.as_tensor(ch.first_attention_output(model, tokens)), plain.double(), atol=1e-6)
+
+
+def test_the_log_position_kernel_is_the_cosine_of_causal_means_of_gaussian_vectors():
+    K = ch.ou_kernel(12)
+    k = np.arange(1, 13)
+    assert np.allclose(K, np.exp(-np.abs(np.log(k)[:, None] - np.log(k)[None, :]) / 2)) and np.allclose(np.diag(K), 1)
+    e = np.random.default_rng(0).normal(size=(400, 12, 256))
+    h = np.cumsum(e, axis=1) / k[None, :, None]
+    C = pg.cosine_similarity_matrix(h).mean(axis=0)
+    r, rmse = ch.kernel_fit(C, K)
+    assert r > 0.999 and rmse < 0.01  # the sampling error of a mean of 400 cosines at width 256 is about 0.003
+    assert ch.kernel_fit(np.ones((12, 12)) * 0.5 + 0.1 * np.eye(12)[::-1], K)[1] > 0.2  # a flat matrix is far from it
+
+
+def test_the_analysis_file_is_written_resumed_and_refused_under_another_analysis(tmp_path, monkeypatch):
+    s = ch.learned_settings(**(vars(TINY_LEARNED) | {"seeds": (0,)}))
+    monkeypatch.setitem(ch.ANALYSIS, "n_prompts", 16)
+    monkeypatch.setitem(ch.ANALYSIS, "n_random", 16)
+    monkeypatch.setitem(ch.ANALYSIS, "probe_steps", 10)
+    monkeypatch.setitem(ch.ANALYSIS, "test_n", 40)
+    out = tmp_path / "learned.csv"
+    ch.learned_runs(out, s, log=None)
+    assert ch.learned_analyses(out, s, log=None) == [("indexing", 0), (ch.CONTROL, 0)]
+    frame = ch.read_learned_analysis(out, s)
+    assert set(frame["measure"]) == {"adjacency score", "kernel r", "kernel rmse", "probe NRMSE", "probe R", "exact match",
+                                     "token accuracy"}
+    table = ch.read_learned(out)[0]
+    none = frame[(frame.measure == "exact match") & (frame.feature == "none")].set_index("task")["value"]
+    assert np.allclose(none.loc[list(table.task)].to_numpy(), table["exact match"].to_numpy())  # the same model and prompts
+    assert ch.learned_analyses(out, s, log=None) == []  # resumed: nothing left
+    monkeypatch.setitem(ch.ANALYSIS, "probe_steps", 11)  # another analysis: the loader and the command refuse the file
+    with pytest.raises(ValueError, match="made by another command or version"):
+        ch.read_learned_analysis(out, s)
+    with pytest.raises(ValueError, match="holds another analysis"):
+        ch.learned_analyses(out, s, log=None)
+    monkeypatch.setattr(ch.pg, "__version__", "0.0.0")
+    assert ch.analysis_digest(s) != frame["analysis"].iloc[0]
