@@ -464,7 +464,10 @@ TEST_SEED = 1000  # the held-out pool (as in accuracy_row)
 
 
 def learned_settings(**overrides):
-    """``LEARNED`` as a namespace, ``overrides`` replacing fields."""
+    """``LEARNED`` as a namespace, ``overrides`` replacing fields (or adding ``init_std``, the token embeddings' std)."""
+    unknown = sorted(set(overrides) - set(LEARNED) - {"init_std"})
+    if unknown:
+        raise ValueError(f"unknown setting(s) {', '.join(unknown)}; the settings are {', '.join(sorted(LEARNED))} and init_std")
     return SimpleNamespace(**(LEARNED | overrides))
 
 
@@ -521,7 +524,8 @@ def learned_run(task, seed, s, *, checkpoint=None, stop_if=None):
     ckpt = None if checkpoint is None else Path(checkpoint)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = pg.Transformer(model_config(s, pool.seq_len), seed=seed)
+        extra = {"init_std": s.init_std} if hasattr(s, "init_std") else {}  # the token embeddings' std (default 0.02)
+        model = pg.Transformer(model_config(s, pool.seq_len, **extra), seed=seed)
         params = list(model.parameters())
         g = torch.Generator().manual_seed(seed + 1)  # batches: as pg.train draws them
         state = {"done": 0, "optimizer": None, "wall": 0.0, "curve": [], "losses": []}
@@ -609,7 +613,8 @@ def _learned_job(job):
     task, seed, s, parent = job
     torch.set_num_threads(1)
     stop = None if parent is None else (lambda: os.getppid() != parent)  # orphaned: the command was killed
-    row, curves, _ = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, settings_digest(s)), stop_if=stop)
+    row, curves, model = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, settings_digest(s)), stop_if=stop)
+    _keep_model(task, seed, settings_digest(s), model)
     return row, curves
 
 
@@ -711,12 +716,17 @@ def learned_model(task, seed, s):
         model.load_state_dict(saved["model"])
         return model.eval(), None
     row, _, model = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, digest))
+    _keep_model(task, seed, digest, model)
+    learned_checkpoint(task, seed, digest).unlink(missing_ok=True)
+    return model, row
+
+
+def _keep_model(task, seed, digest, model):
+    path = learned_model_path(task, seed, digest)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     torch.save({"task": task, "seed": seed, "settings": digest, "config": model.config.to_dict(), "model": model.state_dict()}, tmp)
     os.replace(tmp, path)
-    learned_checkpoint(task, seed, digest).unlink(missing_ok=True)
-    return model, row
 
 
 def learned_analysis_path(out):
@@ -1212,11 +1222,18 @@ if __name__ == "__main__":  # the data files, one thread per process:
     cli.add_argument("what", choices=("sweep", "learned", "analyse"))
     cli.add_argument("out", type=Path)
     cli.add_argument("--jobs", type=int, default=1, help="learned: runs trained at once (one process each)")
+    cli.add_argument("--tasks", nargs="+", choices=LEARNED_TASKS, help="learned, analyse: these tasks only")
+    cli.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
+                     help="learned, analyse: settings other than LEARNED's, e.g. n_layers=6 or init_std=0.2 (JSON values)")
     cli_args = cli.parse_args()
+    changed = {k: json.loads(v) for k, v in (item.split("=", 1) for item in cli_args.set)}
+    if cli_args.tasks:
+        changed["tasks"] = tuple(cli_args.tasks)
+    LEARNED_RUN = learned_settings(**changed)
     if cli_args.what == "sweep":  # POSGEO_PROFILE=full: P2's depths and widths
         S = settings()
         sweep_training_runs(S, analysis_tokens(S.sweep_task, S.n_analysis)).to_csv(cli_args.out, index=False)
     elif cli_args.what == "analyse":  # every run of OUT (written by learned) not yet in OUT's <stem>_analysis.csv
-        learned_analyses(cli_args.out, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))
+        learned_analyses(cli_args.out, LEARNED_RUN, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))
     else:  # LEARNED: every task and seed not yet in OUT (and its learning curves in OUT's <stem>_curves.csv)
-        learned_runs(cli_args.out, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))
+        learned_runs(cli_args.out, LEARNED_RUN, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))

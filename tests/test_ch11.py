@@ -514,7 +514,9 @@ def test_the_learned_command_writes_resumes_and_refuses_other_settings(tmp_path,
     assert list(summary.index) == ["indexing", ch.CONTROL] and (summary.seeds == 2).all()
     assert summary.loc["indexing", "exact match"] == pytest.approx(table[table.task == "indexing"]["exact match"].mean())
     assert (summary["low"] <= summary["exact match"]).all() and (summary["exact match"] <= summary["high"]).all()
-    assert not list(ch.learned_checkpoint("indexing", 0, ch.settings_digest(TINY_LEARNED)).parent.glob("*.pt"))  # no checkpoint left behind
+    kept = ch.learned_checkpoint("indexing", 0, ch.settings_digest(TINY_LEARNED)).parent
+    assert {p.name for p in kept.glob("*.pt")} == {ch.learned_model_path(t, sd, ch.settings_digest(TINY_LEARNED)).name
+                                                   for t, sd in zip(table.task, table.seed)}  # final weights, no checkpoint
     other = ch.learned_settings(**(vars(TINY_LEARNED) | {"steps": 8}))
     with pytest.raises(ValueError, match="other settings"):
         ch.learned_runs(out, other, log=None)
@@ -712,3 +714,21 @@ def test_the_analysis_file_is_written_resumed_and_refused_under_another_analysis
         ch.learned_analyses(out, s, log=None)
     monkeypatch.setattr(ch.pg, "__version__", "0.0.0")
     assert ch.analysis_digest(s) != frame["analysis"].iloc[0]
+
+
+def test_learned_settings_refuse_an_unknown_name_and_init_std_sets_the_embedding_std():
+    with pytest.raises(ValueError, match="unknown setting.*n_layer;"):
+        ch.learned_settings(n_layer=6)
+    s = ch.learned_settings(**(vars(TINY_LEARNED) | {"init_std": 0.5, "steps": 2, "segment": 2, "curve_every": 2}))
+    assert ch.settings_digest(s) != ch.settings_digest(ch.learned_settings(**(vars(s) | {"init_std": 0.02})))
+    model = ch.learned_run(ch.CONTROL, 0, s)[2]
+    assert 0.4 < float(model.tok.weight.detach().std()) < 0.6  # two small steps move it little
+
+
+def test_a_kept_model_is_loaded_not_trained_again(monkeypatch):
+    s = ch.learned_settings(**(vars(TINY_LEARNED) | {"seeds": (0,)}))
+    model, row = ch.learned_model("indexing", 0, s)
+    assert row is not None and ch.learned_model_path("indexing", 0, ch.settings_digest(s)).exists()
+    monkeypatch.setattr(ch, "learned_run", lambda *a, **k: pytest.fail("trained again"))
+    again, none = ch.learned_model("indexing", 0, s)
+    assert none is None and all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
