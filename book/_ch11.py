@@ -491,6 +491,12 @@ def segment_learning_rates(s):
     return [learning_rate(s, start + s.segment // 2) for start in range(0, s.steps, s.segment)]
 
 
+def random_permutation_level(samples):
+    """Exact match of answering a sorting prompt with a random valid permutation of the right length: the mean of 1/m!
+    over the (prompt, answer) ``samples``, m the answer's length."""
+    return float(np.mean([1.0 / math.factorial(len(answer)) for _, answer in samples]))
+
+
 def clopper_pearson(k, n, level=0.95):
     """Exact (Clopper-Pearson) interval of the binomial proportion ``k / n``."""
     a = (1 - level) / 2
@@ -1072,6 +1078,54 @@ def analyse_learned(model, task, seed, s):
         add("exact match", exact, input="test prompts", feature=kind)
         add("token accuracy", token, input="test prompts", feature=kind)
     return rows
+
+
+# ============================================================================ the learned runs' analysis, as the chapter shows it
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def analysis_runs(frame, measure, *, by, input=None, feature=None, layer=None):
+    """One row per (task, seed) of the analysis ``frame`` and one column per value of ``by`` (``"layer"`` or
+    ``"feature"``), holding ``measure``; rows of one ``input``/``feature``/``layer`` only, where given."""
+    f = frame[frame["measure"] == measure]
+    for column, value in (("input", input), ("feature", feature), ("layer", layer)):
+        if value is not None:
+            f = f[f[column] == value]
+    wide = f.pivot_table(index=["task", "seed"], columns=by, values="value", sort=False).reset_index()
+    wide.columns.name = None
+    return wide
+
+
+def summary_over_seeds(wide, columns, bounds=(0, 1)):
+    """``pg.seed_summary`` by task of the columns of an ``analysis_runs`` table, tasks in ``LEARNED_TASKS``' order."""
+    summary = pg.seed_summary(wide, by="task", metrics=list(columns), bounds={c: bounds for c in columns})
+    return summary.reindex([t for t in LEARNED_TASKS if t in summary.index])
+
+
+def paired_drops(wide, base, others):
+    """Per task, the paired difference over seeds ``others - base`` (``pg.seed_difference``) as "mean [low, high]"."""
+    rows = {}
+    for task, g in wide.groupby("task", sort=False):
+        g = g.sort_values("seed")
+        rows[task] = {c: pg.seed_difference(g[c].to_numpy(), g[base].to_numpy(), paired=True) for c in others}
+    return rows
+
+
+def plot_learned_layers(summaries):
+    """Adjacency score by layer (mean over seeds with its 95% band), one line per task, one panel per input."""
+    panels = []
+    for title, summary in summaries.items():
+        layers = [c for c in summary.columns.get_level_values(0).unique()]
+        rows = [{"series": task, "layer": int(layer), "value": summary.loc[task, (layer, "mean")],
+                 "low": summary.loc[task, (layer, "low")], "high": summary.loc[task, (layer, "high")]}
+                for task in summary.index for layer in layers]
+        panels.append(pg.series_chart(pd.DataFrame(rows), x="layer", y="value", series="series", lower="low", upper="high",
+                                      x_title="layer (0 = token embeddings)", y_title="adjacency score", series_title="task",
+                                      title=title, width=pg.PANEL_WIDTH, height=220, series_order=list(summary.index)))
+    return pg.finish_chart(alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared", y="shared"), description=(
+        "Adjacency score of every layer of the learned decoders, one line per task: the mean over seeds with its 95% "
+        "interval, on held-out prompts and on random tokens."))
 
 
 # ============================================================================ charts

@@ -732,3 +732,27 @@ def test_a_kept_model_is_loaded_not_trained_again(monkeypatch):
     monkeypatch.setattr(ch, "learned_run", lambda *a, **k: pytest.fail("trained again"))
     again, none = ch.learned_model("indexing", 0, s)
     assert none is None and all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
+
+
+def test_the_random_permutation_level_is_the_mean_of_one_over_m_factorial():
+    assert ch.random_permutation_level([("sort(1,1)=", "0"), ("sort(12,21)=", "10"), ("sort(123,312)=", "120")]) == \
+        pytest.approx((1 + 1 / 2 + 1 / 6) / 3)
+    samples = ch.make_samples("sorting", 3000, seed=3)  # a uniformly drawn permutation is right with probability 1/m!
+    rng = np.random.default_rng(0)
+    hits = [answer == "".join(map(str, rng.permutation(len(answer)).tolist())) for _, answer in samples]
+    assert abs(np.mean(hits) - ch.random_permutation_level(samples)) < 3 * math.sqrt(0.25 / len(samples))
+
+
+def test_the_analysis_views_pivot_summarise_and_pair_by_seed():
+    rows = [{"task": t, "seed": s, "measure": "exact match", "input": "test prompts", "layer": -1, "feature": f,
+             "value": v + 0.01 * s}
+            for t in ("addition", "counting") for s in (0, 1, 2) for f, v in (("none", 0.9), ("equal norms after layer 1", 0.5))]
+    frame = pd.DataFrame(rows)
+    wide = ch.analysis_runs(frame, "exact match", by="feature")
+    assert list(wide.columns) == ["task", "seed", "none", "equal norms after layer 1"] and len(wide) == 6
+    summary = ch.summary_over_seeds(wide, ["none", "equal norms after layer 1"])
+    assert list(summary.index) == ["addition", "counting"]
+    assert summary.loc["addition", ("none", "mean")] == pytest.approx(0.91)
+    drops = ch.paired_drops(wide, "none", ["equal norms after layer 1"])
+    iv = drops["counting"]["equal norms after layer 1"]
+    assert iv.mean == pytest.approx(-0.4) and iv.high - iv.low < 1e-9  # the same drop in every seed: no spread
