@@ -12,7 +12,8 @@
 #                   their JSON in benchmarks/results/ and regenerate book/benchmarks.md
 #   make benchmarks-page  regenerate book/benchmarks.md from the stored results only
 #   make p2-learned train chapter 11's decoder without positional encoding until it learns P2's tasks and
-#                   the counting control (15 runs, two at a time: 56 minutes on 2 CPU cores; resumable)
+#                   the counting control (15 runs, two at a time: 56 minutes on 2 CPU cores; resumable),
+#                   and for addition a 6-layer decoder and decoders from other embedding stds (9 runs)
 #                   into book/data/ch11_learned.csv and book/data/ch11_learned_curves.csv, then analyses each
 #                   model (probes, interventions, kernel fit; the weights kept in the cache, so a model is
 #                   trained again only where the cache lacks it) into book/data/ch11_learned_analysis.csv
@@ -222,6 +223,12 @@ benchmarks-page: setup
 p2-learned: setup
 	cd book && $(BIN)/python _ch11.py learned data/ch11_learned.csv --jobs 2
 	cd book && $(BIN)/python _ch11.py analyse data/ch11_learned.csv --jobs 2
+	cd book && $(BIN)/python _ch11.py learned data/ch11_learned_deep.csv --tasks addition --set n_layers=6 --jobs 2
+	cd book && $(BIN)/python _ch11.py analyse data/ch11_learned_deep.csv --tasks addition --set n_layers=6 --jobs 2
+	cd book && for std in 0.002 0.2; do \
+	  $(BIN)/python _ch11.py learned data/ch11_learned_init_$$std.csv --tasks addition --set init_std=$$std --jobs 2 && \
+	  $(BIN)/python _ch11.py analyse data/ch11_learned_init_$$std.csv --tasks addition --set init_std=$$std --jobs 2 || exit 1; \
+	done
 
 clean:
 	rm -rf _build

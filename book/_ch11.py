@@ -761,7 +761,7 @@ def learned_analyses(out, s=None, *, jobs=1, log=print):
         raise ValueError(f"{path} holds another analysis ({', '.join(sorted(set(done['analysis'])))}; this one is {digest}): "
                          "write beside another table, or remove it to analyse every run again")
     finished = set(zip(done["task"], done["seed"])) if len(done) else set()
-    todo = [(t, sd) for t, sd in zip(table["task"], table["seed"]) if (t, sd) not in finished]
+    todo = [(t, sd) for t, sd in zip(table["task"], table["seed"]) if (t, sd) not in finished and t in s.tasks]
 
     def record(task, seed, row, rows):
         nonlocal done

@@ -533,6 +533,15 @@ def test_colab_install_cell_of_every_chapter(notebook: Path) -> None:
             assert name in first.source and f"{raw}/book/data/" in first.source, (
                 f"{rel(notebook)} reads book/data/{name} through {helper}: its Colab cell must fetch it"
             )
+    # and the data files the chapter names itself, with the files its helper derives from them (NAME_curves.csv, ...)
+    chapter_code = "\n".join(cell.source for cell in nb.cells[1:] if cell.cell_type == "code")
+    named = {p.stem for p in (BOOK / "data").glob("*.csv") if p.name in chapter_code}
+    for p in sorted((BOOK / "data").glob("*.csv")):
+        if p.name in chapter_code or any(p.stem.startswith(stem + "_") and p.stem[len(stem) + 1:] in ("curves", "analysis")
+                                         for stem in named):
+            assert p.name in first.source and f"{raw}/book/data/" in first.source, (
+                f"{rel(notebook)} reads book/data/{p.name}: its Colab cell must fetch it"
+            )
 
 
 def _requirement_name(line: str) -> str:

@@ -756,3 +756,21 @@ def test_the_analysis_views_pivot_summarise_and_pair_by_seed():
     drops = ch.paired_drops(wide, "none", ["equal norms after layer 1"])
     iv = drops["counting"]["equal norms after layer 1"]
     assert iv.mean == pytest.approx(-0.4) and iv.high - iv.low < 1e-9  # the same drop in every seed: no spread
+
+
+@pytest.mark.parametrize("stem, changed", [("ch11_learned", {}), ("ch11_learned_deep", {"n_layers": 6}),
+                                           ("ch11_learned_init_0.002", {"init_std": 0.002}),
+                                           ("ch11_learned_init_0.2", {"init_std": 0.2})])
+def test_the_shipped_analysis_covers_every_run_with_the_models_of_its_table(stem, changed):
+    path = ch.DATA / f"{stem}.csv"
+    if not ch.learned_analysis_path(path).exists():
+        pytest.skip(f"{ch.learned_analysis_path(path).name} not written yet (make p2-learned)")
+    s = ch.learned_settings(**changed)
+    table, _ = ch.read_learned(path)
+    frame = ch.read_learned_analysis(path, s)  # the loader accepts it: this command, these settings, this version
+    assert set(table["settings"]) == {ch.settings_digest(s)}
+    assert set(zip(frame.task, frame.seed)) == set(zip(table.task, table.seed))
+    none = ch.analysis_runs(frame, "exact match", by="feature").set_index(["task", "seed"])["none"]
+    assert np.allclose(none.loc[list(zip(table.task, table.seed))].to_numpy(), table["exact match"].to_numpy(), atol=0.02)
+    layers = frame[frame.measure == "adjacency score"]["layer"]
+    assert set(layers) == set(range(s.n_layers + 1))
