@@ -26,7 +26,7 @@
 # **The book's answer.** The pattern is real and comes from the {term}`causal mask`:
 # causal attention averages a growing prefix, and averages of overlapping prefixes have
 # cosine $\sqrt{\min(k,l)/\max(k,l)}$, a kernel in log-position ({ref}`the causal average
-# <sec-ch11-average>`). Decoders trained until they solve P2's tasks show it from layer 1
+# <sec-ch11-average>`). Decoders trained until they learn most of P2's tasks show it from layer 1
 # on, as strongly in a control task that needs no order ({ref}`learned models
 # <sec-ch11-trained>`). Position can be read, coarsely, from a hidden state's direction,
 # not from its norm or from order-free similarities, and replacing what the first layer
@@ -176,7 +176,7 @@ assert np.all(np.diff(ch.cosine_by_offset(closed_form)) < 0) and np.all(np.diff(
 # $\exp(-\lvert\log k - \log l\rvert/2)$, an Ornstein–Uhlenbeck correlation in $\log k$:
 # it depends only on the ratio $l/k$, so absolute position is left to the norm,
 # $\lVert h_k\rVert \propto 1/\sqrt{k}$. Its position vectors ($P P^\top = K$), measured as
-# P1's tables (effective rank, {doc}`07_low_rank`; order violations,
+# P1 {cite:p}`cirrincione2026geometry` measures encodings (effective rank, {doc}`07_low_rank`; order violations,
 # {doc}`08_monotonicity_ntk`; stress, {doc}`04_mds_and_stress`) beside sinusoids and random
 # vectors of width 384:
 
@@ -232,8 +232,9 @@ assert sst2_gap[1] < 0 < sst2_gap[2]  # SST-2: not told apart
 pd.DataFrame([ch.make_samples(task, 1, seed=0)[0] for task in ch.LEARNED_TASKS], index=ch.LEARNED_TASKS, columns=["prompt", "answer"])
 
 # %% [markdown]
-# A sample is `prompt + answer + <eos>` over 26 tokens; the model reads it all, and the loss
-# is next-token cross-entropy on the answer and the final `<eos>` only:
+# A sample is `prompt + answer + <eos>`, padded to the task's length; the model reads it all,
+# and the loss is next-token cross-entropy on the answer and `<eos>` only (the target row holds
+# token ids, −100 where there is no loss):
 
 # %%
 row = ch.P2Task("reversal", n_samples=4, max_len=10, seed=0).batch([0])
@@ -347,7 +348,7 @@ assert deep_exact.mean > 0.9 and round(deep_exact.mean, 2) == 0.93
 # %% [markdown]
 # In both depths the score rises to the middle layers and falls back by the last, by 0.10
 # [0.08, 0.11] in three layers and by 0.13 [0.07, 0.19] in six. Six layers also learn addition
-# better: 0.93 [0.89, 0.97] exact match.
+# better: 0.93 exact match, mean of three seeds.
 #
 # P2's Figure 1 for the small live reversal run ({numref}`fig-ch11-similarity`): untrained,
 # every layer shows only the format; trained, a band along the diagonal.
@@ -383,10 +384,11 @@ assert averaging.loc["uniform mean of token embeddings", "attention output"] > 0
 assert averaging.loc["1-layer model, trained", "layer 1"] > 0.8 and averaging.loc["1-layer model, trained", "attention TV to uniform"] > 0.3
 
 # %% [markdown]
-# The untrained attention is almost uniform and its output scores 0.93, as the closed form
-# predicts; the layer output scores 0.55, diluted by an embedding as large as the update.
+# The untrained attention is almost uniform and its output scores 0.93, near the closed
+# form's 1; the layer output scores 0.55, diluted by an embedding as large as the update.
 # Trained, the attention is far from uniform, yet its output keeps a strong pattern that the
-# layer inherits, decaying steadily with the offset ({numref}`fig-ch11-decay`).
+# layer inherits. Layer 1 of the small two-layer run decays likewise with the offset
+# ({numref}`fig-ch11-decay`).
 
 # %% mystnb={"figure": {"caption": "Mean cosine C[k, i] against the offset k - i: uniform causal means of Gaussian vectors (simulated) and the closed form (dotted; the two coincide), and layer 1 of the reversal model (seed 0), untrained and trained. Click a legend entry to show one curve; drag to pan, scroll to zoom.", "name": "fig-ch11-decay"}} tags=["stochastic"] tolerance={"atol": 0.25, "rtol": 0} tolerance_reason="the trained curve averages a seed-0 model's cosines over the pairs at each offset: other CPU kernel paths moved it by up to 0.063"
 ch.plot_offset_decay({
@@ -465,7 +467,8 @@ assert tab[0.002]["learned - untrained"].low > 0 and tab[0.2]["learned - untrain
 
 # %% [markdown]
 # From $\sigma = 0.002$ or 0.2 addition is learned less well in the same steps, and layer
-# 1 ends between 0.6 and 0.7 from any start. What the models use differs: from
+# 1 ends at 0.59 to 0.69 from any start (untrained, this wider decoder starts at 0.49 to
+# 0.70, not in the small decoder's order). What the models use differs: from
 # $\sigma = 0.002$, where the embedding is small beside the averaged update, equalising the
 # layer-1 norms leaves 0.04 of the answers right; from 0.02 or 0.2 it costs a few points.
 #
@@ -485,18 +488,20 @@ assert ((layer1[384] > layer1[128]) & (layer1[128] > layer1[64])).all()
 assert (layer1[384] >= papers.P2_REPORTED.layer1_score_range[0]).all() and (layer1[64] < 0.6).all()
 
 # %% [markdown]
-# At P2's width of 384 the untrained layer 1 lies inside P2's band; at 32 to 64 it is
+# At P2's width of 384 the untrained layer 1 lies inside P2's band (0.8 to 1.0); at 32 to 64 it is
 # barely above chance, whatever the depth: P2's "before training" holds at P2's widths.
 
 # %% [markdown]
 # (sec-ch11-probes)=
 # ## Probing position without the layout
 #
-# **A probe reads position from a learned state's direction, coarsely, and not from its norm or its similarities taken as a set.** P2's probe reads a token's cosine row in positional order, so it can find
-# position from where the row peaks. A 4-layer MLP reads instead the hidden state, its
-# direction, its norm (the variance hypothesis), the four largest cosines to earlier
-# positions with their mean, or the cosines to four random earlier positions, both sorted so
-# that reordering the earlier tokens changes nothing; P2's row for comparison. Test NRMSE on
+# **A probe reads position from a learned state's direction, coarsely, and not from its
+# norm or its similarities taken as a set.** P2's probe reads a token's cosine row in
+# positional order, so it can find position from where the row peaks. A 4-layer MLP reads
+# instead the hidden state, its direction, its norm (the variance hypothesis), the four
+# largest cosines to earlier positions with their mean (`top-k earlier`), or the cosines to
+# four random earlier positions (`k random earlier`), both sorted so that reordering the
+# earlier tokens changes nothing; P2's row (`cosine row`) for comparison. Test NRMSE on
 # random tokens over the 12 runs of the four learned tasks (1: no better than the mean):
 
 # %%
@@ -519,7 +524,8 @@ top = probe_nrmse[1]["top-k earlier"].mean()
 assert 0.45 < probe_nrmse[0]["top-k earlier"].mean() < top  # the set's size alone does better than the trained states
 
 # %% [markdown]
-# The direction carries what position the state has, coarsely (NRMSE 0.83 at layer 1);
+# The direction carries what position the state has, coarsely (NRMSE 0.84 at layer 1, the
+# whole state 0.83);
 # the norm and the random earlier cosines carry next to nothing. The largest earlier cosines
 # seem to carry some (0.65), but do better at the embedding layer (0.50), where the states
 # know nothing of position: the largest of many cosines grows with how many there are, so
@@ -569,7 +575,7 @@ assert drops["indexing"]["equal attention norms in layer 1"].high < 0
 # %% [markdown]
 # Equalising the states after layer 1 costs nothing the seeds can tell from zero.
 # Equalising the attention outputs
-# costs 0.10 to 0.17, clearly only for indexing. Another prompt's directions break every
+# costs 0.10 to 0.17; the paired interval excludes zero only for indexing. Another prompt's directions break every
 # task, counting included (1.00 to 0.46): the intervention removes the prefix's content
 # together with its overlap, and the control needs the content without any order. The first
 # layer's contribution is used; that its *adjacency* is what the models read is not shown.
@@ -629,11 +635,11 @@ assert (no_mask[layers[1:]].sub(no_mask["layer 0"], axis=0)).abs().max().max() <
 # | model | 6 layers, width 384, 10.6M parameters, 5 seeds | 3 layers, width 128, 0.40M parameters, 3 seeds |
 # | exact match | not reported | reversal, counting 1.00; addition 0.90; indexing 0.72; sorting not learned |
 # | layer 0 | about 0.5 | 0.50 on random tokens; 0.46 to 0.65 on prompts (format) |
-# | layer 1, untrained | 0.8 to 1.0 | 0.54 [0.45, 0.63] at width 64; 0.92 to 0.93 at width 384 |
+# | layer 1, untrained | 0.8 to 1.0 | 0.55 to 0.58 at width 64; 0.92 to 0.93 at width 384 |
 # | layer 1, trained | 0.8 to 1.0 | 0.60 to 0.71 on random tokens in every task, the counting control included |
 # | later layers | the pattern weakens | weaker after the middle layers: −0.10 (3 layers), −0.13 (6 layers) |
-# | initialisation | stable for $\sigma \le 0.02$, gone at 0.2 | the same untrained; learned: layer 1 at 0.6 to 0.7 from every σ |
-# | probes | similarity beats variance | direction 0.83 NRMSE; norm, order-free similarity about 1 |
+# | initialisation | stable for $\sigma \le 0.02$, gone at 0.2 | the same in the small decoder, untrained; learned: layer 1 at 0.59 to 0.69 from every σ |
+# | probes | similarity beats variance | direction 0.84 NRMSE; norm, order-free similarity about 1 |
 # | what is used | not tested | norm: no measurable cost; first layer's content: needed, also by the control |
 #
 # P2's normaliser includes the diagonal, so its chance level is about 0.6, not one half
