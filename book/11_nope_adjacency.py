@@ -253,11 +253,10 @@ run = pg.train(config, pg.TrainConfig(steps=S.steps, batch_size=S.batch_size, lr
 print(f"{pg.count_parameters(run.model()):,} parameters; final training loss {run.final('loss'):.2f}")
 
 # %% [markdown]
-# Small runs like this one learn little of P2's tasks. The learned decoders have width 128, 3 layers
-# (0.40M parameters), 4,000 AdamW steps on P2's 20,000 samples per task, three seeds, from
-# `make p2-learned` ({doc}`appendix_full_scale`). **Exact match** on 2,000 fresh prompts
-# (every answer token and `<eos>` right), beside the most common answer and the live
-# 300-step runs:
+# Such small runs learn little of P2's tasks. The learned decoders have width 128, 3 layers
+# (0.40M parameters) and 4,000 steps on P2's 20,000 samples per task, three seeds
+# ({doc}`appendix_full_scale`). **Exact match** on 2,000 fresh prompts, beside the most
+# common answer and the 300-step runs:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.15, "rtol": 0.1} tolerance_reason="the 300-step column: seed-0 runs retrained under three other CPU kernel paths (AVX-512, generic, SSE) moved an accuracy by up to 0.10; the other columns are read from a file"
 runs = {(task, 0): ch.train(task, S) for task in ch.LEARNED_TASKS}
@@ -367,10 +366,10 @@ ch.plot_similarity_grid({key: profiles[key] for key in ("reversal, init", "rever
 # ## The residual stream dilutes the average
 #
 # **At initialisation the first attention output carries a strong pattern, and the residual
-# stream dilutes it almost to chance.** A pre-norm block outputs
-# $h_1 = e + a + \mathrm{MLP}(\cdot)$, adding the token's own embedding $e$ to the attention
-# output $a$. A 1-layer reversal decoder (seed 0), untrained and trained, beside uniform
-# means; the last column is the attention's total-variation distance from uniform:
+# stream dilutes it.** A pre-norm block outputs $h_1 = e + a + \mathrm{MLP}(\cdot)$, adding
+# the token's own embedding $e$ to the attention output $a$. A 1-layer reversal decoder,
+# untrained and trained, beside uniform means (last column: the attention's distance from
+# uniform):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.012, "rtol": 0} tolerance_reason="a trained run and untrained models whose float32 rounding decides near-ties between cosines: other CPU kernel paths moved them by up to 0.0017; shown to 2 decimals, where such a move can flip the last digit by 0.01"
 one_layer = ch.train("reversal", S, n_layers=1)
@@ -584,11 +583,10 @@ assert drops["indexing"]["equal attention norms in layer 1"].high < 0
 # (sec-ch11-mask)=
 # ## Without the causal mask the pattern is gone
 #
-# **The same trained weights without the mask lose the pattern: the mask is the source of
-# the position information.** Without the mask every layer is permutation-equivariant, so a
-# hidden state depends only on its token and the multiset of the sequence's tokens. The
-# trained reversal model (seed 0), with and without the mask; `equivariant` permutes the
-# input and checks the symmetry:
+# **The same trained weights without the mask lose the pattern.** Without the mask every
+# layer is permutation-equivariant: a state depends only on its token and the multiset of
+# the sequence's tokens. The small reversal model with and without the mask (`equivariant`
+# checks the symmetry on a permuted input):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2} tolerance_reason="a seed-0 trained model: other CPU kernel paths moved its scores by up to 0.03 (0.07 at width 128)"
 random_input = ch.random_tokens(S.n_analysis, tokens["reversal"].shape[1])
@@ -605,9 +603,8 @@ assert (contrast.loc[("random tokens", "causal mask"), layers[1:]] > 0.6).all()
 assert (no_mask[layers[1:]].sub(no_mask["layer 0"], axis=0)).abs().max().max() < 0.03
 
 # %% [markdown]
-# On random tokens the unmasked model scores one half at every layer and the masked one
-# climbs above it; on the prompts the unmasked score stays at the embedding layer's, which
-# reflects where characters sit (exercise 4).
+# Unmasked, the model scores one half on random tokens and stays at the embedding layer's
+# format score on prompts (exercise 4).
 #
 # (sec-ch11-related)=
 # ## Related work
@@ -633,7 +630,6 @@ assert (no_mask[layers[1:]].sub(no_mask["layer 0"], axis=0)).abs().max().max() <
 # | | P2 | this chapter |
 # |---|---|---|
 # | model | 6 layers, width 384, 10.6M parameters, 5 seeds | 3 layers, width 128, 0.40M parameters, 3 seeds |
-# | exact match | not reported | reversal, counting 1.00; addition 0.90; indexing 0.72; sorting not learned |
 # | layer 0 | about 0.5 | 0.50 on random tokens; 0.46 to 0.65 on prompts (format) |
 # | layer 1, untrained | 0.8 to 1.0 | 0.55 to 0.58 at width 64; 0.92 to 0.93 at width 384 |
 # | layer 1, trained | 0.8 to 1.0 | 0.60 to 0.71 on random tokens in every task, the counting control included |
