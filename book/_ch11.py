@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -37,15 +38,13 @@ SCORE = {"include_diagonal": False, "ties": "half", "progress": False}  # the ch
 SMALL = dict(
     d_model=64, n_layers=2, n_heads=4, d_ff=128, steps=300, batch_size=64, lr=2e-3, seeds=(0, 1, 2, 3, 4),
     seed_tasks=("sorting",), n_train=5000, n_test=1000, n_analysis=128, init_seeds=(0, 1, 2),
-    sweep_layers=(1, 2, 4), sweep_widths=(32, 64, 128, 384), sweep_trained=((1, 64), (2, 32), (4, 64)),
-    sweep_steps=150, sweep_task="sorting", init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
+    sweep_layers=(1, 2, 4), sweep_widths=(32, 64, 128, 384), init_means=(0.0, 4.0, 8.0), init_stds=(0.002, 0.02, 0.2),
     ablation_steps=150, ablation_train_means=(0.0,), ablation_task="indexing", probe_steps=300, probe_hidden=32,
 )
 FULL = SMALL | dict(  # P2's scale (10.7M parameters), for a GPU: POSGEO_PROFILE=full
     d_model=384, n_layers=6, n_heads=6, d_ff=1536, steps=5000, batch_size=128, lr=5e-4, seed_tasks=TASKS,
     n_train=20_000, n_test=20_000, n_analysis=512, init_seeds=(0, 1, 2, 3, 4), sweep_layers=(6, 12, 24),
-    sweep_widths=(192, 384, 768), sweep_trained=tuple((L, w) for L in (6, 12, 24) for w in (192, 384, 768)),
-    sweep_steps=2000, sweep_task="reversal", ablation_steps=2000, ablation_train_means=(0.0, 4.0, 8.0),
+    sweep_widths=(192, 384, 768), ablation_steps=2000, ablation_train_means=(0.0, 4.0, 8.0),
     ablation_task="reversal", probe_steps=2000, probe_hidden=128,
 )
 
@@ -291,13 +290,6 @@ def accuracy_row(res, task, s, test_seed=1000):
             "best constant answer": constant_answer(P2Task(task, n_samples=s.n_train, seed=res.train_config.seed), test)}
 
 
-def learning_curves(runs):
-    """The logged loss and batch token accuracy of runs ``{(task, seed): result}``."""
-    return pd.DataFrame([{"task": t, "seed": seed, "step": int(r["step"]), "loss": float(r["loss"]),
-                          "token accuracy": float(r.get("accuracy", np.nan))}
-                         for (t, seed), res in runs.items() for r in res.history if "loss" in r])
-
-
 # ============================================================================ the measurements
 
 
@@ -318,24 +310,6 @@ def profile(model, tokens):
     """Batch-mean cosine matrix and adjacency score of every layer."""
     C = np.stack([pg.cosine_similarity_matrix(h) for h in hidden_states(model, tokens)])
     return SimpleNamespace(mean_similarity=C.mean(axis=1), scores=np.array([pg.adjacency_score(c, **SCORE) for c in C]))
-
-
-def chance(n, include_diagonal):
-    """Score of a matrix without positional structure: 1/2, or with the diagonal (P2) the mean of 1/2 + 1/K, K = 2..n."""
-    return float(np.mean(0.5 + 1.0 / np.arange(2, n + 1))) if include_diagonal else 0.5
-
-
-def seed_scores(runs, tokens):
-    """Scores of every layer of every run, untrained (its own initialisation) and trained, under both diagonal conventions."""
-    rows = []
-    for (task, seed), res in runs.items():
-        for state, model in (("init", pg.Transformer(res.model_config, seed=seed)), ("trained", res.model())):
-            H = hidden_states(model, tokens[task])
-            for diag in (False, True):
-                sc = layer_scores(H, include_diagonal=diag)
-                rows.append({"task": task, "state": state, "diagonal": "with (P2)" if diag else "without", "seed": seed,
-                             **{f"layer {i}": v for i, v in enumerate(sc)}, "chance": chance(tokens[task].shape[1], diag)})
-    return pd.DataFrame(rows)
 
 
 def cosine_by_offset(C):
@@ -431,31 +405,6 @@ def depth_width_sweep(s, tokens):
                          **dict(zip(["layer 0", "layer 1", "last layer", "mean over layers >= 1", "update/embedding"],
                                     np.mean(per_seed, axis=0)))})
     return pd.DataFrame(rows).set_index(["layers", "width"])
-
-
-def sweep_training_runs(s, tokens, configs=None, seeds=None):
-    """Decoders of ``configs`` (default ``sweep_trained``) depths and widths, scored before and after training, one row per seed (paired)."""
-    configs, seeds = configs or s.sweep_trained, seeds or s.seeds
-    pools = {seed: P2Task(s.sweep_task, n_samples=s.n_train, seed=seed) for seed in seeds}
-    rows = []
-    for L, w in configs:
-        cfg = model_config(s, max(tokens.shape[1], pools[seeds[0]].seq_len), n_layers=L, d_model=w)
-        for seed in seeds:
-            before = layer_scores(hidden_states(pg.Transformer(cfg, seed=seed), tokens))
-            trained = pg.train(cfg, train_config(s, s.sweep_steps, seed), pools[seed], progress=False).model()
-            after = layer_scores(hidden_states(trained, tokens))
-            rows.append({"layers": L, "width": w, "seed": seed, "layer 1 (init)": before[1], "layer 1 (trained)": after[1],
-                         "last layer (trained)": after[-1], "exact match (trained)": accuracy(trained, pools[seed])[0],
-                         "best constant answer": constant_answer(pools[seed])})
-    return pd.DataFrame(rows)
-
-
-SWEEP_FILE = Path(__file__).resolve().parent / "data" / "ch11_sweep_runs.csv"
-
-
-def read_sweep_runs(path=SWEEP_FILE) -> pd.DataFrame:
-    """The trained sweep, as written by `python _ch11.py sweep data/ch11_sweep_runs.csv`."""
-    return pd.read_csv(path)
 
 
 # ============================================================================ the decoder trained until it learns
@@ -673,15 +622,19 @@ def learned_runs(out, s=None, *, jobs=1, log=print):
                 f"{row['wall seconds']:.0f} s ({len(table)}/{len(s.tasks) * len(s.seeds)} in {out})")
 
     parent = os.getpid() if jobs > 1 else None
-    args = [(task, seed, s, parent) for task, seed in todo]
-    if jobs > 1 and len(todo) > 1:
-        with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), maxtasksperchild=1) as workers:
-            for result in workers.imap_unordered(_learned_job, args):
+    _run_jobs(_learned_job, [(task, seed, s, parent) for task, seed in todo], jobs, record)
+    return todo
+
+
+def _run_jobs(job, args, jobs, record):
+    """``record(*job(a))`` for every ``a`` of ``args``, ``jobs`` processes at a time (spawned, one run each) or in turn."""
+    if jobs > 1 and len(args) > 1:
+        with multiprocessing.get_context("spawn").Pool(min(jobs, len(args)), maxtasksperchild=1) as workers:
+            for result in workers.imap_unordered(job, args):
                 record(*result)
     else:
         for a in args:
-            record(*_learned_job(a))
-    return todo
+            record(*job(a))
 
 
 def read_learned(path):
@@ -742,7 +695,7 @@ def learned_analysis_path(out):
 
 
 def _analysis_job(job):
-    task, seed, s, parent = job
+    task, seed, s = job
     torch.set_num_threads(1)
     model, row = learned_model(task, seed, s)
     return task, seed, row, analyse_learned(model, task, seed, s)
@@ -768,21 +721,14 @@ def learned_analyses(out, s=None, *, jobs=1, log=print):
         if row is not None:
             want = float(table.loc[(table["task"] == task) & (table["seed"] == seed), "exact match"].iloc[0])
             if abs(row["exact match"] - want) > 0.02:
-                log(f"warning: {task}, seed {seed} retrained to exact match {row['exact match']:.4f}, the table says {want:.4f}")
+                warnings.warn(f"{task}, seed {seed} retrained to exact match {row['exact match']:.4f}, the table says {want:.4f}")
         new = pd.DataFrame(rows).assign(settings=settings_digest(s), analysis=digest)
         done = pd.concat([done, new], ignore_index=True) if len(done) else new
         _write_atomically(done, path)
         if log is not None:
             log(f"{task}, seed {seed} analysed ({len(set(zip(done['task'], done['seed']))) }/{len(table)} in {path})")
 
-    args = [(t, sd, s, None) for t, sd in todo]
-    if jobs > 1 and len(todo) > 1:
-        with multiprocessing.get_context("spawn").Pool(min(jobs, len(todo)), maxtasksperchild=1) as workers:
-            for result in workers.imap_unordered(_analysis_job, args):
-                record(*result)
-    else:
-        for a in args:
-            record(*_analysis_job(a))
+    _run_jobs(_analysis_job, [(t, sd, s) for t, sd in todo], jobs, record)
     return todo
 
 
@@ -865,18 +811,6 @@ def train_position_probe(X, *, hidden=64, depth=4, steps=400, lr=3e-3, seed=0, t
     truth = pos[test].reshape(-1)
     r = float(np.corrcoef(pred, truth)[0, 1]) if pred.std() > 1e-12 else float("nan")
     return float(np.sqrt(np.mean((pred - truth) ** 2)) / truth.std()), r
-
-
-def probe_by_layer(H, s):
-    """Cosine and variance probes on every layer of ``hidden_states``."""
-    rows = []
-    for layer, h in enumerate(H):
-        row = {"layer": layer}
-        for kind in ("cosine", "variance"):
-            row[f"NRMSE ({kind})"], row[f"R ({kind})"] = train_position_probe(
-                probe_features(h, kind), hidden=s.probe_hidden, steps=s.probe_steps)
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("layer")
 
 
 def causal_contrast(model, tokens, seed=0):
@@ -1138,34 +1072,6 @@ def _upright(chart):
     return chart
 
 
-def plot_scores_by_layer(table):
-    """Adjacency score against layer, one line per row, with P2's reported values in grey and chance dotted."""
-    cols = [c for c in table.columns if c.startswith("layer ")]
-    long = pd.DataFrame([{"layer": int(c.split()[-1]), "score": float(v), "model": label}
-                         for label, row in table[cols].iterrows() for c, v in row.items()])
-    long = pd.concat([long, pd.DataFrame({"layer": range(len(cols)), "score": 0.5, "model": "chance"})], ignore_index=True)
-    lo, hi = P2_REPORTED.layer1_score_range
-    bottom = min(0.3, math.floor(long["score"].min() * 10) / 10)
-    lines = _upright(pg.series_chart(long, x="layer", y="score", series="model", x_type="ordinal", points=True,
-                                     x_title="layer (0 = token embeddings)", y_title="adjacency score", series_title="model",
-                                     y_scale={"domain": [bottom, 1.0]}, height=300))
-    x = alt.X("layer:O", title="layer (0 = token embeddings)", axis=alt.Axis(labelAngle=0))
-    y = alt.Scale(domain=[bottom, 1.0])
-    band_name, square_name = f"P2 reported, layers 1 and up ({lo:g}-{hi:g})", f"P2 reported, layer 0 ({P2_REPORTED.embedding_score:g})"
-    band = alt.Chart(pd.DataFrame({"layer": range(1, len(cols)), "low": lo, "high": hi, "reference": band_name})).mark_area(
-        opacity=0.5).encode(x=x, y=alt.Y("low:Q", title="adjacency score", scale=y), y2="high:Q",
-                            fill=alt.Fill("reference:N", scale=alt.Scale(domain=[band_name], range=["#BBBBBB"]), title="P2",
-                                          legend=alt.Legend(symbolType="square")),
-                            tooltip=["reference:N", "layer:O", "low:Q", "high:Q"])
-    square = alt.Chart(pd.DataFrame({"layer": [0], "score": P2_REPORTED.embedding_score, "reference": square_name})).mark_point(
-        filled=True, size=90, color="#555555").encode(
-        x=x, y=alt.Y("score:Q", scale=y), shape=alt.Shape("reference:N", scale=alt.Scale(domain=[square_name], range=["square"]), title=None),
-        tooltip=["reference:N", "score:Q"])
-    return pg.finish_chart(alt.layer(band, square, lines), description=(
-        "Adjacency score of every layer (0 = token embeddings) for each model, before and after training, with P2's "
-        "reported values (a grey square at layer 0, a grey band from layer 1 on) and the chance level of one half dotted."))
-
-
 def plot_similarity_grid(profiles):
     """Batch-mean cosine matrices, one panel per (layer, model), on one diverging scale from -1 to 1."""
     panels = []
@@ -1206,29 +1112,6 @@ def plot_init_ablation(table, columns):
                                    "one line per embedding mean, with the 95% interval over seeds as a band; chance dotted."))
 
 
-def plot_learning_curves(curves):
-    """Training loss and batch token accuracy against step: a task's mean with its 95% band over seeds, or its one seed."""
-    panels, order = [], []
-    for metric, title in (("loss", "training loss (answer tokens)"), ("token accuracy", "batch token accuracy")):
-        parts = []
-        for task, group in curves.groupby("task", sort=False):
-            seeds = group["seed"].nunique()
-            label = f"{task} (mean of {seeds} seeds)" if seeds > 1 else f"{task} (seed {group['seed'].iloc[0]})"
-            ivs = {step: pg.seed_interval(g[metric].to_numpy()) for step, g in group.groupby("step")} if seeds > 1 else {}
-            part = pd.DataFrame({"step": group["step"].unique()})
-            part["value"] = [ivs[t].mean for t in part["step"]] if ivs else group[metric].to_numpy()
-            part["low"] = [ivs[t].low for t in part["step"]] if ivs else np.nan
-            part["high"] = [ivs[t].high for t in part["step"]] if ivs else np.nan
-            parts.append(part.assign(series=label))
-            order += [label] if label not in order else []
-        panels.append(pg.series_chart(pd.concat(parts, ignore_index=True), x="step", y="value", series="series", lower="low",
-                                      upper="high", x_title="training step", y_title=title, series_title="task", title=title,
-                                      width=pg.PANEL_WIDTH, height=220, series_order=order))
-    return pg.finish_chart(alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared"), description=(
-        "Training loss (left) and token accuracy of the training batch (right) against the training step, one line per "
-        "task: the mean over seeds with its 95% interval where there are several seeds, else the one seed's line."))
-
-
 def plot_learned_curves(curves):
     """Held-out exact match and training loss against step (``learned_runs``' curves): each task's mean over seeds
     with its 95% band (Student t), or its one seed's line."""
@@ -1253,27 +1136,10 @@ def plot_learned_curves(curves):
         "the training step, one line per task: the mean over seeds with its 95% interval, or the one seed's line."))
 
 
-def plot_probes(tables):
-    """Probe NRMSE and Pearson R against layer, one line per (model, features); dotted: no positional information."""
-    panels = []
-    for metric, title in (("NRMSE", "test NRMSE (1 = predicting the mean position)"), ("R", "test Pearson R")):
-        frame = pd.concat([pd.DataFrame({"layer": df.index, "value": df[f"{metric} ({kind})"], "probe": f"{label}, {kind}"})
-                           for label, df in tables.items() for kind in ("cosine", "variance")])
-        layers = sorted(set(frame["layer"]))
-        ref = pd.DataFrame({"layer": layers, "value": 1.0 if metric == "NRMSE" else 0.0, "probe": "reference: no positional information"})
-        panels.append(_upright(pg.series_chart(pd.concat([frame, ref], ignore_index=True), x="layer", y="value", series="probe",
-                                               x_type="ordinal", points=True, x_title="layer (0 = token embeddings)", y_title=title,
-                                               series_title="model, features", title=f"probe {metric}",
-                                               width=pg.PANEL_WIDTH, height=220)))
-    return pg.finish_chart(alt.hconcat(*panels).resolve_scale(color="shared", strokeDash="shared"), description=(
-        "Position probes by layer: test NRMSE (left) and test Pearson R (right), one line per model and feature kind "
-        "(cosine rows or variance), with the dotted reference of a probe that has no positional information."))
-
-
 if __name__ == "__main__":  # the data files, one thread per process:
-    torch.set_num_threads(1)  # python _ch11.py sweep data/ch11_sweep_runs.csv (about 90 CPU-seconds)
+    torch.set_num_threads(1)
     cli = argparse.ArgumentParser(description="Write a data file of the chapter.")  # python _ch11.py learned OUT.csv --jobs 2
-    cli.add_argument("what", choices=("sweep", "learned", "analyse"))
+    cli.add_argument("what", choices=("learned", "analyse"))
     cli.add_argument("out", type=Path)
     cli.add_argument("--jobs", type=int, default=1, help="learned: runs trained at once (one process each)")
     cli.add_argument("--tasks", nargs="+", choices=LEARNED_TASKS, help="learned, analyse: these tasks only")
@@ -1284,10 +1150,7 @@ if __name__ == "__main__":  # the data files, one thread per process:
     if cli_args.tasks:
         changed["tasks"] = tuple(cli_args.tasks)
     LEARNED_RUN = learned_settings(**changed)
-    if cli_args.what == "sweep":  # POSGEO_PROFILE=full: P2's depths and widths
-        S = settings()
-        sweep_training_runs(S, analysis_tokens(S.sweep_task, S.n_analysis)).to_csv(cli_args.out, index=False)
-    elif cli_args.what == "analyse":  # every run of OUT (written by learned) not yet in OUT's <stem>_analysis.csv
+    if cli_args.what == "analyse":  # every run of OUT (written by learned) not yet in OUT's <stem>_analysis.csv
         learned_analyses(cli_args.out, LEARNED_RUN, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))
     else:  # LEARNED: every task and seed not yet in OUT (and its learning curves in OUT's <stem>_curves.csv)
         learned_runs(cli_args.out, LEARNED_RUN, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))

@@ -20,8 +20,7 @@ from posgeo.experiments.papers import P2_MAX_LEN, P2_REPORTED
 
 TINY = SimpleNamespace(**(ch.SMALL | dict(
     d_model=16, n_heads=2, d_ff=32, n_layers=1, steps=5, batch_size=8, n_train=64, n_test=32, seeds=(0, 1),
-    init_seeds=(0,), sweep_layers=(1, 2), sweep_widths=(8, 16), sweep_trained=((1, 8), (2, 16)), sweep_steps=3,
-    sweep_task="indexing", init_means=(0.0, 4.0), init_stds=(0.002, 0.2), ablation_steps=2, probe_steps=20,
+    init_seeds=(0,), sweep_layers=(1, 2), sweep_widths=(8, 16), init_means=(0.0, 4.0), init_stds=(0.002, 0.2), ablation_steps=2, probe_steps=20,
     probe_hidden=8)))
 
 
@@ -161,8 +160,6 @@ def test_train_is_seeded_and_the_seed_changes_the_run():
     assert all(torch.equal(a.state_dict[k], b.state_dict[k]) for k in a.state_dict)
     assert a.final("loss") != c.final("loss")
     assert a.model_config.position == "none" and a.model_config.causal and a.train_config.log_every == 1
-    curves = ch.learning_curves({("sorting", 0): a, ("sorting", 1): c})
-    assert len(curves) == len(a.history) + len(c.history) and curves.step.max() == TINY.steps - 1
 
 
 def test_a_new_width_keeps_the_head_dimension_and_the_mlp_ratio():
@@ -197,19 +194,7 @@ def test_chance_with_the_diagonal_matches_random_matrices_row_by_row():
     K = np.arange(2, 13)  # 1-based rows with a pair
     rows = [np.mean([(C[:, r - 1, j] > C[:, r - 1, i]).mean() for i in range(r) for j in range(i + 1, r)]) for r in K]
     assert rows == pytest.approx(0.5 + 1.0 / K, abs=0.01)  # 1/2 + 1/K: the diagonal beats every other entry
-    assert ch.chance(12, True) == pytest.approx(np.mean(0.5 + 1.0 / K)) and ch.chance(12, False) == 0.5
-    assert ch.chance(12, True) == pytest.approx(pg.adjacency_score(C, include_diagonal=True, progress=False), abs=0.005)
-
-
-def test_seed_scores_pair_each_seeds_initialisation_with_its_training():
-    runs = {("indexing", seed): ch.train("indexing", TINY, seed=seed) for seed in (0, 1)}
-    toks = {"indexing": ch.analysis_tokens("indexing", 6, seed=0)}
-    t = ch.seed_scores(runs, toks)
-    assert len(t) == 8 and set(t.loc[t.diagonal == "without", "chance"]) == {0.5}
-    init1 = t[(t.state == "init") & (t.seed == 1) & (t.diagonal == "with (P2)")]
-    expect = ch.layer_scores(ch.hidden_states(pg.Transformer(runs[("indexing", 1)].model_config, seed=1), toks["indexing"]),
-                             include_diagonal=True)
-    assert init1[["layer 0", "layer 1"]].to_numpy()[0] == pytest.approx(expect)
+    assert np.mean(0.5 + 1.0 / K) == pytest.approx(pg.adjacency_score(C, include_diagonal=True, progress=False), abs=0.005)
 
 
 # ----------------------------------------------------------------------------- the causal average
@@ -295,37 +280,6 @@ def test_init_ablation_runs_are_per_seed_and_paired():
     assert (ratio[0.002] > ratio[0.2]).all()  # small embeddings: the update dominates
 
 
-def test_sweeps_pair_each_seeds_initialisation_with_its_training():
-    toks = ch.random_tokens(3, 8)
-    runs = ch.sweep_training_runs(TINY, toks)
-    assert runs[["layers", "width", "seed"]].values.tolist() == [[1, 8, 0], [1, 8, 1], [2, 16, 0], [2, 16, 1]]
-    for (L, w), group in runs.groupby(["layers", "width"]):  # the untrained column is the seed's own initialisation
-        one = SimpleNamespace(**(vars(TINY) | {"sweep_layers": (L,), "sweep_widths": (w,)}))
-        for seed, value in zip(group.seed, group["layer 1 (init)"]):
-            one.init_seeds = (seed,)
-            assert value == pytest.approx(ch.depth_width_sweep(one, toks)["layer 1"].iloc[0], abs=1e-12)
-    assert (runs["layer 1 (trained)"] != runs["layer 1 (init)"]).all()
-    assert runs["exact match (trained)"].between(0, 1).all() and runs["best constant answer"].between(0, 1).all()
-    pd.testing.assert_frame_equal(runs, ch.sweep_training_runs(TINY, toks))  # deterministic under the seeds
-    one = ch.sweep_training_runs(TINY, toks, configs=[(2, 16)], seeds=[1])  # a subset is the same rows
-    pd.testing.assert_frame_equal(one, runs.iloc[[3]].reset_index(drop=True))
-
-
-def test_the_sweep_file_holds_every_configuration_and_seed_of_the_chapter():
-    S, t = ch.settings(), ch.read_sweep_runs()
-    assert list(zip(t.layers, t.width, t.seed)) == [(L, w, k) for L, w in S.sweep_trained for k in S.seeds]
-    assert t.drop(columns=["layers", "width", "seed"]).apply(lambda c: c.between(0, 1)).all().all()
-
-
-@pytest.mark.slow
-def test_the_sweep_file_reproduces_its_first_run():
-    S = ch.settings()
-    row = ch.sweep_training_runs(S, ch.analysis_tokens(S.sweep_task, S.n_analysis), configs=[S.sweep_trained[0]],
-                                 seeds=[S.seeds[0]]).iloc[0]
-    stored = ch.read_sweep_runs().iloc[0]
-    assert np.allclose(row.to_numpy(float), stored.to_numpy(float), atol=0.1)  # as across CPU kernel paths
-
-
 # ----------------------------------------------------------------------------- probes and the mask
 def test_probe_features_leave_the_diagonal_out():
     H = np.random.default_rng(0).normal(size=(3, 6, 5))
@@ -343,8 +297,6 @@ def test_probe_reads_informative_features_and_not_noise():
     assert nrmse < 0.15 and r > 0.98 and (nrmse, r) == ch.train_position_probe(good, hidden=16, steps=150, seed=0)
     nrmse, r = ch.train_position_probe(rng.normal(size=(40, 12, 6)), hidden=16, steps=60, seed=0)
     assert nrmse > 0.9 and abs(r) < 0.3  # early stopping: noise gives no better than the mean position
-    table = ch.probe_by_layer(ch.hidden_states(tiny_model(), ch.random_tokens(20, 8, seed=0)), TINY)
-    assert list(table.index) == [0, 1] and list(table.columns) == ["NRMSE (cosine)", "R (cosine)", "NRMSE (variance)", "R (variance)"]
 
 
 def test_without_the_mask_the_model_is_equivariant_and_scores_chance():
@@ -373,25 +325,12 @@ def test_charts_carry_their_data():
     grid = ch.plot_similarity_grid({"a": prof, "b": prof}).to_dict()
     assert [p["title"].split(":")[0] for p in grid["concat"]][:2] == ["a, layer 0", "b, layer 0"]
     assert grid["concat"][0]["encoding"]["color"]["scale"] == {"domain": [-1.0, 1.0], "scheme": "blueorange"}
-    table = pd.DataFrame({"layer 0": [0.5, 0.55], "layer 1": [0.7, 0.85]}, index=["x, init", "x, trained"])
-    rows = _rows(ch.plot_scores_by_layer(table).to_dict())
-    assert {r["model"] for r in rows if "model" in r} == {"x, init", "x, trained", "chance"}
-    band = [r for r in rows if "low" in r]
-    assert [r["layer"] for r in band] == [1] and (band[0]["low"], band[0]["high"]) == P2_REPORTED.layer1_score_range
     runs = pd.DataFrame({"mean": [0.0] * 4 + [4.0] * 4, "std": [0.002, 0.002, 0.2, 0.2] * 2, "seed": [0, 1] * 4,
                          "layer 1": [0.9, 0.88, 0.5, 0.52, 0.91, 0.9, 0.45, 0.47]})
     rows = _rows(ch.plot_init_ablation(pg.seed_summary(runs, by=["mean", "std"], metrics="layer 1"), ["layer 1"]).to_dict())
     assert {r["series"] for r in rows} == {"layer 1, mean 0", "layer 1, mean 4", "chance"}
     row = next(r for r in rows if r["series"] == "layer 1, mean 4" and r["std"] == 0.2)
     assert row["score"] == pytest.approx(0.46) and row["low"] < 0.46 < row["high"]
-    curves = pd.DataFrame({"task": ["a"] * 4 + ["b"] * 2, "seed": [0, 0, 1, 1, 0, 0], "step": [0, 10] * 3,
-                           "loss": [2.0, 1.0, 2.1, 1.2, 2.0, 1.5], "token accuracy": [0.1, 0.5, 0.1, 0.4, 0.1, 0.3]})
-    rows = _rows(ch.plot_learning_curves(curves).to_dict())
-    assert {r["series"] for r in rows} == {"a (mean of 2 seeds)", "b (seed 0)"}
-    probes = pd.DataFrame({"NRMSE (cosine)": [1.0, 0.5], "R (cosine)": [0.0, 0.8], "NRMSE (variance)": [1.0, 0.9],
-                           "R (variance)": [0.0, 0.3]})
-    rows = _rows(ch.plot_probes({"a": probes}).to_dict())
-    assert {r["probe"] for r in rows} == {"a, cosine", "a, variance", "reference: no positional information"}
     rows = _rows(ch.plot_offset_decay({"limit": np.linspace(1, 0, 8)}).to_dict())
     assert [r["cosine"] for r in rows][-1] == 0.0
 
