@@ -12,11 +12,15 @@
 #                   their JSON in benchmarks/results/ and regenerate book/benchmarks.md
 #   make benchmarks-page  regenerate book/benchmarks.md from the stored results only
 #   make p2-learned train chapter 11's decoder without positional encoding until it learns P2's tasks and
-#                   the counting control (15 runs, two at a time: 56 minutes on 2 CPU cores; resumable),
-#                   and for addition a 6-layer decoder and decoders from other embedding stds (9 runs)
+#                   the counting control (15 runs, two at a time: 56 minutes on 2 CPU cores; resumable)
 #                   into book/data/ch11_learned.csv and book/data/ch11_learned_curves.csv, then analyses each
 #                   model (probes, interventions, kernel fit; the weights kept in the cache, so a model is
 #                   trained again only where the cache lacks it) into book/data/ch11_learned_analysis.csv
+#   make p2-learned-extra  the same for addition with 6 layers and from other embedding stds (9 runs,
+#                   about 35 minutes) into book/data/ch11_learned_{deep,init_0.002,init_0.2}*.csv
+#   make p2-learned-long  addition, indexing and sorting trained 2.5 times longer, 10,000 steps (9 runs, about
+#                   75 minutes) into book/data/ch11_learned_long*.csv
+#   P2's scale needs a GPU: OUT=folder tools/gpu_p2_full.sh [SECONDS] (see the script; it is not a make target)
 #
 # Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml,
 # tools/constraints.txt and this Makefile) makes a re-run quick.
@@ -56,7 +60,7 @@ export POSGEO_CACHE_DIR ?= $(CURDIR)/.cache/posgeo
 NOW = date +%H:%M:%S
 
 .PHONY: help setup sync execute html book test test-fast test-unit test-nb test-kernels test-browser clean clean-cache \
-        benchmarks benchmarks-page p2-learned
+        benchmarks benchmarks-page p2-learned p2-learned-extra p2-learned-long
 
 help:
 	@echo "make book       set up, execute every chapter, build the HTML (_build/html/index.html)"
@@ -67,6 +71,8 @@ help:
 	@echo "make benchmarks run the benchmark scripts and regenerate book/benchmarks.md (needs POSGEO_DATA_DIR)"
 	@echo "make benchmarks-page  regenerate book/benchmarks.md from benchmarks/results/*.json"
 	@echo "make p2-learned  train chapter 11's NoPE decoder on every task x seed not yet in book/data/ch11_learned.csv (2 processes)"
+	@echo "make p2-learned-extra  chapter 11's 6-layer and initialisation runs (addition)"
+	@echo "make p2-learned-long   chapter 11's 10,000-step runs of addition, indexing and sorting"
 	@echo "make clean      remove _build (keeps .venv, node_modules and .cache)"
 	@echo "make clean-cache  remove the result cache (POSGEO_CACHE_DIR; entries are keyed on posgeo's code, so edits never reuse stale ones)"
 
@@ -223,12 +229,17 @@ benchmarks-page: setup
 p2-learned: setup
 	cd book && $(BIN)/python _ch11.py learned data/ch11_learned.csv --jobs 2
 	cd book && $(BIN)/python _ch11.py analyse data/ch11_learned.csv --jobs 2
+
+p2-learned-extra: setup
 	cd book && $(BIN)/python _ch11.py learned data/ch11_learned_deep.csv --tasks addition --set n_layers=6 --jobs 2
 	cd book && $(BIN)/python _ch11.py analyse data/ch11_learned_deep.csv --tasks addition --set n_layers=6 --jobs 2
 	cd book && for std in 0.002 0.2; do \
 	  $(BIN)/python _ch11.py learned data/ch11_learned_init_$$std.csv --tasks addition --set init_std=$$std --jobs 2 && \
 	  $(BIN)/python _ch11.py analyse data/ch11_learned_init_$$std.csv --tasks addition --set init_std=$$std --jobs 2 || exit 1; \
 	done
+
+p2-learned-long: setup
+	cd book && $(BIN)/python _ch11.py learned data/ch11_learned_long.csv --tasks addition indexing sorting --set steps=10000 --jobs 2
 
 clean:
 	rm -rf _build

@@ -54,6 +54,12 @@ LEARNED = dict(  # the decoder trained until it learns every task, on the CPU: p
     curve_every=400,
 )
 
+LONG_RUNS = dict(tasks=("addition", "indexing", "sorting"), steps=10_000)  # the same runs 2.5 times longer (make p2-learned-long)
+FULL_LEARNED = LEARNED | dict(  # P2's scale, on a GPU: python _ch11.py full --device cuda (10.7M parameters, 5 seeds)
+    seeds=(0, 1, 2, 3, 4), d_model=384, n_layers=6, n_heads=6, d_ff=1536, steps=5000, batch_size=128, lr=5e-4, curve_every=500,
+)
+FULL_SWEEP = dict(layers=(6, 12, 24), widths=(192, 384, 768), tasks=("addition",), seeds=(0,))  # P2's trained sweep (head dim 64)
+
 
 def settings(profile=None):
     """The experiment sizes of a profile (``POSGEO_PROFILE``; default small)."""
@@ -262,13 +268,18 @@ def train_with_embedding_init(cfg, tcfg, pool, *, mean, std):
                     desc=f"train (mean={mean}, std={std})", progress=False)
 
 
+def _on(model, batch):
+    """``batch`` (a ``pg.Batch``) on ``model``'s device."""
+    return batch.to(next(model.parameters()).device)
+
+
 @torch.no_grad()
 def accuracy(model, pool, batch_size=512):
     """Teacher-forced exact match (every answer token and <eos> right) and token accuracy on a pool."""
     rows, n_tok, n_ok = [], 0, 0
     with pg.eval_mode(model):
         for start in range(0, len(pool.samples), batch_size):
-            b = pool.batch(torch.arange(start, min(start + batch_size, len(pool.samples))))
+            b = _on(model, pool.batch(torch.arange(start, min(start + batch_size, len(pool.samples)))))
             pred = model(b.tokens, attention_mask=b.attention_mask).logits.argmax(-1)
             keep = b.targets != pg.IGNORE_INDEX
             rows.append(((pred == b.targets) | ~keep).all(dim=1))
@@ -325,10 +336,10 @@ def first_attention_output(model, tokens):
     handle = model.blocks[0].attn.register_forward_hook(lambda mod, inp, o: out.append(o[0]))
     try:
         with pg.eval_mode(model):
-            model(tokens)
+            model(tokens.to(next(model.parameters()).device))
     finally:
         handle.remove()
-    return out[0].double().numpy()
+    return out[0].to("cpu", torch.float64).numpy()
 
 
 @torch.no_grad()
@@ -462,7 +473,7 @@ class _Pause(Exception):
         self.optimizer_state = optimizer_state
 
 
-def learned_run(task, seed, s, *, checkpoint=None, stop_if=None):
+def learned_run(task, seed, s, *, checkpoint=None, stop_if=None, device="cpu"):
     """Train the NoPE decoder of settings ``s`` on one task (``seed``: its training pool, weights and batches) as
     ``pg.train`` does, but under the schedule of ``segment_learning_rates``: ``pg.optimize`` runs one segment at a time,
     resumed from its AdamW state at the next segment's rate (at a constant rate the weights are ``pg.train``'s, bit for bit).
@@ -471,7 +482,8 @@ def learned_run(task, seed, s, *, checkpoint=None, stop_if=None):
     on the held-out pool of ``s.n_test`` prompts (seed ``TEST_SEED``) beside the mean training-batch loss since the last
     measurement; there, with ``checkpoint`` (a path), it saves what a resumed run needs, and a run that finds that file
     resumes from it with the same result. ``stop_if()``, asked after each segment, stops the run (``SystemExit``).
-    Returns ``(row, curve rows, model)``."""
+    ``device``: where it trains (the weights are drawn and the batches sampled on the CPU, so only the arithmetic moves).
+    Returns ``(row, curve rows, model)``, the model on the CPU."""
     if s.steps % s.segment or s.curve_every % s.segment:
         raise ValueError(f"steps ({s.steps}) and curve_every ({s.curve_every}) must be multiples of segment ({s.segment})")
     digest, rates = settings_digest(s), segment_learning_rates(s)
@@ -480,12 +492,12 @@ def learned_run(task, seed, s, *, checkpoint=None, stop_if=None):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         extra = {"init_std": s.init_std} if hasattr(s, "init_std") else {}  # the token embeddings' std (default 0.02)
-        model = pg.Transformer(model_config(s, pool.seq_len, **extra), seed=seed)
+        model = pg.Transformer(model_config(s, pool.seq_len, **extra), seed=seed).to(device)
         params = list(model.parameters())
         g = torch.Generator().manual_seed(seed + 1)  # batches: as pg.train draws them
         state = {"done": 0, "optimizer": None, "wall": 0.0, "curve": [], "losses": []}
         if ckpt is not None and ckpt.exists():
-            saved = torch.load(ckpt, weights_only=False)
+            saved = torch.load(ckpt, weights_only=False, map_location="cpu")
             if (saved["task"], saved["seed"], saved["settings"]) != (task, seed, digest):
                 raise ValueError(f"{ckpt} is the checkpoint of {saved['task']}, seed {saved['seed']}, settings {saved['settings']}")
             model.load_state_dict(saved["model"])
@@ -502,7 +514,7 @@ def learned_run(task, seed, s, *, checkpoint=None, stop_if=None):
             state["losses"] = []
 
         def step_loss(step):  # next-token loss on the answer tokens, and their accuracy
-            batch = pool.sample(s.batch_size, g)
+            batch = pool.sample(s.batch_size, g).to(device)
             logits = model(batch.tokens, attention_mask=batch.attention_mask).logits.flatten(0, 1)
             targets, keep = batch.targets.flatten(), batch.targets.flatten() != pg.IGNORE_INDEX
             loss = F.cross_entropy(logits, targets, ignore_index=pg.IGNORE_INDEX)
@@ -540,7 +552,7 @@ def learned_run(task, seed, s, *, checkpoint=None, stop_if=None):
                 os.replace(tmp, ckpt)
             if stop_if is not None and state["done"] < s.steps and stop_if():
                 raise SystemExit(f"{task}, seed {seed}: stopped at step {state['done']}")
-    model.eval()
+    model.cpu().eval()
     last, n = state["curve"][-1], len(test.samples)
     seen = {p for p, _ in pool.samples}
     row = {"task": task, "seed": seed, "settings": digest, "parameters": pg.count_parameters(model), "steps": s.steps,
@@ -564,13 +576,26 @@ def learned_checkpoint(task, seed, digest):
     return root / "ch11-learned" / f"{task}-{seed}-{digest}.pt"
 
 
+def _past(deadline):
+    return deadline is not None and time.time() >= deadline
+
+
 def _learned_job(job):
-    task, seed, s, parent = job
+    out, task, seed, s, parent, device, deadline = job
+    if _past(deadline):
+        return None
     torch.set_num_threads(1)
-    stop = None if parent is None else (lambda: os.getppid() != parent)  # orphaned: the command was killed
-    row, curves, model = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, settings_digest(s)), stop_if=stop)
+    torch.set_float32_matmul_precision("high")  # TF32 on a GPU; nothing changes on the CPU
+    orphaned = (lambda: False) if parent is None else (lambda: os.getppid() != parent)  # the command was killed
+    try:
+        row, curves, model = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, settings_digest(s)),
+                                         stop_if=lambda: orphaned() or _past(deadline), device=device)
+    except SystemExit:
+        if orphaned():
+            raise
+        return None  # past the deadline: its checkpoint resumes it next time
     _keep_model(task, seed, settings_digest(s), model)
-    return row, curves
+    return out, s, row, curves
 
 
 def _write_atomically(frame, path):
@@ -593,48 +618,68 @@ def _read_runs(path, digest):
     return frame
 
 
-def learned_runs(out, s=None, *, jobs=1, log=print):
+def learned_runs(out, s=None, *, jobs=1, log=print, device="cpu", deadline=None):
     """Train every (task, seed) run of settings ``s`` (default ``LEARNED``) that the table ``out`` does not hold yet,
     ``jobs`` at a time (one thread each), and record each as it finishes: its row in ``out`` and its learning curve in
     ``learned_curves_path(out)``, each file rewritten atomically (a temporary file renamed). A killed command resumes
     where it stopped, a run cut short from its last checkpoint. A file holding runs of other settings is an error
-    (``settings_digest``). Returns the (task, seed) pairs it trained."""
-    s = learned_settings() if s is None else s
-    out, digest = Path(out), settings_digest(s)
-    table, curves_file = _read_runs(out, digest), learned_curves_path(out)
-    _read_runs(curves_file, digest)
-    finished = set(zip(table["task"], table["seed"])) if len(table) else set()
-    todo = [(task, seed) for seed in s.seeds for task in s.tasks if (task, seed) not in finished]  # every task's first seed first
+    (``settings_digest``). ``device``: where the runs train; ``deadline`` (``time.time()`` seconds): no run starts after
+    it and a running one stops at its next segment (to resume later). Returns the (task, seed) pairs it set out to train."""
+    return [(task, seed) for _, task, seed in learned_plans([(out, s)], jobs=jobs, log=log, device=device, deadline=deadline)]
 
-    def record(row, curve):
-        nonlocal table
-        curves = _read_runs(curves_file, digest)
-        if len(curves):  # a run recorded there but not in the table (killed in between): its new curve replaces it
-            curves = curves[~((curves["task"] == row["task"]) & (curves["seed"] == row["seed"]))]
-        _write_atomically(pd.concat([curves, pd.DataFrame(curve)], ignore_index=True) if len(curves) else pd.DataFrame(curve),
-                          curves_file)
-        table = pd.concat([table, pd.DataFrame([row])], ignore_index=True) if len(table) else pd.DataFrame([row])
-        _write_atomically(table, out)
-        learned_checkpoint(row["task"], row["seed"], digest).unlink(missing_ok=True)
+
+def learned_plans(plans, *, jobs=1, log=print, device="cpu", deadline=None):
+    """``learned_runs`` for several tables at once: ``plans`` a list of ``(out, settings)``, their runs ``jobs`` at a time
+    in the plans' order (each plan's tasks for its first seed first). Returns the (out, task, seed) it set out to train."""
+    todo = []
+    for out, s in plans:
+        s = learned_settings() if s is None else s
+        out, digest = Path(out), settings_digest(s)
+        table = _read_runs(out, digest)
+        _read_runs(learned_curves_path(out), digest)
+        finished = set(zip(table["task"], table["seed"])) if len(table) else set()
+        todo += [(out, task, seed, s) for seed in s.seeds for task in s.tasks if (task, seed) not in finished]
+
+    def record(out, s, row, curve):
+        _record_run(out, s, row, curve)
         if log is not None:
+            n = len(pd.read_csv(out))
             log(f"{row['task']}, seed {row['seed']}: exact match {row['exact match']:.3f} "
                 f"[{row['exact match low']:.3f}, {row['exact match high']:.3f}], constant answer {row['best constant answer']:.3f}, "
-                f"{row['wall seconds']:.0f} s ({len(table)}/{len(s.tasks) * len(s.seeds)} in {out})")
+                f"{row['wall seconds']:.0f} s ({n}/{len(s.tasks) * len(s.seeds)} in {out})")
 
     parent = os.getpid() if jobs > 1 else None
-    _run_jobs(_learned_job, [(task, seed, s, parent) for task, seed in todo], jobs, record)
-    return todo
+    _run_jobs(_learned_job, [] if _past(deadline) else [(out, task, seed, s, parent, device, deadline) for out, task, seed, s in todo],
+              jobs, record)
+    return [(out, task, seed) for out, task, seed, _ in todo]
+
+
+def _record_run(out, s, row, curve):
+    """Add a finished run to its table ``out`` and its curve to ``learned_curves_path(out)``; remove its checkpoint."""
+    digest, curves_file = settings_digest(s), learned_curves_path(out)
+    table, curves = _read_runs(out, digest), _read_runs(curves_file, digest)
+    if len(curves):  # a run recorded there but not in the table (killed in between): its new curve replaces it
+        curves = curves[~((curves["task"] == row["task"]) & (curves["seed"] == row["seed"]))]
+    _write_atomically(pd.concat([curves, pd.DataFrame(curve)], ignore_index=True) if len(curves) else pd.DataFrame(curve),
+                      curves_file)
+    _write_atomically(pd.concat([table, pd.DataFrame([row])], ignore_index=True) if len(table) else pd.DataFrame([row]), out)
+    learned_checkpoint(row["task"], row["seed"], digest).unlink(missing_ok=True)
 
 
 def _run_jobs(job, args, jobs, record):
-    """``record(*job(a))`` for every ``a`` of ``args``, ``jobs`` processes at a time (spawned, one run each) or in turn."""
+    """``record(*job(a))`` for every ``a`` of ``args`` whose job returns a result (``None``: nothing to record), ``jobs``
+    processes at a time (spawned, one run each) or in turn."""
     if jobs > 1 and len(args) > 1:
         with multiprocessing.get_context("spawn").Pool(min(jobs, len(args)), maxtasksperchild=1) as workers:
-            for result in workers.imap_unordered(job, args):
-                record(*result)
+            results = workers.imap_unordered(job, args)
+            for result in results:
+                if result is not None:
+                    record(*result)
     else:
         for a in args:
-            record(*job(a))
+            result = job(a)
+            if result is not None:
+                record(*result)
 
 
 def read_learned(path):
@@ -662,19 +707,19 @@ def learned_model_path(task, seed, digest):
     return learned_checkpoint(task, seed, digest).with_name(f"{task}-{seed}-{digest}-final.pt")
 
 
-def learned_model(task, seed, s):
-    """The final model of the learned run (task, seed) of settings ``s``: its kept weights, or trained again (resumable)
-    and kept. Returns ``(model, row or None)``: the row when it was trained here."""
+def learned_model(task, seed, s, *, device="cpu"):
+    """The final model of the learned run (task, seed) of settings ``s``: its kept weights, or trained again (resumable,
+    on ``device``) and kept. Returns ``(model on the CPU, row or None)``: the row when it was trained here."""
     digest = settings_digest(s)
     path = learned_model_path(task, seed, digest)
     if path.exists():
-        saved = torch.load(path, weights_only=False)
+        saved = torch.load(path, weights_only=False, map_location="cpu")
         if (saved["task"], saved["seed"], saved["settings"]) != (task, seed, digest):
             raise ValueError(f"{path} holds the weights of {saved['task']}, seed {saved['seed']}, settings {saved['settings']}; remove it")
         model = pg.Transformer(pg.TransformerConfig(**saved["config"]))
         model.load_state_dict(saved["model"])
         return model.eval(), None
-    row, _, model = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, digest))
+    row, _, model = learned_run(task, seed, s, checkpoint=learned_checkpoint(task, seed, digest), device=device)
     _keep_model(task, seed, digest, model)
     learned_checkpoint(task, seed, digest).unlink(missing_ok=True)
     return model, row
@@ -695,41 +740,83 @@ def learned_analysis_path(out):
 
 
 def _analysis_job(job):
-    task, seed, s = job
+    out, task, seed, s, device, deadline = job
+    if _past(deadline):
+        return None
     torch.set_num_threads(1)
-    model, row = learned_model(task, seed, s)
-    return task, seed, row, analyse_learned(model, task, seed, s)
+    model, row = learned_model(task, seed, s, device=device)
+    return out, s, task, seed, row, analyse_learned(model.to(device), task, seed, s)
 
 
-def learned_analyses(out, s=None, *, jobs=1, log=print):
+def learned_analyses(out, s=None, *, jobs=1, log=print, device="cpu", deadline=None):
     """``analyse_learned`` for every run of the table ``out`` (written by ``learned_runs``) not analysed yet, written to
     ``learned_analysis_path(out)`` as each finishes (atomically; resumable). A run retrained here must reproduce its row's
-    exact match. A file of another analysis (``analysis_digest``) is an error. Returns the (task, seed) pairs analysed."""
-    s = learned_settings() if s is None else s
-    out, digest = Path(out), analysis_digest(s)
-    table = _read_runs(out, settings_digest(s))
-    path = learned_analysis_path(out)
+    exact match. A file of another analysis (``analysis_digest``) is an error. ``device`` and ``deadline`` as in
+    ``learned_runs`` (a started analysis runs to its end). Returns the (task, seed) pairs it set out to analyse."""
+    return [(t, sd) for _, t, sd in analysis_plans([(out, s)], jobs=jobs, log=log, device=device, deadline=deadline)]
+
+
+def _analysed(out, s):
+    path, digest = learned_analysis_path(out), analysis_digest(s)
     done = pd.read_csv(path) if path.exists() else pd.DataFrame()
     if len(done) and set(done["analysis"]) != {digest}:
         raise ValueError(f"{path} holds another analysis ({', '.join(sorted(set(done['analysis'])))}; this one is {digest}): "
                          "write beside another table, or remove it to analyse every run again")
-    finished = set(zip(done["task"], done["seed"])) if len(done) else set()
-    todo = [(t, sd) for t, sd in zip(table["task"], table["seed"]) if (t, sd) not in finished and t in s.tasks]
+    return done
 
-    def record(task, seed, row, rows):
-        nonlocal done
+
+def analysis_plans(plans, *, jobs=1, log=print, device="cpu", deadline=None):
+    """``learned_analyses`` for several tables: ``plans`` a list of ``(out, settings)``. Returns the (out, task, seed)."""
+    todo = []
+    for out, s in plans:
+        s = learned_settings() if s is None else s
+        out = Path(out)
+        table, done = _read_runs(out, settings_digest(s)), _analysed(out, s)
+        finished = set(zip(done["task"], done["seed"])) if len(done) else set()
+        if len(table):
+            todo += [(out, t, sd, s) for t, sd in zip(table["task"], table["seed"]) if (t, sd) not in finished and t in s.tasks]
+
+    def record(out, s, task, seed, row, rows):
+        table, done = _read_runs(out, settings_digest(s)), _analysed(out, s)
         if row is not None:
             want = float(table.loc[(table["task"] == task) & (table["seed"] == seed), "exact match"].iloc[0])
             if abs(row["exact match"] - want) > 0.02:
                 warnings.warn(f"{task}, seed {seed} retrained to exact match {row['exact match']:.4f}, the table says {want:.4f}")
-        new = pd.DataFrame(rows).assign(settings=settings_digest(s), analysis=digest)
+        new = pd.DataFrame(rows).assign(settings=settings_digest(s), analysis=analysis_digest(s))
         done = pd.concat([done, new], ignore_index=True) if len(done) else new
-        _write_atomically(done, path)
+        _write_atomically(done, learned_analysis_path(out))
         if log is not None:
-            log(f"{task}, seed {seed} analysed ({len(set(zip(done['task'], done['seed']))) }/{len(table)} in {path})")
+            log(f"{task}, seed {seed} analysed ({len(set(zip(done['task'], done['seed'])))}/{len(table)} in "
+                f"{learned_analysis_path(out)})")
 
-    _run_jobs(_analysis_job, [(t, sd, s) for t, sd in todo], jobs, record)
-    return todo
+    _run_jobs(_analysis_job, [] if _past(deadline) else [(out, t, sd, s, device, deadline) for out, t, sd, s in todo], jobs, record)
+    return [(out, t, sd) for out, t, sd, _ in todo]
+
+
+def full_plans(into=None):
+    """The runs of P2's scale, as ``(out, settings)`` plans for ``learned_plans``: ``FULL_LEARNED`` (every task, 5 seeds)
+    into ``<into>/ch11_full.csv`` and ``FULL_SWEEP``'s other layers x widths into
+    ``<into>/ch11_full_sweep/layers<L>_width<W>.csv``, the deepest first (``into`` default: the book's data folder)."""
+    into = DATA if into is None else Path(into)
+    sweep = [(into / "ch11_full_sweep" / f"layers{L}_width{W}.csv",
+              learned_settings(**(FULL_LEARNED | {"tasks": FULL_SWEEP["tasks"], "seeds": FULL_SWEEP["seeds"], "n_layers": L,
+                                                  "d_model": W, "n_heads": W // 64, "d_ff": 4 * W})))
+             for L in sorted(FULL_SWEEP["layers"], reverse=True) for W in sorted(FULL_SWEEP["widths"], reverse=True)
+             if (L, W) != (FULL_LEARNED["n_layers"], FULL_LEARNED["d_model"])]  # that one is ch11_full.csv's addition, seed 0
+    deepest = [plan for plan in sweep if plan[1].n_layers == max(FULL_SWEEP["layers"])]
+    return deepest + [(into / "ch11_full.csv", learned_settings(**FULL_LEARNED))] + [p for p in sweep if p not in deepest]
+
+
+def full_profile(plans, *, jobs, device, budget, analysis_share=0.3, log=print):
+    """Train, then analyse, every run of ``plans`` not done yet within ``budget`` seconds: training starts no run and
+    stops at its next segment after ``(1 - analysis_share) * budget`` (a checkpoint keeps it), the analysis starts none after
+    ``budget - 120`` s. A second call resumes. Returns ``(trained, analysed)``, the (out, task, seed) each set out to do."""
+    start = time.time()
+    for out, _ in plans:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+    trained = learned_plans(plans, jobs=jobs, log=log, device=device, deadline=start + (1 - analysis_share) * budget)
+    analysed = analysis_plans(plans, jobs=jobs, log=log, device=device, deadline=start + budget - 120)
+    return trained, analysed
 
 
 def read_learned_analysis(path, s=None):
@@ -901,7 +988,7 @@ class Intervention:
             raise ValueError(f"unknown intervention {self.kind!r}; choose from {', '.join(INTERVENTIONS)}")
 
     def _change(self, x, new):
-        keep = self.where[..., None] if self.where is not None else torch.ones(x.shape[:2] + (1,), dtype=torch.bool)
+        keep = self.where[..., None] if self.where is not None else torch.ones(x.shape[:2] + (1,), dtype=torch.bool, device=x.device)
         return torch.where(keep, new, x)
 
     def on_attention(self, module, args, out):
@@ -926,7 +1013,7 @@ def intervention_scales(model, tokens):
     where = prompt_positions(tokens)
     a = torch.as_tensor(first_attention_output(model, tokens))
     with pg.eval_mode(model):
-        h1 = model(tokens, return_hidden=True).hidden_states[1]
+        h1 = model(tokens.to(next(model.parameters()).device), return_hidden=True).hidden_states[1].cpu()
     return {"attention": float(a.norm(dim=-1)[where].mean()), "layer 1": float(h1.norm(dim=-1)[where].mean())}
 
 
@@ -936,7 +1023,7 @@ def intervened_accuracy(model, pool, kind, scales, batch_size=500):
     rows, n_tok, n_ok = [], 0, 0
     with pg.eval_mode(model):
         for start in range(0, len(pool.samples), batch_size):
-            b = pool.batch(torch.arange(start, min(start + batch_size, len(pool.samples))))
+            b = _on(model, pool.batch(torch.arange(start, min(start + batch_size, len(pool.samples)))))
             hook = Intervention(kind, scales["layer 1" if kind == "equal norms after layer 1" else "attention"],
                                 where=prompt_positions(b.tokens))
             handles = [model.blocks[0].attn.register_forward_hook(hook.on_attention),
@@ -1139,9 +1226,11 @@ def plot_learned_curves(curves):
 if __name__ == "__main__":  # the data files, one thread per process:
     torch.set_num_threads(1)
     cli = argparse.ArgumentParser(description="Write a data file of the chapter.")  # python _ch11.py learned OUT.csv --jobs 2
-    cli.add_argument("what", choices=("learned", "analyse"))
-    cli.add_argument("out", type=Path)
-    cli.add_argument("--jobs", type=int, default=1, help="learned: runs trained at once (one process each)")
+    cli.add_argument("what", choices=("learned", "analyse", "full"))
+    cli.add_argument("out", type=Path, help="learned, analyse: the table; full: the folder of its files (e.g. data)")
+    cli.add_argument("--jobs", type=int, default=1, help="runs trained or analysed at once (one process each)")
+    cli.add_argument("--device", default="cpu", help="where the runs train and the analysis runs, e.g. cuda")
+    cli.add_argument("--budget", type=float, help="full: seconds (default: no limit; a second call resumes)")
     cli.add_argument("--tasks", nargs="+", choices=LEARNED_TASKS, help="learned, analyse: these tasks only")
     cli.add_argument("--set", nargs="+", default=[], metavar="KEY=VALUE",
                      help="learned, analyse: settings other than LEARNED's, e.g. n_layers=6 or init_std=0.2 (JSON values)")
@@ -1150,7 +1239,13 @@ if __name__ == "__main__":  # the data files, one thread per process:
     if cli_args.tasks:
         changed["tasks"] = tuple(cli_args.tasks)
     LEARNED_RUN = learned_settings(**changed)
-    if cli_args.what == "analyse":  # every run of OUT (written by learned) not yet in OUT's <stem>_analysis.csv
-        learned_analyses(cli_args.out, LEARNED_RUN, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))
+    stamp = lambda line: print(time.strftime("%H:%M:%S"), line, flush=True)  # noqa: E731
+    if cli_args.what == "full":  # P2's scale: FULL_LEARNED and FULL_SWEEP (--tasks and --set do not apply)
+        if changed:
+            cli.error("full takes neither --tasks nor --set: its settings are FULL_LEARNED and FULL_SWEEP")
+        full_profile(full_plans(cli_args.out), jobs=cli_args.jobs, device=cli_args.device,
+                     budget=float("inf") if cli_args.budget is None else cli_args.budget, log=stamp)
+    elif cli_args.what == "analyse":  # every run of OUT (written by learned) not yet in OUT's <stem>_analysis.csv
+        learned_analyses(cli_args.out, LEARNED_RUN, jobs=cli_args.jobs, device=cli_args.device, log=stamp)
     else:  # LEARNED: every task and seed not yet in OUT (and its learning curves in OUT's <stem>_curves.csv)
-        learned_runs(cli_args.out, LEARNED_RUN, jobs=cli_args.jobs, log=lambda line: print(time.strftime("%H:%M:%S"), line, flush=True))
+        learned_runs(cli_args.out, LEARNED_RUN, jobs=cli_args.jobs, device=cli_args.device, log=stamp)

@@ -471,6 +471,58 @@ def test_the_learned_command_runs_two_processes_and_matches_one(tmp_path):
     pd.testing.assert_frame_equal(c2, c1)
 
 
+def test_a_run_stopped_at_its_deadline_is_not_recorded_and_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
+    s = ch.learned_settings(**(vars(TINY_LEARNED) | {"tasks": (ch.CONTROL,), "seeds": (0,)}))
+    asked = []
+
+    def past(deadline):  # the deadline passes after the run's first checkpoint (step 4): asked at the start, then per segment
+        asked.append(deadline)
+        return deadline is not None and len(asked) > 3
+
+    monkeypatch.setattr(ch, "_past", past)
+    out = tmp_path / "learned.csv"
+    assert ch.learned_runs(out, s, log=None, deadline=1.0) == [(ch.CONTROL, 0)]
+    assert not out.exists() and torch.load(ch.learned_checkpoint(ch.CONTROL, 0, ch.settings_digest(s)),
+                                           weights_only=False)["state"]["done"] == 4
+    assert ch.learned_runs(out, s, log=None, deadline=1.0) == [(ch.CONTROL, 0)] and not out.exists()  # past it: not started
+    ch.learned_runs(out, s, log=None)  # no deadline: resumed from step 4
+    row, curve, _ = ch.learned_run(ch.CONTROL, 0, s)
+    table, curves = ch.read_learned(out)
+    assert table.drop(columns="wall seconds").iloc[0].to_dict() == pytest.approx(
+        {k: v for k, v in row.items() if k != "wall seconds"}, nan_ok=True)
+    pd.testing.assert_frame_equal(curves, pd.DataFrame(curve), check_dtype=False)
+
+
+def test_the_full_profile_plans_p2s_scale_and_its_sweep_without_repeating_a_run(tmp_path):
+    plans = ch.full_plans(tmp_path)
+    main = dict(plans)[tmp_path / "ch11_full.csv"]
+    assert pg.count_parameters(pg.Transformer(ch.model_config(main, ch.MAX_LEN["reversal"]))) == pytest.approx(10.6e6, rel=0.02)
+    assert set(main.tasks) == set(ch.LEARNED_TASKS) and len(main.seeds) == 5
+    sweep = {(s.n_layers, s.d_model): s for out, s in plans if out.parent.name == "ch11_full_sweep"}
+    grid = {(L, W) for L in ch.FULL_SWEEP["layers"] for W in ch.FULL_SWEEP["widths"]}
+    assert set(sweep) == grid - {(main.n_layers, main.d_model)}  # that setting is the main file's addition run
+    assert all(s.d_model // s.n_heads == 64 and s.d_ff == 4 * s.d_model for s in sweep.values())
+    assert len({ch.settings_digest(s) for _, s in plans}) == len(plans) == len({out for out, _ in plans})
+    assert plans[0][1].n_layers == max(ch.FULL_SWEEP["layers"])  # the longest runs start first
+
+
+def test_the_full_profile_keeps_to_its_budget_and_a_second_call_resumes(tmp_path, monkeypatch):
+    monkeypatch.setitem(ch.ANALYSIS, "n_prompts", 16)
+    monkeypatch.setitem(ch.ANALYSIS, "n_random", 16)
+    monkeypatch.setitem(ch.ANALYSIS, "probe_steps", 10)
+    monkeypatch.setitem(ch.ANALYSIS, "test_n", 40)
+    one = ch.learned_settings(**(vars(TINY_LEARNED) | {"tasks": (ch.CONTROL,), "seeds": (0,)}))
+    plans = [(tmp_path / "a" / "one.csv", one), (tmp_path / "two.csv", ch.learned_settings(**(vars(one) | {"n_layers": 2})))]
+    assert ch.full_profile(plans, jobs=1, device="cpu", budget=0, log=None) == (
+        [(plans[0][0], ch.CONTROL, 0), (plans[1][0], ch.CONTROL, 0)], [])  # no time: nothing starts
+    assert not any(out.exists() for out, _ in plans)
+    trained, analysed = ch.full_profile(plans, jobs=1, device="cpu", budget=float("inf"), log=None)
+    assert len(trained) == len(analysed) == 2
+    for out, s in plans:
+        assert len(ch.read_learned(out)[0]) == 1 and set(ch.read_learned_analysis(out, s)["task"]) == {ch.CONTROL}
+    assert ch.full_profile(plans, jobs=1, device="cpu", budget=float("inf"), log=None) == ([], [])
+
+
 def test_the_learned_settings_learn_every_task_on_the_cpu():
     s = ch.learned_settings()
     assert s.tasks == ch.LEARNED_TASKS and len(s.seeds) >= 3 and s.n_train == 20_000 and s.n_test >= 2000
@@ -507,6 +559,29 @@ def test_the_learned_file_holds_every_run_of_the_settings_and_what_they_learned(
     sorting = ch.P2Task("sorting", n_samples=s.n_test, seed=ch.TEST_SEED)  # sorting: a random valid permutation's match
     guess = np.mean([1 / math.factorial(len(a)) for _, a in sorting.samples])
     assert table.loc[table.task == "sorting", "exact match"].sub(guess).abs().max() < 0.03
+
+
+def test_the_longer_runs_file_holds_every_run_of_its_settings_with_curves_to_the_last_step():
+    path = ch.DATA / "ch11_learned_long.csv"
+    if not path.exists():
+        pytest.skip("book/data/ch11_learned_long.csv not written yet (make p2-learned-long)")
+    s = ch.learned_settings(**ch.LONG_RUNS)
+    table, curves = ch.read_learned(path)
+    assert set(table.settings) == set(curves.settings) == {ch.settings_digest(s)} != {ch.settings_digest(ch.learned_settings())}
+    assert sorted(zip(table.task, table.seed)) == sorted((t, k) for t in s.tasks for k in s.seeds)
+    steps = list(range(0, s.steps + 1, s.curve_every))
+    assert all(g.step.tolist() == steps for _, g in curves.groupby(["task", "seed"]))
+    last = curves[curves.step == s.steps].set_index(["task", "seed"])["exact match"]
+    assert table.set_index(["task", "seed"])["exact match"].equals(last.loc[list(zip(table.task, table.seed))])
+
+
+def test_the_shipped_full_profile_files_if_any_are_the_plans_runs():
+    for out, s in ch.full_plans():
+        if out.exists():
+            table, curves = ch.read_learned(out)
+            assert set(table.settings) == {ch.settings_digest(s)} and set(table.task) <= set(s.tasks)
+            if ch.learned_analysis_path(out).exists():
+                assert set(zip(*ch.read_learned_analysis(out, s)[["task", "seed"]].T.values)) <= set(zip(table.task, table.seed))
 
 
 # ----------------------------------------------------------------------------- what the learned models use (issue 48)
@@ -703,7 +778,7 @@ def test_the_analysis_views_pivot_summarise_and_pair_by_seed():
 def test_the_shipped_analysis_covers_every_run_with_the_models_of_its_table(stem, changed):
     path = ch.DATA / f"{stem}.csv"
     if not ch.learned_analysis_path(path).exists():
-        pytest.skip(f"{ch.learned_analysis_path(path).name} not written yet (make p2-learned)")
+        pytest.skip(f"{ch.learned_analysis_path(path).name} not written yet (make p2-learned, p2-learned-extra)")
     s = ch.learned_settings(**changed)
     table, _ = ch.read_learned(path)
     frame = ch.read_learned_analysis(path, s)  # the loader accepts it: this command, these settings, this version
