@@ -440,7 +440,10 @@ ch.plot_anchor_distances({f"{o} {r}": run.table for (o, r), run in runs.items()}
 # off and then **bend back** into a horseshoe: from position 0 the farthest position is
 # mid-line, not at the end. A pre-LayerNorm transformer reads its input after
 # normalisation, which keeps only a vector's direction; an arc of directions serves the
-# loss as well as a straight segment, and nothing keeps the two ends far apart. The fold is on every seed, well inside the 32-position line:
+# loss as well as a straight segment, and nothing keeps the two ends far apart. Scaling
+# bends a line the same way when only its short distances carry information: the classical
+# horseshoe of multidimensional scaling {cite:p}`diaconis2008horseshoes`. The fold is on
+# every seed, well inside the 32-position line:
 
 # %% tags=["stochastic"] tolerance={"atol": 2, "rtol": 0} tolerance_reason="positions (integers) of trained tables: another kernel path can move a nearly tied maximum to a neighbouring position"
 farthest = comparison.xs(("mlm", "frozen"), level=["objective", "regime"])["farthest from 0"]
@@ -538,6 +541,21 @@ for t in sweep_summary.values():
     assert (t[[("rate frozen", "low"), ("rate full", "low")]] > 0.05).all().all()
 
 # %% [markdown]
+# (sec-ch08-related)=
+# ## Related work
+#
+# {cite:t}`wang2021position` name three properties of position embeddings, monotonicity,
+# translation invariance and symmetry, and measure them in BERT-style models: classification
+# and span prediction gain from translation invariance and *local* monotonicity. Local is
+# the word that matters here: the tables trained in this chapter come close to monotone,
+# never exactly, and fixed encodings such as sinusoids are monotone only at short range.
+#
+# {cite:t}`wang2020what` ask what pretrained position embeddings learn. A decoder's table
+# (GPT-2) gives absolute position back to a linear probe almost exactly; the tables of
+# masked-token encoders (BERT, RoBERTa) do so poorly and keep mostly relative position. The
+# violation rates above measure the second kind of information; Theorem 4's separation, in
+# {doc}`05_positional_separation`, the first.
+#
 # :::{admonition} Limits
 # :class: warning
 # - **Only attention is frozen.** The embeddings, LayerNorms, feed-forward blocks and output
