@@ -16,8 +16,8 @@
 #                   into book/data/ch11_learned.csv and book/data/ch11_learned_curves.csv, then analyses each
 #                   model (probes, interventions, kernel fit; the weights kept in the cache, so a model is
 #                   trained again only where the cache lacks it) into book/data/ch11_learned_analysis.csv
-#   make p2-learned-extra  the same for addition with 6 layers and from other embedding stds (9 runs,
-#                   about 35 minutes) into book/data/ch11_learned_{deep,init_0.002,init_0.2}*.csv
+#   make p2-learned-extra  the same for addition with 6 layers, with width 64 and from other embedding stds
+#                   (12 runs, about 50 minutes) into book/data/ch11_learned_{deep,width64,init_0.002,init_0.2}*.csv
 #   make p2-learned-long  addition, indexing and sorting trained 2.5 times longer, 10,000 steps (9 runs, about
 #                   75 minutes) into book/data/ch11_learned_long*.csv
 #   P2's scale needs a GPU: OUT=folder tools/gpu_p2_full.sh [SECONDS] (see the script; it is not a make target)
@@ -233,6 +233,8 @@ p2-learned: setup
 p2-learned-extra: setup
 	cd book && $(BIN)/python _ch11.py learned data/ch11_learned_deep.csv --tasks addition --set n_layers=6 --jobs 2
 	cd book && $(BIN)/python _ch11.py analyse data/ch11_learned_deep.csv --tasks addition --set n_layers=6 --jobs 2
+	cd book && $(BIN)/python _ch11.py learned data/ch11_learned_width64.csv --tasks addition --set d_model=64 n_heads=4 d_ff=128 --jobs 2
+	cd book && $(BIN)/python _ch11.py analyse data/ch11_learned_width64.csv --tasks addition --set d_model=64 n_heads=4 d_ff=128 --jobs 2
 	cd book && for std in 0.002 0.2; do \
 	  $(BIN)/python _ch11.py learned data/ch11_learned_init_$$std.csv --tasks addition --set init_std=$$std --jobs 2 && \
 	  $(BIN)/python _ch11.py analyse data/ch11_learned_init_$$std.csv --tasks addition --set init_std=$$std --jobs 2 || exit 1; \

@@ -773,6 +773,7 @@ def test_the_analysis_views_pivot_summarise_and_pair_by_seed():
 
 
 @pytest.mark.parametrize("stem, changed", [("ch11_learned", {}), ("ch11_learned_deep", {"n_layers": 6}),
+                                           ("ch11_learned_width64", {"d_model": 64, "n_heads": 4, "d_ff": 128}),
                                            ("ch11_learned_init_0.002", {"init_std": 0.002}),
                                            ("ch11_learned_init_0.2", {"init_std": 0.2})])
 def test_the_shipped_analysis_covers_every_run_with_the_models_of_its_table(stem, changed):
