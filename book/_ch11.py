@@ -671,8 +671,7 @@ def _run_jobs(job, args, jobs, record):
     processes at a time (spawned, one run each) or in turn."""
     if jobs > 1 and len(args) > 1:
         with multiprocessing.get_context("spawn").Pool(min(jobs, len(args)), maxtasksperchild=1) as workers:
-            results = workers.imap_unordered(job, args)
-            for result in results:
+            for result in workers.imap_unordered(job, args):
                 if result is not None:
                     record(*result)
     else:
