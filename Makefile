@@ -20,6 +20,10 @@
 #                   (12 runs, about 50 minutes) into book/data/ch11_learned_{deep,width64,init_0.002,init_0.2}*.csv
 #   make p2-learned-long  addition, indexing and sorting trained 2.5 times longer, 10,000 steps (9 runs, about
 #                   75 minutes) into book/data/ch11_learned_long*.csv
+#   make p1-controls  train the constructive chapter's controlled runs (masked tokens of IMDB and SST-2, 16 tables
+#                   x 5 seeds, P_MDS against its permuted rows, random tables, the corrected distances, other
+#                   scales; the merge test of every learned table; about 75 minutes on 2 cores; resumable) into
+#                   book/data/ch10_controls.csv, ch10_controls_merge.csv and ch10_controls.json
 #   P2's scale needs a GPU: OUT=folder tools/gpu_p2_full.sh [SECONDS] (see the script; it is not a make target)
 #
 # Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml,
@@ -60,7 +64,7 @@ export POSGEO_CACHE_DIR ?= $(CURDIR)/.cache/posgeo
 NOW = date +%H:%M:%S
 
 .PHONY: help setup sync execute html book test test-fast test-unit test-nb test-kernels test-browser clean clean-cache \
-        benchmarks benchmarks-page p2-learned p2-learned-extra p2-learned-long
+        benchmarks benchmarks-page p2-learned p2-learned-extra p2-learned-long p1-controls
 
 help:
 	@echo "make book       set up, execute every chapter, build the HTML (_build/html/index.html)"
@@ -73,6 +77,7 @@ help:
 	@echo "make p2-learned  train chapter 11's NoPE decoder on every task x seed not yet in book/data/ch11_learned.csv (2 processes)"
 	@echo "make p2-learned-extra  chapter 11's 6-layer and initialisation runs (addition)"
 	@echo "make p2-learned-long   chapter 11's 10,000-step runs of addition, indexing and sorting"
+	@echo "make p1-controls  chapter 10's controlled runs (fit at matched rank and scale; the merge test), resumable"
 	@echo "make clean      remove _build (keeps .venv, node_modules and .cache)"
 	@echo "make clean-cache  remove the result cache (POSGEO_CACHE_DIR; entries are keyed on posgeo's code, so edits never reuse stale ones)"
 
@@ -242,6 +247,9 @@ p2-learned-extra: setup
 
 p2-learned-long: setup
 	cd book && $(BIN)/python _ch11.py learned data/ch11_learned_long.csv --tasks addition indexing sorting --set steps=10000 --jobs 2
+
+p1-controls: setup
+	cd book && $(BIN)/python _ch10_controls.py run data/ch10_controls.csv --jobs 2
 
 clean:
 	rm -rf _build

@@ -136,7 +136,7 @@ class CorpusTasks:
     vocab_size: int
 
 
-def _windows(seqs, lookup: np.ndarray, pad_id: int, n: int) -> np.ndarray:
+def windows(seqs, lookup: np.ndarray, pad_id: int, n: int) -> np.ndarray:
     """First n tokens of every sequence, remapped by ``lookup``, padded with ``pad_id``."""
     lengths = np.asarray(seqs.lengths)
     rows = np.full((lengths.size, n), pad_id, dtype=np.int64)
@@ -178,13 +178,13 @@ def tasks(name: str, n: int, s: Settings) -> CorpusTasks:
     lookup[kept] = np.arange(s.top_k)
     pad, n_tokens = s.top_k + 1, s.top_k + 2
     cls_id, vocab = n_tokens + 1, n_tokens + 2
-    rows = _windows(seqs, lookup, pad, n)
+    rows = windows(seqs, lookup, pad, n)
     long_rows = rows[seqs.lengths >= n]
     name_mlm = f"{name}-train-top{s.top_k}-n{n}-min{n}-{pg.array_digest(seqs.tokens, seqs.offsets)}"
     mlm = pg.MLMTask(RowSampler(long_rows, name_mlm), n_tokens=n_tokens, seq_len=n, name=name_mlm)
     split = {"sst2": "validation", "imdb": "test"}[name]
     held = pg.load_corpus(name, split, progress=False)
-    held_rows, held_labels = _windows(held.sequences, lookup, pad, n), np.asarray(held.labels)
+    held_rows, held_labels = windows(held.sequences, lookup, pad, n), np.asarray(held.labels)
     if held_rows.shape[0] > s.eval_sequences:
         pick = np.sort(np.random.default_rng(0).choice(held_rows.shape[0], size=s.eval_sequences, replace=False))
         held_cls_rows, held_labels = held_rows[pick], held_labels[pick]

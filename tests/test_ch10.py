@@ -62,7 +62,7 @@ def test_windows_keep_the_first_tokens_remapped_and_pad_the_short_ones():
     seqs = pg.Sequences.from_list([[5, 5, 2], [5, 7, 2, 9], [7]], vocab_size=10)
     lookup = np.full(10, 2)  # everything else: UNK = 2
     lookup[[5, 2]] = [0, 1]
-    assert ch._windows(seqs, lookup, 3, 3).tolist() == [[0, 0, 1], [0, 2, 1], [2, 3, 3]]
+    assert ch.windows(seqs, lookup, 3, 3).tolist() == [[0, 0, 1], [0, 2, 1], [2, 3, 3]]
 
 
 def test_fixed_table_stays_fixed_through_training():
