@@ -89,10 +89,53 @@ class OrderDetectionTask:
         return {"task": type(self).__name__, "name": self.name, "marginals": _digest(self.marginals)}
 
 
+@dataclass(frozen=True, eq=False)
+class ShiftedLineSampler:
+    """Sequences of a line corpus read through a window at a random offset: the tokens of a sequence depend on each other.
+
+    Position i of a sequence draws its token from row ``i + c`` of ``base`` (n + shift rows), with
+    one offset ``c`` in ``0..shift`` per sequence; a token's neighbours tell ``c``, so context
+    helps predict it. The per-position marginals are the mixtures :meth:`marginals`.
+    """
+
+    base: np.ndarray
+    n_positions: int
+
+    @property
+    def shift(self) -> int:
+        return self.base.shape[0] - self.n_positions
+
+    def marginals(self) -> np.ndarray:
+        """Token distribution of each position, averaged over the offsets (n_positions x V)."""
+        return np.mean([self.base[c : c + self.n_positions] for c in range(self.shift + 1)], axis=0)
+
+    def __call__(self, batch_size: int, seed: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        c = rng.integers(0, self.shift + 1, size=batch_size)
+        cdf = np.cumsum(self.base, axis=1)
+        rows = cdf[c[:, None] + np.arange(self.n_positions)[None, :]]  # (B, n, V)
+        u = rng.random((batch_size, self.n_positions, 1))
+        return np.minimum((u > rows).sum(axis=2), self.base.shape[1] - 1).astype(np.int64)
+
+
+SHIFT = 8
+
+
+def shifted_sampler(s: Settings) -> ShiftedLineSampler:
+    """The shifted line: the line corpus on n + 8 positions, read through an n-position window at a random offset."""
+    base = pg.synthetic_marginals(s.n_positions + SHIFT, s.vocab_size, nonstationarity=0.0, geometry="line",
+                                  concentration=s.concentration)
+    return ShiftedLineSampler(base, s.n_positions)
+
+
 def task(s: Settings, objective: str = "mlm"):
-    """Masked-token prediction ("mlm") or order detection ("cls") on the line corpus."""
+    """Masked-token prediction ("mlm"), order detection ("cls") on the line corpus, or masked tokens of the shifted line."""
     mu = line_marginals(s)
     name = f"ntk-line-n{s.n_positions}-V{s.vocab_size}-c{s.concentration:g}"
+    if objective == "mlm-shifted":
+        sampler = shifted_sampler(s)
+        return pg.MLMTask(sampler, n_tokens=s.vocab_size, seq_len=s.n_positions,
+                          name=f"{name}-shift{SHIFT}-{_digest(sampler.base)}")
     if objective == "mlm":
         return pg.MLMTask(pg.MarginalSampler(mu), n_tokens=s.vocab_size, seq_len=s.n_positions,
                           name=f"{name}-{_digest(mu)}")
@@ -103,7 +146,7 @@ def model_config(s: Settings, objective: str, d_model: int) -> pg.TransformerCon
     """A pre-LayerNorm encoder with a learned table; [CLS] read-out for "cls"."""
     t = task(s, objective)
     return pg.TransformerConfig(
-        vocab_size=t.vocab_size, d_model=d_model, n_heads=s.n_heads, n_layers=s.layers[objective],
+        vocab_size=t.vocab_size, d_model=d_model, n_heads=s.n_heads, n_layers=s.layers[objective.split("-")[0]],
         d_ff=s.ff_mult * d_model, max_len=t.seq_len, position="learned",
         n_classes=2 if objective == "cls" else None, pooling="first")
 
@@ -151,6 +194,126 @@ def train_position_table(s: Settings, *, objective: str = "mlm", regime: str = "
     return Run(objective, regime, d, seed, model.position_table()[rows], initial.position_table()[rows],
                float(np.sqrt(change / size)), all(torch.equal(before[k], after[k].to(before[k].dtype)) for k in keys),
                float(accuracy))
+
+
+@dataclass(frozen=True)
+class LinearisedRun:
+    """A run of the linearised model: its position table, the table's displacement, accuracy and movement."""
+
+    objective: str
+    d_model: int
+    seed: int
+    table: np.ndarray
+    displacement: np.ndarray
+    initial_table: np.ndarray
+    accuracy: float
+    relative_change: float
+
+
+def linearised(model: pg.Transformer):
+    """``f(tokens, delta)``: the model's first-order expansion around its weights, ``f0 + J delta`` (logits).
+
+    ``delta`` maps parameter names to displacements; the expansion is exact in ``delta`` to
+    first order and linear in it (``torch.func.jvp``), so it can be trained by gradient descent.
+    """
+    from torch.func import functional_call, jvp
+
+    theta0 = {k: v.detach() for k, v in model.named_parameters()}
+
+    def f(tokens, delta):
+        def logits(params):
+            out = functional_call(model, params, (tokens,))
+            return out.cls_logits if out.cls_logits is not None else out.logits
+
+        value, tangent = jvp(logits, (theta0,), ({k: delta[k] for k in theta0},))
+        return value + tangent
+
+    return f
+
+
+def train_linearised(s: Settings, *, objective: str = "cls", d_model: int | None = None, steps: int | None = None,
+                     lr: float = 0.05, seed: int = 0) -> LinearisedRun:
+    """SGD on the linearised model (first-order expansion around the initialisation), every weight displaced."""
+    d = d_model or s.d_model
+    t, cfg = task(s, objective), model_config(s, objective, d)
+    model = pg.Transformer(cfg, seed=seed).eval()
+    f = linearised(model)
+    delta = {k: torch.nn.Parameter(torch.zeros_like(v)) for k, v in model.named_parameters()}
+    gen = torch.Generator().manual_seed(seed + 1)
+
+    def loss_of(batch):
+        logits = f(batch.tokens, delta)
+        if batch.kind == "cls":
+            return torch.nn.functional.cross_entropy(logits, batch.targets), (logits.argmax(-1) == batch.targets).float().mean()
+        y, z = batch.targets.reshape(-1), logits.reshape(-1, logits.shape[-1])
+        keep = y != pg.IGNORE_INDEX
+        return torch.nn.functional.cross_entropy(z[keep], y[keep]), (z[keep].argmax(-1) == y[keep]).float().mean()
+
+    with pg.torch_threads(1):
+        pg.optimize([{"params": list(delta.values()), "weight_decay": 0.0}], lambda step: loss_of(t.sample(s.batch_size, gen)),
+                    steps=steps or s.steps, lr=lr, optimizer="sgd", log_every=50, progress=False)
+        eval_gen = torch.Generator().manual_seed(12345)
+        with torch.no_grad():
+            accuracy = float(np.mean([float(loss_of(t.sample(256, eval_gen))[1]) for _ in range(4)]))
+    rows = slice(1, None) if objective == "cls" else slice(None)
+    p0, dp = model.pos.detach().double().numpy(), delta["pos"].detach().double().numpy()
+    moved = sum(float(v.detach().double().pow(2).sum()) for v in delta.values())
+    size = sum(float(v.detach().double().pow(2).sum()) for v in model.parameters())
+    return LinearisedRun(objective, d, seed, (p0 + dp)[rows], dp[rows], p0[rows], accuracy, float(np.sqrt(moved / size)))
+
+
+def train_without_layernorm(s: Settings, *, seed: int = 0, objective: str = "mlm") -> np.ndarray:
+    """The frozen-attention run with every LayerNorm replaced by the identity; its position table (n x d)."""
+    t, cfg = task(s, objective), model_config(s, objective, s.d_model)
+
+    def strip(model):
+        for block in model.blocks:
+            block.ln1, block.ln2 = torch.nn.Identity(), torch.nn.Identity()
+        model.ln_f = torch.nn.Identity()
+        return model
+
+    tc = pg.TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr, seed=seed, device=s.device, log_every=50,
+                        freeze=attention_prefixes(cfg.n_layers))
+    with pg.torch_threads(1):
+        result = pg.train(cfg, tc, t, prepare=strip, progress=False, cache=False)
+    rows = slice(1, None) if objective == "cls" else slice(None)
+    return result.state_dict["pos"].double().numpy()[rows]
+
+
+LINEARISED = {"objectives": ("mlm", "mlm-shifted"), "widths": (16, 32, 64), "lr": 0.3, "steps": 1000}
+"""The linearised runs of the chapter's data file: SGD at learning rate 0.3, 1,000 steps of 32 sequences."""
+
+
+def linearised_rows(s: Settings, *, seeds=None, widths=None, objectives=None, steps=None) -> pd.DataFrame:
+    """One row per linearised run (objective, width, seed), beside the AdamW runs of the shifted line at width s.d_model."""
+    rate = pg.monotonicity_violation_rate
+    rows = []
+    for objective in objectives or LINEARISED["objectives"]:
+        D = pg.hellinger_matrix(shifted_sampler(s).marginals() if objective == "mlm-shifted" else line_marginals(s))
+        for d in widths or LINEARISED["widths"]:
+            for seed in seeds or s.seeds:
+                r = train_linearised(s, objective=objective, d_model=d, seed=seed, lr=LINEARISED["lr"],
+                                     steps=steps or LINEARISED["steps"])
+                rows.append({"objective": objective, "model": "linearised", "d_model": d, "seed": seed,
+                             "rate (offset)": rate(r.table, progress=False),
+                             "rate (Hellinger)": rate(r.table, reference=D, progress=False),
+                             "rate of the displacement": rate(r.displacement, progress=False),
+                             "initial rate": rate(r.initial_table, progress=False),
+                             "farthest from 0": int(np.argmax(pg.pairwise_distances(r.table)[0])),
+                             "accuracy": r.accuracy, "relative change": r.relative_change})
+                print(rows[-1], flush=True)
+    return pd.DataFrame(rows)
+
+
+def layernorm_rows(s: Settings, *, seeds=None) -> pd.DataFrame:
+    """Frozen-attention masked-token runs of the line corpus with and without LayerNorm: rate and fold per seed."""
+    rows = []
+    for seed in seeds or s.seeds:
+        for label, table in (("with LayerNorm", train_position_table(s, objective="mlm", seed=seed, progress=False).table),
+                             ("without LayerNorm", train_without_layernorm(s, seed=seed))):
+            rows.append({"model": label, "seed": seed, "rate (offset)": pg.monotonicity_violation_rate(table, progress=False),
+                         "farthest from 0": int(np.argmax(pg.pairwise_distances(table)[0]))})
+    return pd.DataFrame(rows)
 
 
 def local_violation_rate(P: np.ndarray, *, max_offset: int, tie_rtol: float = 1e-12) -> float:
@@ -413,7 +576,10 @@ def plot_width_sweep(sweeps: dict, *, level: float = 0.95):
 if __name__ == "__main__":  # the data files, one thread: python _ch08.py sweep data/ch08_width_sweep.csv (about
     torch.set_num_threads(1)  # 3 CPU minutes; POSGEO_PROFILE=full: widths to 512, 3,000 steps) and
     what, out = sys.argv[1:3]  # python _ch08.py imdb data/ch08_imdb_intervals.csv (about 2 CPU minutes)
-    if what == "sweep":
+    if what == "linearised":  # python _ch08.py linearised data/ch08_linearised.csv (about 15 CPU minutes)
+        linearised_rows(settings()).to_csv(out, index=False)
+        layernorm_rows(settings()).to_csv(Path(out).with_name("ch08_layernorm.csv"), index=False)
+    elif what == "sweep":
         sweeps = {label: width_sweep(settings(), lr_scaling=k) for k, label in LR_SCALINGS.items()}
         pd.concat(sweeps, names=["lr scaling"]).reset_index().to_csv(out, index=False)
     else:

@@ -300,3 +300,60 @@ def test_width_sweep_plot_has_one_tick_per_width_and_geometric_means():
     row = next(r for r in _rows(spec) if r["d_model"] == 128 and r["quantity"] == "stress*")
     geo = 0.01 * (0.9 * 1.0 * 1.1) ** (1 / 3)
     assert row["value"] == pytest.approx(geo, rel=1e-3) and row["low"] < geo < row["high"] and row["seeds"] == 3
+
+
+def test_the_linearised_model_is_the_first_order_expansion() -> None:
+    """f_lin(delta) = f(theta0) + J delta: exact at 0, linear in delta, and within O(eps^2) of the model at theta0 + delta."""
+    s = _tiny(n_positions=6, vocab_size=8, d_model=8)
+    cfg = ch.model_config(s, "cls", 8)
+    model = pg.Transformer(cfg, seed=0).eval()
+    f = ch.linearised(model)
+    tokens = ch.task(s, "cls").sample(5, torch.Generator().manual_seed(0)).tokens
+    theta0 = {k: v.detach().clone() for k, v in model.named_parameters()}
+    g = torch.Generator().manual_seed(1)
+    v = {k: torch.randn(p.shape, generator=g, dtype=p.dtype) * (p.abs().mean() + 0.02) for k, p in theta0.items()}
+    with torch.no_grad():
+        zero = {k: torch.zeros_like(p) for k, p in theta0.items()}
+        assert torch.allclose(f(tokens, zero), model(tokens).cls_logits, atol=1e-6)
+        half = f(tokens, {k: 0.5 * x for k, x in v.items()}) - f(tokens, zero)
+        assert torch.allclose(2 * half, f(tokens, v) - f(tokens, zero), atol=1e-5)  # linear in delta
+        gaps = []
+        for eps in (1e-2, 5e-3):
+            moved = pg.Transformer(cfg, seed=0).eval()
+            for k, p in moved.named_parameters():
+                p.copy_(theta0[k] + eps * v[k])
+            gaps.append(float((f(tokens, {k: eps * x for k, x in v.items()}) - moved(tokens).cls_logits).abs().max()))
+        assert 2.5 < gaps[0] / gaps[1] < 6  # halving eps quarters the gap: second order
+        assert gaps[0] > 1e-7  # the model is not linear itself, so the check can fail
+
+
+def test_linearised_training_moves_every_weight_and_keeps_the_initial_table() -> None:
+    s = _tiny(n_positions=6, vocab_size=8, d_model=8, batch_size=8)
+    r = ch.train_linearised(s, objective="mlm", steps=5, lr=0.5, seed=0)
+    initial = pg.Transformer(ch.model_config(s, "mlm", 8), seed=0).position_table()
+    assert np.allclose(r.initial_table, initial) and np.allclose(r.table, r.initial_table + r.displacement)
+    assert r.relative_change > 0 and np.abs(r.displacement).max() > 0 and 0 <= r.accuracy <= 1
+
+
+def test_the_shifted_line_draws_from_its_mixture_marginals() -> None:
+    s = _tiny(n_positions=6, vocab_size=10)
+    sampler = ch.shifted_sampler(s)
+    x = sampler(20000, 0)
+    assert x.shape == (20000, 6) and x.min() >= 0 and x.max() < 10
+    freq = np.stack([np.bincount(x[:, i], minlength=10) / x.shape[0] for i in range(6)])
+    assert np.abs(freq - sampler.marginals()).max() < 0.02
+    assert np.allclose(sampler.marginals().sum(axis=1), 1.0)
+    # the offset is shared by a sequence: neighbouring tokens are dependent, unlike the line corpus's
+    a, b = x[:, 2].astype(float), x[:, 3].astype(float)
+    assert np.corrcoef(a, b)[0, 1] > 0.2
+
+
+def test_without_layernorm_the_run_has_no_normalisation_and_its_own_table() -> None:
+    s = _tiny(n_positions=6, vocab_size=8, d_model=8, steps=3, seeds=(0,))
+    stripped = ch.train_without_layernorm(s, seed=0)
+    with_ln = ch.train_position_table(s, objective="mlm", seed=0, progress=False, cache=False).table
+    assert stripped.shape == with_ln.shape == (6, 8)
+    assert not np.allclose(stripped, with_ln)
+    rows = ch.layernorm_rows(s, seeds=(0,))
+    assert rows["model"].tolist() == ["with LayerNorm", "without LayerNorm"]
+    assert rows["farthest from 0"].between(1, 5).all()

@@ -385,3 +385,14 @@ def test_non_finite_and_oversized_settings_are_refused_at_construction(kwargs, e
 def test_cuda_on_a_cpu_build_is_a_clear_error():
     with pytest.raises(ValueError, match="no usable CUDA device"):
         TrainConfig(device="cuda")
+
+
+def test_optimize_with_sgd_takes_plain_gradient_steps():
+    # on w**2 a gradient step multiplies w by (1 - 2 lr): after 3 steps of lr 0.1, 3 * 0.8**3
+    w = torch.nn.Parameter(torch.tensor([3.0]))
+    optimize([{"params": [w], "weight_decay": 0.0}], lambda step: ((w**2).sum(), torch.tensor(0.0)),
+             steps=3, lr=0.1, optimizer="sgd", progress=False)
+    assert float(w.detach()) == pytest.approx(3 * 0.8**3, rel=1e-6)
+    with pytest.raises(ValueError, match="unknown optimizer 'adam'"):
+        optimize([{"params": [w]}], lambda step: ((w**2).sum(), torch.tensor(0.0)), steps=1, lr=0.1,
+                 optimizer="adam", progress=False)

@@ -709,8 +709,9 @@ def optimize(
     optimizer_state: Mapping[str, Any] | None = None,
     checkpoint: Callable[[int, dict[str, Any]], None] | None = None,
     checkpoint_every: int | None = None,
+    optimizer: str = "adamw",
 ) -> list[dict[str, float]]:
-    """The library's one optimisation loop: AdamW steps on a loss, with logging and hooks.
+    """The library's one optimisation loop: AdamW (or plain SGD) steps on a loss, with logging and hooks.
 
     :func:`train` runs it on a posgeo :class:`Transformer`; recipes that train another model
     (e.g. fine-tuning a pretrained Hugging Face encoder) call it directly, so every model in
@@ -752,6 +753,9 @@ def optimize(
         state dict refers to the optimizer's live tensors: serialise or copy it there.
     checkpoint_every : int, keyword-only, optional
         Required with ``checkpoint``.
+    optimizer : {"adamw", "sgd"}, keyword-only, default "adamw"
+        ``"sgd"``: plain gradient descent, ``p -= lr * grad`` (no momentum; the groups'
+        ``weight_decay`` is applied as L2), the steps of a gradient-flow argument.
 
     Returns
     -------
@@ -807,6 +811,8 @@ def optimize(
             f"start={start} needs optimizer_state (the AdamW state saved with the run's checkpoint): "
             "without its moments the resumed run is another run"
         )
+    if optimizer not in ("adamw", "sgd"):
+        raise ValueError(f"unknown optimizer {optimizer!r}; choose 'adamw' or 'sgd'")
     if (checkpoint is None) != (checkpoint_every is None):
         raise ValueError("pass checkpoint and checkpoint_every together (a callable and a step interval), or neither")
     if checkpoint_every is not None:
@@ -814,7 +820,7 @@ def optimize(
     groups = [dict(g) for g in param_groups]
     if not groups or any("params" not in g for g in groups):
         raise ValueError("param_groups must be a non-empty sequence of dicts with 'params'")
-    opt = torch.optim.AdamW(groups, lr=lr)
+    opt = torch.optim.AdamW(groups, lr=lr) if optimizer == "adamw" else torch.optim.SGD(groups, lr=lr)
     if optimizer_state is not None:
         opt.load_state_dict(dict(optimizer_state))
     clip = list(clip_parameters) if clip_parameters is not None else [p for g in groups for p in g["params"]]
