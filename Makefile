@@ -20,10 +20,12 @@
 #                   (12 runs, about 50 minutes) into book/data/ch11_learned_{deep,width64,init_0.002,init_0.2}*.csv
 #   make p2-learned-long  addition, indexing and sorting trained 2.5 times longer, 10,000 steps (9 runs, about
 #                   75 minutes) into book/data/ch11_learned_long*.csv
-#   make p1-controls  train the constructive chapter's controlled runs (masked tokens of IMDB and SST-2, 16 tables
-#                   x 5 seeds, P_MDS against its permuted rows, random tables, the corrected distances, other
-#                   scales; the merge test of every learned table; about 75 minutes on 2 cores; resumable) into
-#                   book/data/ch10_controls.csv, ch10_controls_merge.csv and ch10_controls.json
+#   make p1-controls  the controls of P1's training claims (about 90 minutes on 2 cores): chapter 10's controlled
+#                   runs (masked tokens of IMDB and SST-2, 16 tables x 5 seeds: P_MDS against its permuted rows,
+#                   random tables, the corrected distances, other scales; the merge test of every learned table;
+#                   resumable) into book/data/ch10_controls*.{csv,json}; chapter 8's linearised model (30 runs)
+#                   into book/data/ch08_linearised.csv; chapter 7's ring/line/mixture tables (15 runs) into
+#                   book/data/ch07_cross.csv (the last two are rewritten whole, about 20 minutes on one core)
 #   P2's scale needs a GPU: OUT=folder tools/gpu_p2_full.sh [SECONDS] (see the script; it is not a make target)
 #
 # Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml,
@@ -250,6 +252,8 @@ p2-learned-long: setup
 
 p1-controls: setup
 	cd book && $(BIN)/python _ch10_controls.py run data/ch10_controls.csv --jobs 2
+	cd book && $(BIN)/python _ch08.py linearised data/ch08_linearised.csv
+	cd book && $(BIN)/python _ch07.py cross data/ch07_cross.csv
 
 clean:
 	rm -rf _build

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import altair as alt
 import numpy as np
@@ -133,6 +134,76 @@ def mlm_task(s):
     name = f"synthetic-ring-n{s.n_positions}-V{s.vocab_size}-ns{s.nonstationarity:g}-c{s.concentration:g}-seed{s.corpus_seed}"
     return pg.MLMTask(pg.MarginalSampler(mu), n_tokens=s.vocab_size, seq_len=s.n_positions, name=name,
                       mask_prob=s.mask_prob), mu
+
+
+CROSS_CORPORA = {"ring": dict(geometry="ring", nonstationarity=0.0), "line": dict(geometry="line", nonstationarity=0.0),
+                 "mixture": dict(geometry="ring", nonstationarity=1.0)}
+"""Three synthetic corpora with different geometries: a ring, a line, and a ring mixed half-and-half with an accelerating bump."""
+CROSS_CONCENTRATION = 1.0
+"""Broad bumps (the sweep's corpus has 4.0), so that far positions keep telling the three geometries apart."""
+CROSS_FILE = Path(__file__).resolve().parent / "data" / "ch07_cross.csv"
+
+
+def cross_task(s, corpus: str):
+    """The masked-token task on one of :data:`CROSS_CORPORA`, and its true marginals (n, V)."""
+    if corpus not in CROSS_CORPORA:
+        raise ValueError(f"unknown corpus {corpus!r}; choose from {list(CROSS_CORPORA)}")
+    kw = CROSS_CORPORA[corpus]
+    mu = pg.synthetic_marginals(s.n_positions, s.vocab_size, concentration=CROSS_CONCENTRATION, seed=s.corpus_seed, **kw)
+    name = (f"synthetic-{kw['geometry']}-n{s.n_positions}-V{s.vocab_size}-ns{kw['nonstationarity']:g}"
+            f"-c{CROSS_CONCENTRATION:g}-seed{s.corpus_seed}")
+    return pg.MLMTask(pg.MarginalSampler(mu), n_tokens=s.vocab_size, seq_len=s.n_positions, name=name,
+                      mask_prob=s.mask_prob), mu
+
+
+def cross_fit(tables: dict, geometries: dict) -> pd.DataFrame:
+    """Scale-optimal stress of every table against every geometry: one row per (trained on, seed, scored against).
+
+    ``tables`` maps (corpus trained on, seed) to an n x d table; ``geometries`` maps a corpus to its n x n distances.
+    """
+    rows = [{"trained on": corpus, "seed": seed, "scored against": target, "stress": pg.stress(P, D, scale="optimal")}
+            for (corpus, seed), P in tables.items() for target, D in geometries.items()]
+    return pd.DataFrame(rows)
+
+
+def cross_tables(s, *, seeds=None) -> dict:
+    """A free table trained on each of :data:`CROSS_CORPORA` (the sweep's model and steps), by (corpus, seed)."""
+    out = {}
+    for corpus in CROSS_CORPORA:
+        task, _ = cross_task(s, corpus)
+        cfg = pg.TransformerConfig(vocab_size=task.vocab_size, d_model=s.d_model, n_heads=s.n_heads, n_layers=s.n_layers,
+                                   d_ff=s.d_ff, max_len=s.n_positions, position="learned")
+        for seed in seeds or s.seeds:
+            tc = pg.TrainConfig(steps=s.steps, batch_size=s.batch_size, lr=s.lr, seed=seed, log_every=max(1, s.steps // 10))
+            with pg.torch_threads(1):
+                out[(corpus, seed)] = pg.train(cfg, tc, task, progress=False).model().position_table()
+    return out
+
+
+def cross_runs(s, *, seeds=None) -> pd.DataFrame:
+    """:func:`cross_fit` of :func:`cross_tables`, beside each table's stress at initialisation ("initial")."""
+    geometries = {c: pg.hellinger_matrix(cross_task(s, c)[1]) for c in CROSS_CORPORA}
+    fits = cross_fit(cross_tables(s, seeds=seeds), geometries)
+    cfg = lambda: pg.TransformerConfig(vocab_size=s.vocab_size + 1, d_model=s.d_model, n_heads=s.n_heads,  # noqa: E731
+                                       n_layers=s.n_layers, d_ff=s.d_ff, max_len=s.n_positions, position="learned")
+    initial = cross_fit({("initial", seed): pg.Transformer(cfg(), seed=seed).position_table() for seed in seeds or s.seeds},
+                        geometries)
+    return pd.concat([fits, initial], ignore_index=True)
+
+
+def own_corpus_margin(fits: pd.DataFrame) -> pd.DataFrame:
+    """For each geometry: the stress of the tables trained on another corpus minus that of its own corpus's tables.
+
+    Paired by seed (the runs of one seed share their initialisation); one row per (geometry, other corpus),
+    with its 95% interval over seeds. Positive: the own corpus's tables fit better.
+    """
+    rows = {}
+    for target, g in fits.groupby("scored against", sort=False):
+        by = g.pivot(index="seed", columns="trained on", values="stress")
+        for other in by.columns.drop(target):
+            d = pg.seed_difference(by[other].to_numpy(), by[target].to_numpy(), paired=True)
+            rows[(target, other)] = {"mean": d.mean, "low": d.low, "high": d.high, "separated": d.excludes_zero}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["scored against", "trained on"])
 
 
 def encodings(s):
@@ -268,3 +339,12 @@ def plot_accuracy_vs_parameters(table):
         description=("Masked-token accuracy, share of the positional information used, and scale-optimal stress of the "
                      "trained position table against its number of positional parameters (symmetric-log axis), for no, "
                      "sinusoidal, low-rank and free tables, with the Bayes and position-blind optima as references."))
+
+
+if __name__ == "__main__":  # python _ch07.py cross data/ch07_cross.csv (15 runs, about 4 CPU minutes)
+    import sys
+
+    torch.set_num_threads(1)
+    if sys.argv[1:2] != ["cross"] or len(sys.argv) != 3:
+        raise SystemExit("usage: python _ch07.py cross OUT.csv")
+    cross_runs(settings()).to_csv(sys.argv[2], index=False)

@@ -341,15 +341,19 @@ def full_profile_runs() -> tuple[pd.DataFrame, dict]:
 
 
 # --------------------------------------------------------------------------- charts
-def plot_accuracy(frame: pd.DataFrame, x_title: str = "held-out accuracy (mean, 95% interval)", what: str = "") -> Any:
-    """Accuracy per encoding, one panel per (corpus, objective): a point at ``mean``, a bar from ``low`` to ``high``."""
+def plot_accuracy(frame: pd.DataFrame, x_title: str = "held-out accuracy (mean, 95% interval)", what: str = "",
+                  fixed=FIXED_TABLES, measure: str = "accuracy") -> Any:
+    """Accuracy (or ``measure``) per encoding, one panel per (corpus, objective): a point at ``mean``, a bar to ``low``, ``high``.
+
+    ``fixed`` names the encodings drawn as fixed tables (circles); the others are squares.
+    """
     frame = frame.reset_index() if "encoding" not in frame.columns else frame.copy()
-    frame["kind"] = np.where(frame["encoding"].isin(FIXED_TABLES), "fixed table", "the model's own")
+    frame["kind"] = np.where(frame["encoding"].isin(list(fixed)), "fixed table", "the model's own")
     encodings = list(dict.fromkeys(frame["encoding"]))
     colour = alt.Color("encoding:N", scale=pg.colour_scale(encodings), legend=None)
     shape = alt.Shape("kind:N", title="table", scale=alt.Scale(domain=["fixed table", "the model's own"],
                                                                 range=["circle", "square"]))
-    tips = ["encoding:N", alt.Tooltip("mean:Q", title="accuracy", format=".3f")]
+    tips = ["encoding:N", alt.Tooltip("mean:Q", title=measure, format=".3f")]
     bars = "low" in frame.columns
     if bars:
         tips += [alt.Tooltip("low:Q", title="95% low", format=".3f"), alt.Tooltip("high:Q", title="95% high", format=".3f")]
@@ -365,5 +369,5 @@ def plot_accuracy(frame: pd.DataFrame, x_title: str = "held-out accuracy (mean, 
             layer = base.mark_rule(strokeWidth=2).encode(x=low, x2="high:Q", y=y, color=colour, tooltip=tips) + layer
         panels.append(layer if bars else alt.layer(layer))
     return pg.finish_chart(pg.panel_grid(panels, columns=2), description=(
-        f"Held-out accuracy of each encoding, one panel per corpus and objective{what}; circles are fixed tables, "
+        f"Held-out {measure} of each encoding, one panel per corpus and objective{what}; circles are fixed tables, "
         "squares the model's own positional kinds."))

@@ -320,6 +320,36 @@ def paths(out: str | Path) -> tuple[Path, Path, Path]:
     return out, out.with_name(out.stem + "_merge.csv"), out.with_suffix(".json")
 
 
+def geometry_path(out: str | Path) -> Path:
+    """The file of the distances the runs used (``X_geometry.csv``)."""
+    out = Path(out)
+    return out.with_name(out.stem + "_geometry.csv")
+
+
+def geometry_frame(corpora: dict) -> pd.DataFrame:
+    """Every pair i < j of every corpus with its offset, plug-in and corrected Hellinger distance."""
+    parts = []
+    for name, c in corpora.items():
+        i, j = np.triu_indices(c.n_positions, k=1)
+        parts.append(pd.DataFrame({"corpus": name, "i": i, "j": j, "offset": j - i,
+                                   "plug-in": c.geometry[i, j], "corrected": c.corrected[i, j]}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def merge_correlations(merge: pd.DataFrame, geometry: pd.DataFrame) -> pd.DataFrame:
+    """Spearman's rho of the merge test's loss rise with each distance, per (corpus, encoding, seed)."""
+    from scipy.stats import spearmanr
+
+    joined = merge.merge(geometry, on=["corpus", "i", "j"], validate="many_to_one")
+    rows = []
+    for (corpus, encoding, seed), g in joined.groupby(["corpus", "encoding", "seed"], sort=False):
+        rows.append({"corpus": corpus, "encoding": encoding, "seed": seed,
+                     **{f"rho with {k}": float(spearmanr(g["loss rise"], g[k]).statistic)
+                        for k in ("plug-in", "corrected", "offset")},
+                     "share of pairs raising the loss": float((g["loss rise"] > 0).mean())})
+    return pd.DataFrame(rows)
+
+
 def done(out: str | Path, s: ControlSettings) -> set[Run]:
     """The runs already in ``out``; a file written with other settings is an error (use another path)."""
     csv, _, record = paths(out)
@@ -345,6 +375,7 @@ def run_all(out: str | Path, s: ControlSettings, *, jobs: int = 1, limit: int | 
     if not todo:
         return pd.read_csv(csv)
     corpora = corpora or {name: control_corpus(name, n, s) for name, n in s.corpora}
+    geometry_frame(corpora).to_csv(geometry_path(out), index=False)
     _WORKER.update(settings=s, corpora=corpora)
 
     def keep(row, merge):
@@ -372,7 +403,13 @@ def main(argv=None) -> None:
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--limit", type=int, default=None, help="train at most this many runs now")
     r.add_argument("--set", nargs="*", default=[], help="override settings, e.g. steps=5 seeds=0,1")
+    g = sub.add_parser("geometry", help="write OUT's distances file (X_geometry.csv) without training")
+    g.add_argument("out")
     a = p.parse_args(argv)
+    if a.cmd == "geometry":
+        s = ControlSettings()
+        geometry_frame({name: control_corpus(name, n, s) for name, n in s.corpora}).to_csv(geometry_path(a.out), index=False)
+        return
     fields = {f.name: f for f in dataclasses.fields(ControlSettings)}
     changes = {}
     for item in a.set:

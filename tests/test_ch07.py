@@ -259,3 +259,46 @@ def test_accuracy_plot_has_references_and_a_symlog_parameter_axis() -> None:
     x = spec["concat"][0]["layer"][0]["encoding"]["x"]
     assert x["scale"]["type"] == "symlog" and x["axis"]["values"][0] == 0
     assert json.dumps(spec)  # serialisable
+
+
+def test_cross_fit_scores_every_table_against_every_geometry_and_pairs_the_margin() -> None:
+    line = pg.pairwise_distances(np.arange(8.0)[:, None])
+    angles = 2 * np.pi * np.arange(8) / 8
+    ring_points = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    ring = pg.pairwise_distances(ring_points)
+    rng = np.random.default_rng(0)
+    tables = {}
+    for seed in range(3):  # tables near their own geometry, a little noise per seed
+        tables[("line", seed)] = np.arange(8.0)[:, None] * [1.0, 0.0] + 0.01 * rng.standard_normal((8, 2))
+        tables[("ring", seed)] = ring_points + 0.01 * rng.standard_normal((8, 2))
+    fits = ch.cross_fit(tables, {"line": line, "ring": ring})
+    assert len(fits) == 6 * 2
+    mean = fits.groupby(["trained on", "scored against"])["stress"].mean().unstack()
+    assert mean.loc["line", "line"] < 0.01 < mean.loc["ring", "line"]
+    assert mean.loc["ring", "ring"] < 0.01 < mean.loc["line", "ring"]
+    margin = ch.own_corpus_margin(fits)
+    assert set(margin.index) == {("line", "ring"), ("ring", "line")}
+    assert (margin["low"] > 0).all() and margin["separated"].all()
+
+
+def test_cross_corpora_have_distinct_geometries_and_names() -> None:
+    s = ch.settings("small")
+    tasks = {c: ch.cross_task(s, c) for c in ch.CROSS_CORPORA}
+    assert len({t.name for t, _ in tasks.values()}) == 3
+    D = {c: pg.hellinger_matrix(mu) for c, (_, mu) in tasks.items()}
+    assert D["ring"][0, -1] < 0.5 * D["line"][0, -1]  # the ring closes, the line does not
+    with pytest.raises(ValueError, match="unknown corpus 'spiral'"):
+        ch.cross_task(s, "spiral")
+
+
+def test_cross_runs_on_a_tiny_setting_and_the_shipped_file(private_cache) -> None:
+    s = dataclasses.replace(ch.settings("small"), steps=3)
+    runs = ch.cross_runs(s, seeds=(0, 1))
+    assert set(runs["trained on"]) == {"ring", "line", "mixture", "initial"}
+    assert len(runs) == 4 * 2 * 3 and runs["stress"].between(0, 1).all()
+    if not ch.CROSS_FILE.exists():
+        pytest.skip("make p1-controls has not written ch07_cross.csv")
+    shipped = pd.read_csv(ch.CROSS_FILE)
+    assert list(shipped.columns) == list(runs.columns)
+    full = ch.settings("small")
+    assert len(shipped) == 4 * len(full.seeds) * 3 and set(shipped["seed"]) == set(full.seeds)

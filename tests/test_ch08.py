@@ -357,3 +357,21 @@ def test_without_layernorm_the_run_has_no_normalisation_and_its_own_table() -> N
     rows = ch.layernorm_rows(s, seeds=(0,))
     assert rows["model"].tolist() == ["with LayerNorm", "without LayerNorm"]
     assert rows["farthest from 0"].between(1, 5).all()
+
+
+def test_the_shipped_linearised_runs_are_every_run_of_their_command() -> None:
+    if not ch.LINEARISED_FILE.exists():
+        pytest.skip("make p1-controls has not written ch08_linearised.csv")
+    runs = pd.read_csv(ch.LINEARISED_FILE)
+    s = ch.settings("small")
+    expected = {(o, d, seed) for o in ch.LINEARISED["objectives"] for d in ch.LINEARISED["widths"] for seed in s.seeds}
+    assert set(map(tuple, runs[["objective", "d_model", "seed"]].to_numpy().tolist())) == expected and len(runs) == len(expected)
+    assert runs[["rate (offset)", "rate (Hellinger)", "initial rate", "accuracy"]].stack().between(0, 1).all()
+
+
+def test_linearised_rows_on_a_tiny_setting_have_the_shipped_columns() -> None:
+    s = _tiny(n_positions=6, vocab_size=8, batch_size=8)
+    rows = ch.linearised_rows(s, seeds=(0,), widths=(8,), objectives=("mlm-shifted",), steps=2)
+    assert len(rows) == 1 and rows.loc[0, "model"] == "linearised"
+    if ch.LINEARISED_FILE.exists():
+        assert list(rows.columns) == list(pd.read_csv(ch.LINEARISED_FILE).columns)

@@ -178,3 +178,16 @@ def test_the_shipped_runs_belong_to_the_settings_and_are_whole():
     for (corpus, encoding, seed), g in merge.groupby(["corpus", "encoding", "seed"]):
         assert len(g) == n[corpus] * (n[corpus] - 1) // 2
         assert (corpus, "mlm", encoding, seed) in keys
+
+
+def test_the_geometry_file_lists_every_pair_and_the_correlations_read_it():
+    class C:  # a stand-in corpus: a line of 5 positions, its corrected distances halved
+        n_positions = 5
+        geometry = line(5)
+        corrected = line(5) / 2
+
+    g = cc.geometry_frame({"toy": C()})
+    assert len(g) == 10 and (g["offset"] == g["j"] - g["i"]).all() and np.allclose(g["corrected"], g["plug-in"] / 2)
+    merge = g[["i", "j"]].assign(corpus="toy", encoding="learned", seed=0, **{"loss rise": g["plug-in"] ** 2})
+    rho = cc.merge_correlations(merge, g)
+    assert rho.loc[0, "rho with plug-in"] == pytest.approx(1.0) and rho.loc[0, "share of pairs raising the loss"] == 1.0
