@@ -80,13 +80,33 @@ class ControlSettings:
 
 
 # --------------------------------------------------------------------------- tables
+MERGE_MAX_POSITIONS = 32
+"""The merge test runs on learned tables of at most this many positions (it scores every pair)."""
+
+
+def lowrank_rank(name: str) -> int | None:
+    """``"lowrank k=4"`` -> 4 (a learned table factorised at that rank); None for any other name."""
+    if isinstance(name, str) and name.startswith("lowrank k="):
+        try:
+            rank = int(name.removeprefix("lowrank k="))
+        except ValueError:
+            raise ValueError(f"the rank of {name!r} is not an integer; write e.g. 'lowrank k=4'") from None
+        if rank < 1:
+            raise ValueError(f"the rank of {name!r} must be at least 1")
+        return rank
+    return None
+
+
 def parse_encoding(name: str) -> tuple[str, float]:
     """``"PMDS full ×2"`` -> ``("PMDS full", 2.0)``; an unknown name or a scale <= 0 is an error."""
     if not isinstance(name, str):
         raise TypeError(f"an encoding name must be a string, got {name!r}")
+    if lowrank_rank(name) is not None:
+        return name, 1.0
     base, _, scale = name.partition(" ×")
     if base not in FIXED + OWN:
-        raise ValueError(f"unknown control {base!r}; choose from {FIXED + OWN}, optionally with a scale such as ' ×0.5'")
+        raise ValueError(f"unknown control {base!r}; choose from {FIXED + OWN} or 'lowrank k=R', optionally with a "
+                         "scale such as ' ×0.5'")
     if not scale:
         return base, 1.0
     try:
@@ -127,7 +147,7 @@ def control_table(name: str, D, *, d: int, norm: float, corrected=None, seed: in
     True
     """
     base, scale = parse_encoding(name)
-    if base in OWN:
+    if base in OWN or lowrank_rank(base) is not None:
         return None
     D = np.asarray(D, dtype=np.float64)
     n = D.shape[0]
@@ -218,10 +238,11 @@ def masked_rows(rows: np.ndarray, mask_token: int, *, n_masks: int, seed: int) -
 def masked_loss(model, tokens: torch.Tensor, targets: torch.Tensor, *, batch: int = 512) -> tuple[float, float]:
     """Mean cross-entropy and accuracy over every masked token of ``tokens`` (no gradient)."""
     total, correct, count = 0.0, 0, 0
+    device = next(model.parameters()).device
     with pg.eval_mode(model), torch.no_grad():
         for i in range(0, tokens.shape[0], batch):
-            logits = model(tokens[i : i + batch]).logits
-            y = targets[i : i + batch]
+            logits = model(tokens[i : i + batch].to(device)).logits
+            y = targets[i : i + batch].to(device)
             keep = y != pg.IGNORE_INDEX
             total += float(F.cross_entropy(logits[keep], y[keep], reduction="sum"))
             correct += int((logits[keep].argmax(-1) == y[keep]).sum())
@@ -269,7 +290,8 @@ def runs(s: ControlSettings) -> list[Run]:
     return out + [Run(c, "mlm", e, seed) for e in s.encodings for c, _ in s.corpora for seed in s.seeds]
 
 
-def train_run(run: Run, s: ControlSettings, cc: ControlCorpus, *, cache: bool = True) -> tuple[dict, pd.DataFrame | None]:
+def train_run(run: Run, s: ControlSettings, cc: ControlCorpus, *, cache: bool = True,
+              device: str = "cpu") -> tuple[dict, pd.DataFrame | None]:
     """Train one run; return its row (held-out loss and accuracy) and, for a learned table, its merge test."""
     base, _ = parse_encoding(run.encoding)
     norm = 0.02 * math.sqrt(s.d_model)
@@ -277,10 +299,14 @@ def train_run(run: Run, s: ControlSettings, cc: ControlCorpus, *, cache: bool = 
     start = control_table("PMDS full", cc.geometry, d=s.d_model, norm=norm) if base == "learned from PMDS" else None
     offset = 1 if run.objective == "cls" else 0
     ct = ch.CorpusTasks(cc.name, cc.n_positions, cc.geometry, cc.tasks, {}, cc.vocab_size)
-    position = "none" if base == "none" else "learned"
-    cfg = ch.model_config(s.base(cc.n_positions), ct, run.objective, position)
+    rank = lowrank_rank(base)
+    if rank is not None and rank > cc.n_positions:
+        raise ValueError(f"{run.encoding!r}: a rank above the number of positions ({cc.n_positions}) saves nothing; "
+                         f"use 'learned' or a rank <= {cc.n_positions}")
+    position = "none" if base == "none" else "lowrank" if rank is not None else "learned"
+    cfg = ch.model_config(dataclasses.replace(s.base(cc.n_positions), lowrank=rank or 3), ct, run.objective, position)
     steps = s.steps if run.objective == "mlm" else s.cls_steps
-    tcfg = pg.TrainConfig(steps=steps, batch_size=s.batch_size, lr=s.lr, seed=run.seed, device="cpu",
+    tcfg = pg.TrainConfig(steps=steps, batch_size=s.batch_size, lr=s.lr, seed=run.seed, device=device,
                           log_every=max(1, steps // 50), freeze=("pos",) if table is not None else ())
     written = table if table is not None else start
     options = {"fixed_table": pg.array_digest(written), "offset": offset, "frozen": table is not None} if written is not None else None
@@ -288,14 +314,14 @@ def train_run(run: Run, s: ControlSettings, cc: ControlCorpus, *, cache: bool = 
     res = pg.train(cfg, tcfg, cc.tasks[run.objective], cache_namespace="constructive-controls", cache_options=options,
                    prepare=ch.fixed_table_prepare(written, offset) if written is not None else None,
                    progress=False, cache=cache)
-    model = res.model()
+    model = res.model().to(pg.resolve_device(device))
     losses = [h["loss"] for h in res.history if "loss" in h]
     row = {**dataclasses.asdict(run), "train_loss": float(np.mean(losses[-max(1, len(losses) // 10):]))}
     merge = None
     if run.objective == "mlm":
         tokens, targets = masked_rows(cc.held_out_rows, cc.mask_token, n_masks=s.eval_masks, seed=4321)
         row["loss"], row["accuracy"] = masked_loss(model, tokens, targets)
-        if base in ("learned", "learned from PMDS"):
+        if base in ("learned", "learned from PMDS") and cc.n_positions <= MERGE_MAX_POSITIONS:
             mt, my = masked_rows(cc.held_out_rows[: s.merge_rows], cc.mask_token, n_masks=1, seed=8765)
             merge = merge_test(model, mt, my, cc.n_positions).assign(corpus=run.corpus, encoding=run.encoding, seed=run.seed)
     else:
@@ -311,7 +337,7 @@ _WORKER: dict[str, Any] = {}
 
 def _work(run: Run):
     torch.set_num_threads(1)
-    return train_run(run, _WORKER["settings"], _WORKER["corpora"][run.corpus])
+    return train_run(run, _WORKER["settings"], _WORKER["corpora"][run.corpus], device=_WORKER.get("device", "cpu"))
 
 
 def paths(out: str | Path) -> tuple[Path, Path, Path]:
@@ -363,20 +389,24 @@ def done(out: str | Path, s: ControlSettings) -> set[Run]:
     return {Run(r.corpus, r.objective, r.encoding, int(r.seed)) for r in frame.itertuples()}
 
 
-def run_all(out: str | Path, s: ControlSettings, *, jobs: int = 1, limit: int | None = None, corpora=None) -> pd.DataFrame:
-    """Train every run of ``s`` not yet in ``out``, appending each finished run (a failure keeps the others)."""
+def run_all(out: str | Path, s: ControlSettings, *, jobs: int = 1, limit: int | None = None, corpora=None,
+            device: str = "cpu") -> pd.DataFrame:
+    """Train every run of ``s`` not yet in ``out``, appending each finished run (a failure keeps the others).
+
+    ``device`` ("cpu", "cuda") is where the runs train; it is recorded, not part of the settings.
+    """
     csv, merge_csv, record = paths(out)
     todo = [r for r in runs(s) if r not in done(out, s)][:limit]
     csv.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps({
         "digest": s.digest(), "settings": dataclasses.asdict(s),
         "command": "python _ch10_controls.py run " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["run"] else "run_all",
-        "posgeo": pg.__version__, "torch": torch.__version__}, indent=1, ensure_ascii=False) + "\n")
+        "posgeo": pg.__version__, "torch": torch.__version__, "device": device}, indent=1, ensure_ascii=False) + "\n")
     if not todo:
         return pd.read_csv(csv)
     corpora = corpora or {name: control_corpus(name, n, s) for name, n in s.corpora}
     geometry_frame(corpora).to_csv(geometry_path(out), index=False)
-    _WORKER.update(settings=s, corpora=corpora)
+    _WORKER.update(settings=s, corpora=corpora, device=device)
 
     def keep(row, merge):
         pd.DataFrame([row]).to_csv(csv, mode="a", header=not csv.exists(), index=False)
@@ -402,6 +432,7 @@ def main(argv=None) -> None:
     r.add_argument("out")
     r.add_argument("--jobs", type=int, default=1)
     r.add_argument("--limit", type=int, default=None, help="train at most this many runs now")
+    r.add_argument("--device", default="cpu", help="cpu or cuda (recorded in the .json, not a setting)")
     r.add_argument("--set", nargs="*", default=[], help="override settings, e.g. steps=5 seeds=0,1")
     g = sub.add_parser("geometry", help="write OUT's distances file (X_geometry.csv) without training")
     g.add_argument("out")
@@ -424,7 +455,7 @@ def main(argv=None) -> None:
                 changes[key] = tuple(type(default[0])(v) for v in value.split(",") if v)
         else:
             changes[key] = type(default)(value)
-    run_all(a.out, ControlSettings(**changes), jobs=a.jobs, limit=a.limit)
+    run_all(a.out, ControlSettings(**changes), jobs=a.jobs, limit=a.limit, device=a.device)
 
 
 if __name__ == "__main__":

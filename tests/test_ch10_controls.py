@@ -191,3 +191,18 @@ def test_the_geometry_file_lists_every_pair_and_the_correlations_read_it():
     merge = g[["i", "j"]].assign(corpus="toy", encoding="learned", seed=0, **{"loss rise": g["plug-in"] ** 2})
     rho = cc.merge_correlations(merge, g)
     assert rho.loc[0, "rho with plug-in"] == pytest.approx(1.0) and rho.loc[0, "share of pairs raising the loss"] == 1.0
+
+
+def test_lowrank_tables_are_named_by_their_rank_and_checked_against_the_positions():
+    assert cc.lowrank_rank("lowrank k=4") == 4 and cc.lowrank_rank("learned") is None
+    assert cc.parse_encoding("lowrank k=2") == ("lowrank k=2", 1.0)
+    assert cc.control_table("lowrank k=2", line(6), d=8, norm=1.0) is None
+    for bad, message in (("lowrank k=x", "not an integer"), ("lowrank k=0", "at least 1")):
+        with pytest.raises(ValueError, match=message):
+            cc.parse_encoding(bad)
+    s = tiny(encodings=("lowrank k=2", "lowrank k=9"), cls_encodings=())
+    corpus = cc.control_corpus("synthetic", 8, s)
+    row, merge = cc.train_run(cc.Run("synthetic", "mlm", "lowrank k=2", 0), s, corpus, cache=False)
+    assert merge is None and 0 <= row["accuracy"] <= 1
+    with pytest.raises(ValueError, match="rank above the number of positions"):
+        cc.train_run(cc.Run("synthetic", "mlm", "lowrank k=9", 0), s, corpus, cache=False)
