@@ -150,6 +150,15 @@ def _with_cls(rows: np.ndarray, cls_id: int) -> np.ndarray:
     return np.concatenate([np.full((rows.shape[0], 1), cls_id, dtype=np.int64), rows], axis=1)
 
 
+def vocabulary_lookup(seqs, top_k: int) -> np.ndarray:
+    """Token id -> its rank among the ``top_k`` most frequent ids of ``seqs`` (ties by id); every other id -> ``top_k``."""
+    counts = np.bincount(seqs.tokens.astype(np.int64), minlength=seqs.vocab_size)
+    kept = np.lexsort((np.arange(counts.size), -counts))[:top_k]  # by count, then id
+    lookup = np.full(seqs.vocab_size, top_k, dtype=np.int64)
+    lookup[kept] = np.arange(top_k)
+    return lookup
+
+
 def tasks(name: str, n: int, s: Settings) -> CorpusTasks:
     """Masked tokens and [CLS] classification of one corpus: reversal (synthetic) or sentiment (sst2, imdb)."""
     corpus = pg.load_corpus(name, "train", progress=False)
@@ -172,10 +181,7 @@ def tasks(name: str, n: int, s: Settings) -> CorpusTasks:
                            {"mlm": mlm, "cls": reversed_task(2, s.eval_sequences, "held-out")}, vocab)
     seqs = corpus.sequences
     D = pg.hellinger_matrix(pg.positional_marginals(seqs, n, corpus.vocab_size))
-    counts = np.bincount(seqs.tokens.astype(np.int64), minlength=seqs.vocab_size)
-    kept = np.lexsort((np.arange(counts.size), -counts))[: s.top_k]  # by count, then id
-    lookup = np.full(seqs.vocab_size, s.top_k, dtype=np.int64)  # UNK = top_k, PAD = top_k + 1, mask = top_k + 2
-    lookup[kept] = np.arange(s.top_k)
+    lookup = vocabulary_lookup(seqs, s.top_k)  # UNK = top_k, PAD = top_k + 1, mask = top_k + 2
     pad, n_tokens = s.top_k + 1, s.top_k + 2
     cls_id, vocab = n_tokens + 1, n_tokens + 2
     rows = windows(seqs, lookup, pad, n)

@@ -199,11 +199,7 @@ def control_corpus(name: str, n: int, s: ControlSettings, *, corrected=None) -> 
     else:
         lookup_rows = []
         splits = {"sst2": ("validation", "test"), "imdb": ("test",)}[name]
-        train = pg.load_corpus(name, "train", progress=False).sequences
-        counts = np.bincount(train.tokens.astype(np.int64), minlength=train.vocab_size)
-        kept = np.lexsort((np.arange(counts.size), -counts))[: s.top_k]
-        lookup = np.full(train.vocab_size, s.top_k, dtype=np.int64)
-        lookup[kept] = np.arange(s.top_k)
+        lookup = ch.vocabulary_lookup(pg.load_corpus(name, "train", progress=False).sequences, s.top_k)
         for split in splits:
             seqs = pg.load_corpus(name, split, progress=False).sequences
             lookup_rows.append(ch.windows(seqs, lookup, s.top_k + 1, n)[np.asarray(seqs.lengths) >= n])
