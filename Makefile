@@ -20,13 +20,16 @@
 #                   (12 runs, about 50 minutes) into book/data/ch11_learned_{deep,width64,init_0.002,init_0.2}*.csv
 #   make p2-learned-long  addition, indexing and sorting trained 2.5 times longer, 10,000 steps (9 runs, about
 #                   75 minutes) into book/data/ch11_learned_long*.csv
-#   make p1-controls  the controls of P1's training claims (about 90 minutes on 2 cores): chapter 10's controlled
+#   make p1-controls  the controls of P1's training claims (about 2.8 hours on 2 cores): chapter 10's controlled
 #                   runs (masked tokens of IMDB and SST-2, 16 tables x 5 seeds: P_MDS against its permuted rows,
 #                   random tables, the corrected distances, other scales; the merge test of every learned table;
-#                   resumable) into book/data/ch10_controls*.{csv,json}; chapter 8's linearised model (30 runs)
-#                   into book/data/ch08_linearised.csv; chapter 7's ring/line/mixture tables (15 runs) into
-#                   book/data/ch07_cross.csv (the last two are rewritten whole, about 20 minutes on one core)
+#                   resumable) into book/data/ch10_controls*.{csv,json}; chapter 7's low-rank trade-off on IMDB at
+#                   128 positions (7 tables x 3 seeds, resumable) into book/data/ch07_lowrank_imdb*; chapter 5's
+#                   merge-penalty sweep (5 strengths x 4 runs x 5 seeds) into book/data/ch05_sweep.csv; chapter 8's
+#                   linearised model (30 runs) into book/data/ch08_linearised.csv; chapter 7's ring/line/mixture
+#                   tables (15 runs) into book/data/ch07_cross.csv (the last three are rewritten whole)
 #   P2's scale needs a GPU: OUT=folder tools/gpu_p2_full.sh [SECONDS] (see the script; it is not a make target)
+#   P1's controls at full scale too: make p1-gpu-prepare here, then OUT=folder tools/gpu_p1_controls.sh there
 #
 # Set-up is shared and idempotent: a stamp file (newer than companion/pyproject.toml,
 # tools/constraints.txt and this Makefile) makes a re-run quick.
@@ -66,7 +69,7 @@ export POSGEO_CACHE_DIR ?= $(CURDIR)/.cache/posgeo
 NOW = date +%H:%M:%S
 
 .PHONY: help setup sync execute html book test test-fast test-unit test-nb test-kernels test-browser clean clean-cache \
-        benchmarks benchmarks-page p2-learned p2-learned-extra p2-learned-long p1-controls
+        benchmarks benchmarks-page p2-learned p2-learned-extra p2-learned-long p1-controls p1-gpu-prepare
 
 help:
 	@echo "make book       set up, execute every chapter, build the HTML (_build/html/index.html)"
@@ -79,7 +82,8 @@ help:
 	@echo "make p2-learned  train chapter 11's NoPE decoder on every task x seed not yet in book/data/ch11_learned.csv (2 processes)"
 	@echo "make p2-learned-extra  chapter 11's 6-layer and initialisation runs (addition)"
 	@echo "make p2-learned-long   chapter 11's 10,000-step runs of addition, indexing and sorting"
-	@echo "make p1-controls  chapter 10's controlled runs (fit at matched rank and scale; the merge test), resumable"
+	@echo "make p1-controls  P1's training controls (chapters 5, 7, 8, 10), resumable; about 2.8 hours on 2 cores"
+	@echo "make p1-gpu-prepare  pickle the full-scale controls' corpora for tools/gpu_p1_controls.sh on a GPU"
 	@echo "make clean      remove _build (keeps .venv, node_modules and .cache)"
 	@echo "make clean-cache  remove the result cache (POSGEO_CACHE_DIR; entries are keyed on posgeo's code, so edits never reuse stale ones)"
 
@@ -250,10 +254,25 @@ p2-learned-extra: setup
 p2-learned-long: setup
 	cd book && $(BIN)/python _ch11.py learned data/ch11_learned_long.csv --tasks addition indexing sorting --set steps=10000 --jobs 2
 
+P1_LOWRANK = corpora=imdb:128 "encodings=none,learned,lowrank k=1,lowrank k=4,lowrank k=16,lowrank k=2,lowrank k=8" \
+             cls_encodings= seeds=0,1,2
+P1_GPU_LOWRANK = corpora=imdb:256 cls_encodings= \
+  "encodings=none,learned,lowrank k=1,lowrank k=4,lowrank k=16,lowrank k=64,lowrank k=2,lowrank k=8,lowrank k=32"
+P1_GPU_CONTROLS = corpora=imdb:64,sst2:32 d_model=128 n_heads=8 n_layers=4 d_ff=512 steps=3000 cls_steps=1000 \
+  batch_size=128 lr=0.001 top_k=2000
 p1-controls: setup
 	cd book && $(BIN)/python _ch10_controls.py run data/ch10_controls.csv --jobs 2
+	cd book && $(BIN)/python _ch10_controls.py run data/ch07_lowrank_imdb.csv --set $(P1_LOWRANK) --jobs 2
+	cd book && env $(EXECUTE_ENV) OMP_NUM_THREADS=1 $(BIN)/python _ch05.py sweep
 	cd book && $(BIN)/python _ch08.py linearised data/ch08_linearised.csv
 	cd book && $(BIN)/python _ch07.py cross data/ch07_cross.csv
+
+# The same controls at full scale need a GPU: this pickles their corpora for the GPU machine (no data there);
+# then OUT=folder tools/gpu_p1_controls.sh [SECONDS] there (see the script).
+p1-gpu-prepare: setup
+	mkdir -p .gpu
+	cd book && $(BIN)/python _ch10_controls.py prepare ../.gpu/p1_lowrank_256.pkl.gz --set $(P1_GPU_LOWRANK)
+	cd book && $(BIN)/python _ch10_controls.py prepare ../.gpu/p1_controls_full.pkl.gz --set $(P1_GPU_CONTROLS)
 
 clean:
 	rm -rf _build

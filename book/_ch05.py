@@ -5,6 +5,9 @@ profile). To remake it (about 3 minutes on one core), with the Makefile's EXECUT
 chapters; with POSGEO_PROFILE=full (a GPU) it writes book/data/ch05_seeds_full.csv instead:
 
     cd book && env $EXECUTE_ENV OMP_NUM_THREADS=1 POSGEO_DATA_DIR=/path/to/data ../.venv/bin/python _ch05.py
+
+The same runs at five strengths of the merge penalty (``SWEEP_DECAYS``, about 15 minutes on one
+core; part of ``make p1-controls``) are stored in book/data/ch05_sweep.csv by ``python _ch05.py sweep``.
 """
 
 from __future__ import annotations
@@ -232,6 +235,71 @@ def seed_table(s, text) -> pd.DataFrame:
                       .assign(seed=k) for k in s.seeds], ignore_index=True)
 
 
+SWEEP_DECAYS = (1.0, 3.0, 10.0, 30.0, 100.0)
+"""The merge penalty's strengths of the sweep (the probe's is 10)."""
+
+
+def sweep_file(s) -> Path:
+    """The stored penalty sweep of a profile: data/ch05_sweep.csv (small), data/ch05_sweep_full.csv (full)."""
+    return DATA / ("ch05_sweep.csv" if s.profile == "small" else f"ch05_sweep_{s.profile}.csv")
+
+
+def sweep_table(s, text, decays=SWEEP_DECAYS) -> pd.DataFrame:
+    """The four contrast runs at every penalty strength and seed: one row per (decay, run, seed)."""
+    if not all(decay > 0 for decay in decays):
+        raise ValueError(f"a penalty strength must be positive, got {decays}; use the plain runs for no penalty")
+    roster = {name: r for name, r in runs(s, text).items() if name in CONTRAST_RUNS}
+    parts = []
+    for decay in decays:
+        for k in s.seeds:
+            parts.append(summary(train(s, roster, decay=float(decay), seed=k)).rename_axis("run").reset_index()
+                         .assign(seed=k, decay=float(decay)))
+    return pd.concat(parts, ignore_index=True)
+
+
+SWEEP_CONTRASTS = (("synthetic MLM", "(b) i.i.d. MLM"), ("sst2 MLM", "(b) sst2 shuffled"))
+
+
+def sweep_ratios(sweep: pd.DataFrame, metric: str = "late median", level: float = 0.95) -> pd.DataFrame:
+    """Per strength and matched contrast, mean(A) / mean(B) of ``metric`` over seeds with a Welch interval
+    (taken on the logarithm, so the ratio's interval is exp of the difference's): one row per (decay, A)."""
+    rows = []
+    for decay, g in sweep.groupby("decay"):
+        for a, b in SWEEP_CONTRASTS:
+            x = np.log(g.loc[g["run"] == a, metric].to_numpy(float))
+            y = np.log(g.loc[g["run"] == b, metric].to_numpy(float))
+            iv = pg.seed_difference(x, y, paired=False, level=level)
+            rows.append({"decay": decay, "run": a, "control": b, "ratio": float(np.exp(iv.mean)),
+                         "low": float(np.exp(iv.low)), "high": float(np.exp(iv.high))})
+    return pd.DataFrame(rows)
+
+
+def floor_slopes(sweep: pd.DataFrame, metric: str = "late median") -> pd.DataFrame:
+    """Per run, the slope of log(metric) against log(decay), fitted per seed, with its interval over seeds
+    (a random walk held by decay predicts -1/2)."""
+    rows = {}
+    for run, g in sweep.groupby("run", sort=False):
+        slopes = [np.polyfit(np.log(h["decay"].to_numpy(float)), np.log(h[metric].to_numpy(float)), 1)[0]
+                  for _, h in g.groupby("seed")]
+        rows[run] = pg.seed_interval(slopes).as_dict()
+    return pd.DataFrame.from_dict(rows, orient="index")[["mean", "low", "high"]]
+
+
+def plot_sweep(sweep: pd.DataFrame, metric: str = "late median"):
+    """``metric`` of the four contrast runs against the penalty's strength (log-log), mean over seeds with bands."""
+    summary = pg.seed_summary(sweep, by=["run", "decay"], metrics=metric, bounds={metric: (0, None)})[metric]
+    frame = summary.reset_index()[["run", "decay", "mean", "low", "high"]]
+    chart = pg.series_chart(frame, x="decay", y="mean", series="run", lower="low", upper="high", points=True,
+                            zoom=False, x_title="λ, weight decay on the position table (log scale)",
+                            y_title=f"{metric} distance (log scale)", series_title="run",
+                            x_scale={"type": "log", "nice": False}, y_scale={"type": "log", "nice": False},
+                            series_order=CONTRAST_RUNS)
+    return pg.finish_chart(chart, description=(
+        f"The {metric} pairwise distance of the position table, averaged over the second half of training, for the "
+        "synthetic and SST-2 masked-token runs and their matched exchangeable controls, against the strength of the "
+        "merge penalty (log-log), mean over five seeds with 95% bands."))
+
+
 # --------------------------------------------------------------------------- fine-tuning
 @dataclass(frozen=True)
 class Finetuned:
@@ -411,13 +479,15 @@ def plot_row_drift(snapshots: dict, seen: int, rows: int):
         f"(log scale), coloured by whether the training inputs reach the row; dashed line at row {seen}."))
 
 
-if __name__ == "__main__":  # remake the profile's seed file
+if __name__ == "__main__":  # remake the profile's seed file (``python _ch05.py``) or its penalty sweep (``... sweep``)
     s = settings()
-    table = seed_table(s, pg.load_corpus("sst2", "train"))
+    sweep = sys.argv[1:2] == ["sweep"]
+    text = pg.load_corpus("sst2", "train")
+    table = sweep_table(s, text) if sweep else seed_table(s, text)
     DATA.mkdir(exist_ok=True)
-    with open(seeds_file(s), "w") as f:
+    with open(sweep_file(s) if sweep else seeds_file(s), "w") as f:
         f.write(f"# made by: cd book && env $(EXECUTE_ENV of the Makefile) OMP_NUM_THREADS=1 POSGEO_DATA_DIR=... "
-                f"python _ch05.py  (profile {s.profile}, posgeo {pg.__version__}, torch {torch.__version__}, "
-                f"{datetime.date.today()})\n")
+                f"python _ch05.py{' sweep' if sweep else ''}  (profile {s.profile}, posgeo {pg.__version__}, "
+                f"torch {torch.__version__}, {datetime.date.today()})\n")
         table.to_csv(f, index=False, float_format="%.6g")
     print(table.to_string(), file=sys.stderr)

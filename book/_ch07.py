@@ -341,6 +341,67 @@ def plot_accuracy_vs_parameters(table):
                      "sinusoidal, low-rank and free tables, with the Bayes and position-blind optima as references."))
 
 
+# ----------------------------------------------------------------------------- low rank on real text
+LOWRANK_TEXT_FILE = Path(__file__).resolve().parent / "data" / "ch07_lowrank_imdb.csv"
+"""IMDB masked tokens at 128 positions, learned tables of rank 1-16 beside a free one and none (make p1-controls)."""
+
+
+def text_table_parameters(encoding: str, n_rows: int, d: int) -> tuple[int, int]:
+    """(rank, trainable positional parameters) of a sweep's table: "none", "learned" or "lowrank k=R"."""
+    if encoding == "none":
+        return 0, 0
+    if encoding == "learned":
+        return min(n_rows, d), n_rows * d
+    rank = int(encoding.removeprefix("lowrank k="))
+    return rank, parameter_count(n_rows, d, rank)
+
+
+def lowrank_text_table(frame: pd.DataFrame, *, n_rows: int, d: int) -> pd.DataFrame:
+    """Per table: rank, parameters, held-out loss over seeds and, paired by seed, its gap to the free table
+    and the share of the free table's gain over no positions that it recovers (means with 95% intervals)."""
+    loss = frame.pivot(index="seed", columns="encoding", values="loss")
+    if not {"none", "learned"} <= set(loss.columns) or loss.isna().any().any():
+        raise ValueError("the sweep needs 'none' and 'learned' and every table at every seed; finish make p1-controls")
+    gain = loss["none"] - loss["learned"]
+    rows = {}
+    for enc in loss.columns:
+        rank, params = text_table_parameters(enc, n_rows, d)
+        label = "none" if enc == "none" else "learned (free)" if enc == "learned" else f"rank {rank}"
+        row = {"rank": rank, "parameters": params, **{f"loss {k}": v for k, v in pg.seed_interval(loss[enc]).as_dict().items()
+                                                      if k in ("mean", "low", "high")}}
+        if enc not in ("none", "learned"):
+            gap = pg.seed_difference(loss[enc].to_numpy(), loss["learned"].to_numpy(), paired=True)
+            share = pg.seed_interval(((loss["none"] - loss[enc]) / gain).to_numpy())
+            row.update({"gap mean": gap.mean, "gap low": gap.low, "gap high": gap.high,
+                        "share mean": share.mean, "share low": share.low, "share high": share.high})
+        rows[label] = row
+    return pd.DataFrame.from_dict(rows, orient="index").sort_values("parameters")
+
+
+def plot_lowrank_text(table: pd.DataFrame):
+    """Held-out loss of the low-rank tables against their positional parameters, with no and free tables as references."""
+    low = table[table.index.str.startswith("rank")]
+    frame = pd.DataFrame({"series": "low-rank (rank r)", "parameters": low["parameters"].astype(float),
+                          "loss": low["loss mean"], "low": low["loss low"], "high": low["loss high"],
+                          "table": low.index})
+    x_max = float(table["parameters"].max()) * 1.3
+    x_min = float(low["parameters"].min()) / 1.3
+    for name, key in (("no positions (reference)", "none"), ("learned, free table (reference)", "learned (free)")):
+        level = table.loc[key]
+        frame = pd.concat([frame, pd.DataFrame({"series": name, "parameters": [x_min, x_max], "loss": level["loss mean"],
+                                                "low": level["loss low"], "high": level["loss high"], "table": key})],
+                          ignore_index=True)
+    chart = pg.series_chart(frame, x="parameters", y="loss", series="series", lower="low", upper="high", points=True,
+                            zoom=False, x_title="trainable positional parameters (log scale)",
+                            y_title="held-out masked-token loss (nats)", series_title="table",
+                            x_scale={"type": "log", "domain": [x_min, x_max], "nice": False},
+                            y_scale={"zero": False}, tooltip=["table"])
+    return pg.finish_chart(chart, description=(
+        "Held-out masked-token loss on IMDB (128 positions) of learned position tables restricted to rank 1 to 16, "
+        "against their number of trainable positional parameters (log scale), mean over seeds with 95% bands, "
+        "beside no positions and a free table."))
+
+
 if __name__ == "__main__":  # python _ch07.py cross data/ch07_cross.csv (15 runs, about 4 CPU minutes)
     import sys
 

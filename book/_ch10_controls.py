@@ -189,6 +189,9 @@ class ControlCorpus:
 def control_corpus(name: str, n: int, s: ControlSettings, *, corrected=None) -> ControlCorpus:
     """The corpus's tasks as in the chapter, with every held-out text of at least ``n`` tokens (up to ``eval_rows``).
 
+    The corrected geometry is estimated only when one of ``s.encodings`` is "PMDS corrected"
+    (otherwise ``corrected`` stays NaN unless given).
+
     SST-2's held-out text is its validation and test sentences (its test labels are hidden,
     but masked tokens need none); IMDB's is its test reviews.
     """
@@ -207,7 +210,8 @@ def control_corpus(name: str, n: int, s: ControlSettings, *, corrected=None) -> 
         if held.shape[0] > s.eval_rows:
             held = held[np.sort(np.random.default_rng(0).choice(held.shape[0], size=s.eval_rows, replace=False))]
     if corrected is None:
-        corrected = ex_stats_corrected(name, n)
+        needed = any(parse_encoding(e)[0] == "PMDS corrected" for e in s.encodings)
+        corrected = ex_stats_corrected(name, n) if needed else np.full((n, n), np.nan)
     return ControlCorpus(name, n, ct.geometry, np.asarray(corrected, dtype=np.float64), ct.tasks, ct.held_out["cls"],
                          held.astype(np.int64), ct.vocab_size, mlm.mask_token)
 
@@ -281,9 +285,14 @@ class Run:
 
 
 def runs(s: ControlSettings) -> list[Run]:
-    """Every run, in the order they train: the (short) classification arm, then the encodings in priority order."""
-    out = [Run(c, "cls", e, seed) for e in s.cls_encodings for c, _ in s.corpora for seed in s.seeds]
-    return out + [Run(c, "mlm", e, seed) for e in s.encodings for c, _ in s.corpora for seed in s.seeds]
+    """Every run, in the order they train: seed by seed, the (short) classification arm, then the encodings.
+
+    Seed-major, so that a run cut short by a budget leaves whole seeds (every encoding), which the
+    paired differences need.
+    """
+    return [r for seed in s.seeds for r in
+            [Run(c, "cls", e, seed) for e in s.cls_encodings for c, _ in s.corpora]
+            + [Run(c, "mlm", e, seed) for e in s.encodings for c, _ in s.corpora]]
 
 
 def train_run(run: Run, s: ControlSettings, cc: ControlCorpus, *, cache: bool = True,
@@ -386,17 +395,19 @@ def done(out: str | Path, s: ControlSettings) -> set[Run]:
 
 
 def run_all(out: str | Path, s: ControlSettings, *, jobs: int = 1, limit: int | None = None, corpora=None,
-            device: str = "cpu") -> pd.DataFrame:
+            device: str = "cpu", budget: float | None = None) -> pd.DataFrame:
     """Train every run of ``s`` not yet in ``out``, appending each finished run (a failure keeps the others).
 
     ``device`` ("cpu", "cuda") is where the runs train; it is recorded, not part of the settings.
+    ``corpora`` (from :func:`prepare`) replaces building them from the data; no run starts
+    after ``budget`` seconds (the rest is left for the next call).
     """
     csv, merge_csv, record = paths(out)
     todo = [r for r in runs(s) if r not in done(out, s)][:limit]
     csv.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps({
         "digest": s.digest(), "settings": dataclasses.asdict(s),
-        "command": "python _ch10_controls.py run " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["run"] else "run_all",
+        "command": "python _ch10_controls.py " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["run"] else "run_all",
         "posgeo": pg.__version__, "torch": torch.__version__, "device": device}, indent=1, ensure_ascii=False) + "\n")
     if not todo:
         return pd.read_csv(csv)
@@ -411,14 +422,46 @@ def run_all(out: str | Path, s: ControlSettings, *, jobs: int = 1, limit: int | 
         print(f"{row['corpus']} {row['objective']} {row['encoding']} seed {row['seed']}: loss {row['loss']:.4f} "
               f"accuracy {row['accuracy']:.4f} ({row['seconds']} s)", flush=True)
 
+    t0 = time.monotonic()
+    in_time = lambda: budget is None or time.monotonic() - t0 < budget  # noqa: E731
+    queue = list(todo)
     if jobs <= 1:
-        for r in todo:
-            keep(*_work(r))
+        while queue and in_time():
+            keep(*_work(queue.pop(0)))
     else:
         with cf.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            for fut in cf.as_completed([pool.submit(_work, r) for r in todo]):
-                keep(*fut.result())
-    return pd.read_csv(csv)
+            running = set()
+            while queue or running:
+                while queue and len(running) < jobs and in_time():
+                    running.add(pool.submit(_work, queue.pop(0)))
+                if not running:
+                    break
+                finished, running = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    keep(*fut.result())
+    if queue:
+        print(f"budget of {budget} s spent: {len(queue)} runs left for the next call", flush=True)
+    return pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=[f.name for f in dataclasses.fields(Run)])
+
+
+def prepare(path: str | Path, s: ControlSettings) -> None:
+    """Pickle ``s`` and its corpora (for a machine without the data: ``run --prepared PATH``)."""
+    import gzip
+    import pickle
+
+    corpora = {name: control_corpus(name, n, s) for name, n in s.corpora}
+    with gzip.open(path, "wb", compresslevel=6) as f:
+        pickle.dump({"settings": s, "corpora": corpora}, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_prepared(path: str | Path) -> tuple[ControlSettings, dict]:
+    """The settings and corpora pickled by :func:`prepare`."""
+    import gzip
+    import pickle
+
+    with gzip.open(path, "rb") as f:
+        state = pickle.load(f)
+    return state["settings"], state["corpora"]
 
 
 def main(argv=None) -> None:
@@ -430,12 +473,23 @@ def main(argv=None) -> None:
     r.add_argument("--limit", type=int, default=None, help="train at most this many runs now")
     r.add_argument("--device", default="cpu", help="cpu or cuda (recorded in the .json, not a setting)")
     r.add_argument("--set", nargs="*", default=[], help="override settings, e.g. steps=5 seeds=0,1")
+    r.add_argument("--prepared", default=None, help="settings and corpora from `prepare` (no --set; no data needed)")
+    r.add_argument("--budget", type=float, default=None, help="start no run after this many seconds")
     g = sub.add_parser("geometry", help="write OUT's distances file (X_geometry.csv) without training")
     g.add_argument("out")
+    q = sub.add_parser("prepare", help="pickle the settings and corpora into OUT.pkl.gz for `run --prepared`")
+    q.add_argument("out")
+    q.add_argument("--set", nargs="*", default=[], help="override settings, as for run")
     a = p.parse_args(argv)
     if a.cmd == "geometry":
         s = ControlSettings()
         geometry_frame({name: control_corpus(name, n, s) for name, n in s.corpora}).to_csv(geometry_path(a.out), index=False)
+        return
+    if a.cmd == "run" and a.prepared:
+        if a.set:
+            raise SystemExit("--prepared carries its settings: drop --set (or prepare again with them)")
+        s, corpora = load_prepared(a.prepared)
+        run_all(a.out, s, jobs=a.jobs, limit=a.limit, device=a.device, budget=a.budget, corpora=corpora)
         return
     fields = {f.name: f for f in dataclasses.fields(ControlSettings)}
     changes = {}
@@ -451,7 +505,10 @@ def main(argv=None) -> None:
                 changes[key] = tuple(type(default[0])(v) for v in value.split(",") if v)
         else:
             changes[key] = type(default)(value)
-    run_all(a.out, ControlSettings(**changes), jobs=a.jobs, limit=a.limit, device=a.device)
+    if a.cmd == "prepare":
+        prepare(a.out, ControlSettings(**changes))
+        return
+    run_all(a.out, ControlSettings(**changes), jobs=a.jobs, limit=a.limit, device=a.device, budget=a.budget)
 
 
 if __name__ == "__main__":

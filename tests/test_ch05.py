@@ -303,3 +303,50 @@ def test_exercise_2_solution_numbers():
     assert close(fm["late min"], 0.0084) and close(strong.loc["(b) i.i.d. MLM", "late min"], 0.0056)
     assert close(fm["lowest min"], 0.0017, 1.0) and close(strong.loc["(b) i.i.d. MLM", "lowest min"], 0.0050)
     assert fm["lowest min"] < strong.loc["(b) i.i.d. MLM", "lowest min"] < fm["late min"]
+
+
+# --------------------------------------------------------------------------- the penalty sweep
+def _sweep_fixture(floor_slope=-0.5, ratio=3.0):
+    """Four runs x 3 strengths x 3 seeds: controls on an exact power law, the task runs `ratio` times above."""
+    rows = []
+    for decay in (1.0, 10.0, 100.0):
+        for seed, noise in enumerate((0.97, 1.0, 1.03)):
+            floor = 0.05 * decay**floor_slope * noise
+            for a, b in ch.SWEEP_CONTRASTS:
+                rows += [{"run": a, "decay": decay, "seed": seed, "late median": ratio * floor},
+                         {"run": b, "decay": decay, "seed": seed, "late median": floor}]
+    return pd.DataFrame(rows)
+
+
+def test_sweep_ratios_are_the_ratio_of_means_on_a_log_scale():
+    r = ch.sweep_ratios(_sweep_fixture(ratio=3.0))
+    assert len(r) == 3 * len(ch.SWEEP_CONTRASTS)
+    assert np.allclose(r["ratio"], 3.0) and (r["low"] < 3.0).all() and (r["high"] > 3.0).all()
+    one = ch.sweep_ratios(_sweep_fixture(ratio=1.0))
+    assert ((one["low"] < 1) & (one["high"] > 1)).all()  # no contrast: every interval holds 1
+
+
+@pytest.mark.parametrize("slope", [-0.5, -1.0])
+def test_floor_slopes_recover_a_power_law(slope):
+    fit = ch.floor_slopes(_sweep_fixture(floor_slope=slope))
+    assert np.allclose(fit["mean"], slope) and set(fit.index) == set(ch.CONTRAST_RUNS)
+
+
+def test_sweep_table_rejects_a_strength_that_is_not_positive():
+    with pytest.raises(ValueError, match="positive"):
+        ch.sweep_table(tiny(), None, decays=(0.0,))
+
+
+def test_stored_sweep_has_every_strength_run_and_seed_and_agrees_with_the_seed_file():
+    path = ch.sweep_file(ch.settings("small"))
+    if not path.exists():
+        pytest.skip("make p1-controls has not written ch05_sweep.csv")
+    t = pd.read_csv(path, comment="#")
+    assert (t.groupby(["decay", "run"]).size() == 5).all() and sorted(set(t["decay"])) == list(ch.SWEEP_DECAYS)
+    assert sorted(set(t["run"])) == sorted(ch.CONTRAST_RUNS)
+    # lambda = 10 is the probe: the same runs as the seed file (same code, same kernels)
+    seeds = pd.read_csv(ch.seeds_file(ch.settings("small")), comment="#").set_index(["run", "seed"]).sort_index()
+    ten = t[t["decay"] == 10.0].set_index(["run", "seed"]).sort_index()
+    assert np.allclose(ten["late median"], seeds["late median"], rtol=1e-4)
+    chart = ch.plot_sweep(t).to_dict()
+    assert chart["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"

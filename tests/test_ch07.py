@@ -302,3 +302,30 @@ def test_cross_runs_on_a_tiny_setting_and_the_shipped_file(private_cache) -> Non
     assert list(shipped.columns) == list(runs.columns)
     full = ch.settings("small")
     assert len(shipped) == 4 * len(full.seeds) * 3 and set(shipped["seed"]) == set(full.seeds)
+
+
+# ----------------------------------------------------------------------------- low rank on real text
+def _text_sweep(losses: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"encoding": e, "seed": k, "loss": v + 0.01 * k} for e, v in losses.items() for k in range(3)])
+
+
+def test_text_table_parameters_count_the_trainable_table() -> None:
+    assert ch.text_table_parameters("none", 129, 64) == (0, 0)
+    assert ch.text_table_parameters("learned", 129, 64) == (64, 129 * 64)
+    assert ch.text_table_parameters("lowrank k=4", 129, 64) == (4, 4 * (129 + 64))
+    cfg = pg.TransformerConfig(vocab_size=10, d_model=64, n_heads=4, max_len=129, position="lowrank", rank=4)
+    assert ch.positional_parameters(pg.Transformer(cfg, seed=0)) == ch.text_table_parameters("lowrank k=4", 129, 64)[1]
+
+
+def test_lowrank_text_table_pairs_each_table_with_the_free_one_and_no_positions() -> None:
+    table = ch.lowrank_text_table(_text_sweep({"none": 4.0, "learned": 3.0, "lowrank k=1": 3.5, "lowrank k=4": 3.0}),
+                                  n_rows=129, d=64)
+    assert list(table.index) == ["none", "rank 1", "rank 4", "learned (free)"]  # by parameters
+    assert table.loc["rank 1", "share mean"] == pytest.approx(0.5) and table.loc["rank 1", "gap mean"] == pytest.approx(0.5)
+    assert table.loc["rank 4", "share mean"] == pytest.approx(1.0) and table.loc["rank 4", "gap mean"] == pytest.approx(0.0)
+    assert table.loc["rank 1", "share low"] == pytest.approx(0.5)  # the same offset per seed: a zero-width interval
+    assert np.isnan(table.loc["none", "share mean"]) and table.loc["learned (free)", "parameters"] == 129 * 64
+    spec = ch.plot_lowrank_text(table).to_dict()
+    assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
+    with pytest.raises(ValueError, match="'none' and 'learned'"):
+        ch.lowrank_text_table(_text_sweep({"learned": 3.0, "lowrank k=1": 3.5}), n_rows=129, d=64)

@@ -156,6 +156,30 @@ def test_the_command_resumes_and_records_what_the_direct_call_gives(tmp_path):
         cc.run_all(out, dataclasses.replace(s, steps=5))
 
 
+def test_runs_go_seed_by_seed_so_a_budget_cut_leaves_whole_seeds():
+    s = tiny(seeds=(0, 1, 2))
+    order = cc.runs(s)
+    per_seed = len(order) // 3
+    for k in range(3):
+        assert {r.seed for r in order[k * per_seed:(k + 1) * per_seed]} == {k}
+    assert len(set(order)) == len(order) == 3 * (len(s.encodings) + len(s.cls_encodings))
+
+
+def test_a_prepared_call_trains_the_same_runs_and_a_spent_budget_trains_none(tmp_path):
+    s = tiny(seeds=(0,), encodings=("none", "PMDS permuted ×2"), cls_encodings=())
+    cc.prepare(tmp_path / "p.pkl.gz", s)
+    loaded, corpora = cc.load_prepared(tmp_path / "p.pkl.gz")
+    assert loaded == s and set(corpora) == {"synthetic"}
+    assert cc.run_all(tmp_path / "none.csv", s, corpora=corpora, budget=0).empty  # nothing starts
+    assert not (tmp_path / "none.csv").exists()
+    frame = cc.run_all(tmp_path / "a.csv", s, corpora=corpora, budget=3600, jobs=2)
+    direct = cc.run_all(tmp_path / "b.csv", s)
+    key = ["encoding", "seed"]
+    assert np.allclose(frame.sort_values(key)["loss"], direct.sort_values(key)["loss"], rtol=1e-6)
+    with pytest.raises(SystemExit, match="drop --set"):
+        cc.main(["run", str(tmp_path / "c.csv"), "--prepared", str(tmp_path / "p.pkl.gz"), "--set", "steps=5"])
+
+
 def test_the_shipped_runs_belong_to_the_settings_and_are_whole():
     csv, merge_csv, record = cc.paths(DATA / "ch10_controls.csv")
     if not csv.exists():
@@ -206,3 +230,44 @@ def test_lowrank_tables_are_named_by_their_rank_and_checked_against_the_position
     assert merge is None and 0 <= row["accuracy"] <= 1
     with pytest.raises(ValueError, match="rank above the number of positions"):
         cc.train_run(cc.Run("synthetic", "mlm", "lowrank k=9", 0), s, corpus, cache=False)
+
+
+def _make_settings(variable: str) -> cc.ControlSettings:
+    """The settings a Makefile variable passes to ``--set`` (as the command line parses them)."""
+    import re
+    import shlex
+
+    text = (DATA.parents[1] / "Makefile").read_text().replace("\\\n", " ")
+    value = re.search(rf"^{variable} = (.*)$", text, re.M).group(1)
+    changes = {}
+    for item in shlex.split(value):
+        key, _, v = item.partition("=")
+        default = getattr(cc.ControlSettings(), key)
+        if key == "corpora":
+            changes[key] = tuple((c.split(":")[0], int(c.split(":")[1])) for c in v.split(","))
+        elif isinstance(default, tuple):
+            changes[key] = tuple(type(default[0])(x) for x in v.split(",") if x)
+        else:
+            changes[key] = type(default)(v)
+    return cc.ControlSettings(**changes)
+
+
+def test_the_shipped_lowrank_sweep_is_the_make_targets_and_whole():
+    csv, _, record = cc.paths(DATA / "ch07_lowrank_imdb.csv")
+    if not csv.exists():
+        pytest.skip("make p1-controls has not written ch07_lowrank_imdb.csv")
+    s = _make_settings("P1_LOWRANK")
+    assert json.loads(record.read_text())["digest"] == s.digest()
+    frame = pd.read_csv(csv)
+    assert {dataclasses.astuple(r) for r in cc.runs(s)} == set(map(tuple, frame[["corpus", "objective", "encoding", "seed"]].to_numpy()))
+    assert frame["loss"].notna().all() and len(frame) == len(cc.runs(s))
+
+
+def test_the_gpu_settings_are_valid_and_name_ranks_the_model_allows():
+    for variable in ("P1_GPU_LOWRANK", "P1_GPU_CONTROLS"):
+        s = _make_settings(variable)
+        for name in s.encodings:
+            cc.parse_encoding(name)
+            rank = cc.lowrank_rank(name)
+            assert rank is None or rank <= min(s.d_model, min(n for _, n in s.corpora)), name
+        assert s.d_model % s.n_heads == 0
