@@ -24,17 +24,16 @@
 # violation rates of 22% for its MDS encoding and 25.4% for a pretrained model.
 #
 # **The book's answer.** Mostly, never exactly. Tables trained from scratch are far more
-# monotone than random vectors, but none is monotone ({ref}`tables from scratch
+# monotone than random vectors, and none is monotone ({ref}`tables from scratch
 # <sec-ch08-scratch>`). A violation rate grows with the range of positions, so P1's 25.4%
 # matches a pretrained table at short range only ({ref}`beside P1 <sec-ch08-paper>`).
-# Freezing attention at initialisation still leaves 14–21% of the comparisons reversed
-# ({ref}`frozen attention <sec-ch08-frozen>`), and so does the proof's own linearised
-# model trained by gradient descent ({ref}`the linearised model <sec-ch08-linearised>`):
-# the conjecture's conclusion fails at every width we can train. The fold that masked-token
-# tables make is LayerNorm's doing.
+# Frozen attention still leaves 14–21% of the comparisons reversed ({ref}`frozen attention
+# <sec-ch08-frozen>`), and the proof's own linearised model 12–16% ({ref}`the linearised
+# model <sec-ch08-linearised>`): the conclusion fails at every width we can train.
+# LayerNorm folds masked-token tables.
 #
-# **You will learn** to compute a violation rate, to report it with the range and ordering
-# it depends on, and to freeze part of a transformer and check that it stayed frozen.
+# **You will learn** to compute a violation rate, report it with the range and ordering it
+# depends on, and freeze part of a transformer and check that it stayed frozen.
 # :::
 #
 # A position table is monotone when, from every anchor, nearer positions get nearer
@@ -95,8 +94,8 @@ pg.notebook_setup()
 # the pair is a **violation** when the encoding puts $j$ farther from $i$ than $k$, and a
 # **tie**, counted as half a violation, when the two distances are equal. Pairs at equal
 # offsets are not comparable. A monotone encoding scores 0, random vectors about 0.5.
-# Ordering the pairs by the corpus's Hellinger distances instead of the offset asks whether
-# the encoding reproduces the *corpus's* order. In numpy:
+# Ordering the pairs by the corpus's Hellinger distances instead asks whether the encoding
+# reproduces the *corpus's* order. In numpy:
 
 # %%
 def violation_rate(P, reference=None):
@@ -117,9 +116,9 @@ def violation_rate(P, reference=None):
 
 
 # %% [markdown]
-# Four tables: points on a line, 32 points closing a circle, Gaussian vectors, and the
-# learned table of the pretrained encoder all-MiniLM-L6-v2 (rows 1–48; row 0 belongs to
-# `[CLS]`), with the library's rate:
+# Four tables, beside the library's rate: a line, 32 points closing a circle, Gaussian
+# vectors, and rows 1–48 of the learned table of all-MiniLM-L6-v2 (row 0 belongs to
+# `[CLS]`):
 
 # %%
 angles = 2 * np.pi * np.arange(32) / 32
@@ -139,10 +138,9 @@ check["difference"] = check["violation_rate"] - check["pg.monotonicity_violation
 check
 
 # %% [markdown]
-# The circle's far side comes back, and its chords at offsets $t$ and $32 - t$ are equal:
-# ties that only a comparison up to rounding sees. The library counts the same pairs as
-# inversions in each sorted row, in $O(n^2 \log n)$ instead of $O(n^3)$, and the chapter
-# uses it from here on.
+# The circle's far side comes back, and its chords at offsets $t$ and $32 - t$ tie up to
+# rounding. The library counts the same pairs as inversions in each sorted row, in
+# $O(n^2 \log n)$ instead of $O(n^3)$; the chapter uses it from here on.
 
 # %% tags=["remove-cell"]
 assert check["difference"].abs().max() == 0
@@ -153,13 +151,13 @@ assert abs(check.loc["random, d=16", "violation_rate"] - 0.5) < 0.03
 # (sec-ch08-standard)=
 # ## ALiBi is monotone, sinusoids only at short range, PMDS as monotone as its corpus
 #
-# ALiBi is exactly monotone in offset on every corpus, the sinusoids are nearly so at short
-# range and not at 510 positions, and the corpus table $P_{\mathrm{MDS}}$ is as monotone as
-# the corpus it reproduces. The encodings of the previous chapters on the synthetic ring
-# ($n = 32$), SST-2 ($n = 48$) and IMDB ($n = 510$), plus two tables trained from scratch
-# on the ring (a one-block masked-token model and a classifier of whether marker A precedes
-# marker B); pairs ordered by offset, by plug-in Hellinger distances and by the
-# noise-corrected ones of {doc}`the geometry chapter <03_statistical_geometry>`:
+# ALiBi is exactly monotone in offset on every corpus, sinusoids nearly so at short range
+# but not at 510 positions, and $P_{\mathrm{MDS}}$ as monotone as its corpus. The
+# encodings of the previous chapters on the synthetic ring ($n = 32$), SST-2 ($n = 48$) and
+# IMDB ($n = 510$), with two ring tables trained from scratch (a one-block masked-token
+# model, and a classifier of whether marker A precedes marker B), in three orders: offset,
+# plug-in Hellinger distance and the noise-corrected one of {doc}`the geometry chapter
+# <03_statistical_geometry>`:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.005, "rtol": 0} tolerance_reason="the two tables trained from scratch (last rows): other CPU kernel paths moved their rates by 3e-4; shown to 3 decimals"
 corpora = {name: pg.load_corpus(name, "train") for name in ch.N_POSITIONS}
@@ -180,11 +178,11 @@ pg.display_table(rates, digits=3)
 # - **Sinusoids** break at 510 positions, where the slow components' periods are reached
 #   and distances oscillate; RoPE, whose frequencies repeat within each smaller head, is
 #   less monotone still.
-# - **Full-rank $P_{\mathrm{MDS}}$** reproduces the Hellinger distances exactly
-#   ({doc}`the MDS chapter <04_mds_and_stress>`), so its rate is 0 in Hellinger order and,
-#   in offset order, measures the corpus itself: 20% on the synthetic ring, 29% on SST-2
-#   and 45% on IMDB, whose plug-in distances are mostly noise beyond the first positions.
-#   The rank-3 table keeps only the slow drift and is far more monotone on real text.
+# - **Full-rank $P_{\mathrm{MDS}}$** reproduces the Hellinger distances ({doc}`the MDS
+#   chapter <04_mds_and_stress>`): rate 0 in Hellinger order and, in offset order, the
+#   corpus's own rate: 20% on the ring, 29% on SST-2, 45% on IMDB, whose plug-in distances
+#   are mostly noise beyond the first positions. The rank-3 table keeps only the slow drift
+#   and is far more monotone on real text.
 # - **MiniLM's table** is far from random and far from monotone: 28% at 48 positions, 39%
 #   at 510.
 
@@ -201,11 +199,11 @@ assert [round(100 * rates.loc["MiniLM learned", (c, "offset")]) for c in ("sst2"
 # %% [markdown]
 # ### Which differences survive the corpus's noise?
 #
-# A rate in offset order uses the encoding alone; a rate in corrected order inherits the
-# noise of the estimated distances. The half-sample replicates of the corrected geometry
-# ({doc}`the calibration appendix <appendix_calibration>`) give each such rate its 95%
-# interval, and each difference of two rates a paired one. IMDB's are read from a file that
-# `python _ch08.py imdb data/ch08_imdb_intervals.csv` writes.
+# A rate in corrected order inherits the noise of the estimated distances. The half-sample
+# replicates of the corrected geometry ({doc}`the calibration appendix
+# <appendix_calibration>`) give each such rate a 95% interval, and each difference of two
+# rates a paired one; IMDB's come from
+# `python _ch08.py imdb data/ch08_imdb_intervals.csv`.
 
 # %% tags=["stochastic"] tolerance={"atol": 0.002, "rtol": 0} tolerance_reason="a rate orders pairs by corrected distances, and float rounding orders near-tied distances: an AVX-512 machine moved an interval's end across a rounding boundary (-0.0015: -0.002 -> -0.001)"
 boot = ex_stats.corpus_bootstrap("sst2", ch.N_POSITIONS["sst2"], widened=True, progress=False)
@@ -245,9 +243,9 @@ assert 0.2 < widest["imdb"] < 0.3  # "up to about +-0.13"
 # ## Tables trained from scratch are mostly, not exactly, monotone
 #
 # Every table trained from scratch is far more monotone than random vectors, and none is
-# monotone. On the synthetic ring (the last rows of the first table) both violate about
-# 30% in offset order, and the masked-token table follows the ring: its rate is lower in
-# Hellinger order. On real text we train with the recipe of {doc}`the separation chapter
+# monotone. On the synthetic ring (the first table's last rows) both violate about 30% in
+# offset order, and the masked-token table follows the ring: its rate is lower in
+# Hellinger order. On real text, the recipe of {doc}`the separation chapter
 # <05_positional_separation>`: masked tokens on the first 16 tokens of sentences at least
 # that long, the 1,000 most frequent tokens, two blocks of width 32, 500 AdamW steps.
 
@@ -319,10 +317,9 @@ by_n
 
 # %% [markdown]
 # The rate climbs from 20% at $n = 8$ to 39% at $n = 510$: far pairs are the ones a learned
-# table gets wrong. It passes 25.4% on the way, so a comparison that can fail fixes $n$
-# first: at SST-2's range ($n = 48$) MiniLM is within 3 points of P1's value, at the full
-# range 14 points above. A violation rate means little without its $n$, ordering and tie
-# rule.
+# table gets wrong. At SST-2's range ($n = 48$) MiniLM is within 3 points of P1's 25.4%, at
+# the full range 14 points above: a violation rate means little without its $n$, ordering
+# and tie rule.
 
 # %% tags=["remove-cell"]
 pmds_gap = (beside.loc[["PMDS full", "PMDS k=3"]].drop(columns="P1") - paper["monotonicity/pmds"]).abs()
@@ -340,8 +337,8 @@ assert abs(pretrained_gap[48]) < 0.03 and round(100 * pretrained_gap[510]) == 14
 # ## With attention frozen, tables become far more monotone, not monotone
 #
 # Freezing attention at its initial values makes the table far more monotone than at
-# initialisation, and still leaves 14–21% of the comparisons reversed. We approach both of
-# the proof's assumptions. **A monotone corpus:** on the *line corpus* the token at
+# initialisation, and still leaves 14–21% of the comparisons reversed. We build both of the
+# proof's assumptions. **A monotone corpus:** on the *line corpus* the token at
 # position $i$ is drawn from a Gaussian bump over 64 tokens centred at $i/31$, so distances
 # grow with the offset except near the ends, where the bumps are cut:
 
@@ -356,7 +353,7 @@ pd.Series({
 # %% [markdown]
 # **Attention held at its initial map.** Two tasks: masked-token prediction (15% of tokens
 # masked), and a `[CLS]` classifier that tells a sequence in corpus order from the same
-# tokens shuffled. A sample batch of the classifier, its model, and the frozen parameters:
+# tokens shuffled. The classifier's sample batch, model and frozen parameters:
 
 # %%
 cls_task = ch.task(settings, "cls")
@@ -374,7 +371,7 @@ print([name for name, _ in pg.Transformer(config).named_parameters() if name.sta
 # everything else trains in both. Width 32, one block for the masked-token model and two
 # for the classifier, 300 AdamW steps of 32 sequences, five seeds; both regimes of a seed share their initialisation and
 # batches. Means over seeds with 95% intervals; the last row is $\mathrm{stress}^*$ against
-# the frozen-attention table of the same seed.
+# the same seed's frozen-attention table.
 
 # %% tags=["stochastic"] tolerance={"atol": 0.08, "rtol": 0.3} tolerance_reason="means over 5 seeds and their intervals: other CPU kernel paths moved one run's attention change by up to 9%, its rates by 0.02 and stress* by 10%, and ATen's generic kernels an accuracy interval's end by 0.16 (one seed's classifier still half-trained at 300 steps on one path)"
 comparison = ch.ntk_comparison(settings)
@@ -409,20 +406,18 @@ pd.DataFrame({f"{o}, {r}": d.as_dict() for (o, r), d in drops.items()}).T[["mean
 )
 
 # %% [markdown]
-# - **Frozen attention gives far more monotone tables than initialisation** (about 0.5)
-#   for both tasks, a drop of about 0.3 whose interval lies below $-0.1$, but not monotone
-#   ones.
+# - **From about 0.5 at initialisation, both tasks drop about 0.3**, every interval below
+#   $-0.1$.
 # - **For masked tokens, freezing changes nothing that matters.** A masked token is
-#   predicted from its position alone; full training moves the attention weights (a
-#   relative change of about 0.6), but the table's geometry is the frozen one to a stress
-#   below $10^{-3}$.
+#   predicted from its position alone: full training moves attention (a relative change of
+#   about 0.6), yet the table keeps the frozen geometry to a stress below $10^{-3}$.
 # - **For the classifier, attention matters** and full training departs from the frozen
 #   solution ($\mathrm{stress}^*$ about 0.08). Its table is close to random *locally*
 #   (about 0.4 within offset 4) and ordered mainly at large offsets: detecting a shuffle
 #   needs only roughly where a position lies.
 #
-# Where do the remaining violations come from? {numref}`fig-ch8-anchors` shows the distance
-# from an anchor to every other position for the runs of seed 0:
+# {numref}`fig-ch8-anchors` shows where the remaining violations lie: the distance from an
+# anchor to every other position, seed 0:
 
 # %% tags=["remove-cell"]
 assert all(run.attention_unchanged == (r == "frozen") for (o, r), run in runs.items())
@@ -440,12 +435,12 @@ ch.plot_anchor_distances({f"{o} {r}": run.table for (o, r), run in runs.items()}
 # %% [markdown]
 # The masked-token tables rise from the anchor faster than the Hellinger distance, level
 # off and then **bend back** into a horseshoe: from position 0 the farthest position is
-# mid-line, not at the end. A pre-LayerNorm transformer reads its input after
-# normalisation, which keeps only a vector's direction; an arc of directions serves the
-# loss as well as a straight segment, and nothing keeps the two ends far apart. Scaling
-# bends a line the same way when only its short distances carry information: the classical
-# horseshoe of multidimensional scaling {cite:p}`diaconis2008horseshoes`. The fold is on
-# every seed, well inside the 32-position line:
+# mid-line. A pre-LayerNorm transformer reads its input after normalisation, which keeps
+# only a vector's direction; an arc of directions serves the loss as well as a straight
+# segment, and nothing keeps the two ends far apart: the
+# classical horseshoe of multidimensional scaling, which bends a line when only its short
+# distances carry information {cite:p}`diaconis2008horseshoes`. The fold is on every seed,
+# well inside the 32-position line:
 
 # %% tags=["stochastic"] tolerance={"atol": 2, "rtol": 0} tolerance_reason="positions (integers) of trained tables: another kernel path can move a nearly tied maximum to a neighbouring position"
 farthest = comparison.xs(("mlm", "frozen"), level=["objective", "regime"])["farthest from 0"]
@@ -465,8 +460,8 @@ ablation.pivot(index="seed", columns="model", values=["rate (offset)", "farthest
 
 # %% [markdown]
 # Without normalisation every table runs out to the far end (the farthest position from 0
-# is position 29 to 31, not mid-line) and the violation rate falls from about 0.14 to about
-# 0.02: the direction-only reading of LayerNorm is what bends the table.
+# is 29 to 31) and the violation rate falls from about 0.14 to about 0.02: LayerNorm's
+# direction-only reading bends the table.
 
 # %% tags=["remove-cell"]
 by_model = ablation.groupby("model")
@@ -480,18 +475,18 @@ assert no_ln.high < 0.04 < 0.1 < ln.low and round(ln.mean, 2) == 0.14
 # (sec-ch08-linearised)=
 # ## The linearised model: the proof's regime, and still not monotone
 #
-# **Trained by gradient descent, the linearised model of P1's Appendix A leaves about
-# 12–16% of the comparisons reversed at every width we can train.** Freezing attention is not the
-# proof's regime: the rest of the network still trains non-linearly. The NTK argument
-# replaces the network $f(x;	heta)$ by its first-order expansion around the
-# initialisation $	heta_0$,
+# **Trained by gradient descent, the linearised model of P1's Appendix A leaves 12–16% of
+# the comparisons reversed at every width we can train.** Frozen attention is not the
+# proof's regime: the rest of the network trains non-linearly. The NTK argument
+# replaces the network $f(x;\theta)$ by its first-order expansion around the
+# initialisation $\theta_0$,
 #
 # $$
-# f_{\mathrm{lin}}(x;	heta_0 + \delta) = f(x;	heta_0) + J_	heta f(x;	heta_0)\,\delta ,
+# f_{\mathrm{lin}}(x;\theta_0 + \delta) = f(x;\theta_0) + J_\theta f(x;\theta_0)\,\delta ,
 # $$
 #
 # linear in the displacement $\delta$ of *every* weight, and trains $\delta$ by gradient
-# flow. `torch.func.jvp` computes $f(x;	heta_0)$ and $J\delta$ in one pass without forming
+# flow. `torch.func.jvp` computes $f(x;\theta_0)$ and $J\delta$ in one pass without forming
 # $J$:
 
 # %%
@@ -508,9 +503,9 @@ def f_lin(tokens, delta):
 
 
 # %% [markdown]
-# It should agree with the model itself to second order: moving every weight by $\epsilon v$
-# for a random direction $v$, the gap between $f_{\mathrm{lin}}$ and $f$ should shrink four
-# times when $\epsilon$ halves. And it should agree with the chapter's helper, `ch.linearised`:
+# Two checks: moving every weight by $\epsilon v$ in a random direction $v$, the gap
+# between $f_{\mathrm{lin}}$ and $f$ should shrink fourfold when $\epsilon$ halves, and
+# $f_{\mathrm{lin}}$ should match the chapter's helper, `ch.linearised`:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.0001, "rtol": 0.01} tolerance_reason="differences of two float32 forward passes, about 1e-2: another kernel path changes them in the sixth digit; the helper's gap is the same computation, 0 on every path"
 tokens = ch.task(settings, "mlm").sample(8, torch.Generator().manual_seed(0)).tokens
@@ -552,16 +547,15 @@ lin_summary = pg.seed_summary(linear, by=["objective", "d_model"], metrics=lin_m
 pg.interval_table(lin_summary)
 
 # %% [markdown]
-# - **Far more monotone than at initialisation, not monotone.** The linearised tables
-#   reverse 12–16% of the comparisons on average, in corpus order as in offset order,
-#   against about 0.5 at initialisation; no interval reaches below 0.09.
+# - **Not monotone in either order**: about 0.5 at initialisation, and after training no
+#   interval reaches below 0.09, in corpus order as in offset order.
 # - **Width does not close the gap**: from width 16 to 64 the rate stays put or rises a
 #   little, on both corpora.
 # - **The displacement carries the order**: $\delta$ alone is as monotone as the table, so
 #   the random initial table does not hide a monotone learned part.
 #
-# The theorem's conclusion fails in its own dynamics at these widths. What remains of the
-# proof is its limit: infinite width and continuous time, which no finite run reaches.
+# What remains of the proof is its limit: infinite width and continuous time, which no
+# finite run reaches.
 
 # %% tags=["remove-cell"]
 assert 2.5 < gaps[0.1] / gaps[0.05] < 6 and helper_gap < 1e-5
@@ -580,15 +574,14 @@ assert (abs(linear["rate of the displacement"] - linear["rate (offset)"]) < 0.03
 # ## Full training approaches the frozen solution only when the step shrinks with width
 #
 # As the width grows, full training approaches the frozen-attention table when the learning
-# rate shrinks like $1/d$, not at a constant one. The NTK regime is a limit in
-# which every weight moves by a vanishing fraction of its size
-# {cite:p}`jacot2018ntk,chizat2019lazy`. AdamW {cite:p}`loshchilov2019adamw` moves every
-# coordinate by about the learning rate per step whatever the width, so its analogue of the
-# NTK step size shrinks the learning rate like $1/d$. The sweep trains both regimes of the
-# classifier at $d = 8, 16, 32, 64$, five seeds each, with learning rate
-# $10^{-3} \cdot 32/d$ and with a constant $10^{-3}$: 70 runs, written by `python _ch08.py
-# sweep data/ch08_width_sweep.csv` to the file read here. Its $d = 32$ runs are the
-# classifier runs above:
+# rate shrinks like $1/d$, not at a constant one. In the NTK limit every weight moves by a
+# vanishing fraction of its size {cite:p}`jacot2018ntk,chizat2019lazy`; AdamW
+# {cite:p}`loshchilov2019adamw` moves every coordinate by about the learning rate per step
+# whatever the width, so its analogue is a learning rate shrinking like $1/d$. The sweep
+# trains both regimes of the classifier at $d = 8, 16, 32, 64$, five seeds each, at
+# learning rate $10^{-3} \cdot 32/d$ and at a constant $10^{-3}$: 70 runs, written by
+# `python _ch08.py sweep data/ch08_width_sweep.csv`. Its $d = 32$ runs are the classifier
+# runs above:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.12, "rtol": 0.3} tolerance_reason="the trained columns: other kernel paths moved one run's attention change by up to 9% and its stress* by 10%; the file's columns are read, not trained"
 sweeps = ch.read_width_sweep()
@@ -637,12 +630,12 @@ pd.DataFrame({name: iv.as_dict() for name, iv in contrasts.items()}).T[["mean", 
 
 # %% [markdown]
 # With the $1/d$ scaling the attention change falls roughly like $1/d$ (a factor of about 8
-# from $d = 8$ to $d = 64$) and the full-training table approaches the frozen one:
-# $\mathrm{stress}^*$ falls from about 0.3 to about 0.05, a drop whose interval excludes 0.
+# from $d = 8$ to $d = 64$) and the full-training table approaches the frozen one, its
+# $\mathrm{stress}^*$ falling from about 0.3 to about 0.05 (the drop's interval excludes 0).
 # At a constant learning rate the attention change falls only by a factor of about 2.5:
 # width alone does not make AdamW training lazy. Neither scaling brings the violation rate
-# near 0, because the frozen solution itself is not monotone. A sweep to width 512 with ten
-# times longer training is described with {doc}`the full-scale runs <appendix_full_scale>`.
+# near 0, because the frozen solution itself is not monotone. {doc}`The full-scale runs
+# <appendix_full_scale>` extend the sweep to width 512 with ten times longer training.
 
 # %% tags=["remove-cell"]
 frozen_32 = comparison.xs(("cls", "frozen"), level=["objective", "regime"])
@@ -667,21 +660,20 @@ for t in sweep_summary.values():
 # {cite:t}`wang2021position` name three properties of position embeddings, monotonicity,
 # translation invariance and symmetry, and measure them in BERT-style models: classification
 # and span prediction gain from translation invariance and *local* monotonicity. Local is
-# the word that matters here: the tables trained in this chapter come close to monotone,
-# never exactly, and fixed encodings such as sinusoids are monotone only at short range.
+# the key word: this chapter's tables come close to monotone, never exactly, and sinusoids are
+# monotone only at short range.
 #
-# {cite:t}`wang2020what` ask what pretrained position embeddings learn. A decoder's table
-# (GPT-2) gives absolute position back to a linear probe almost exactly; the tables of
-# masked-token encoders (BERT, RoBERTa) do so poorly and keep mostly relative position. The
-# violation rates above measure the second kind of information; Theorem 4's separation, in
-# {doc}`05_positional_separation`, the first.
+# {cite:t}`wang2020what` find that a linear probe recovers absolute position almost exactly
+# from a decoder's table (GPT-2) and poorly from masked-token encoders' (BERT, RoBERTa),
+# which keep mostly relative position. Violation rates measure the second kind of
+# information; Theorem 4's separation ({doc}`05_positional_separation`), the first.
 #
 # :::{admonition} Limits
 # :class: warning
-# - **Frozen attention is not the proof's regime.** The embeddings, LayerNorms, feed-forward
-#   blocks and output layer train non-linearly under AdamW there. The linearised runs are
-#   the appendix's model, but at widths 16 to 64, with mini-batch SGD for 1,000 steps, not
-#   the infinite-width gradient flow of the proof.
+# - **Neither run is the proof's regime.** With attention frozen, the embeddings,
+#   LayerNorms, feed-forward blocks and output layer train non-linearly under AdamW; the
+#   linearised runs are the appendix's model at widths 16 to 64, trained by mini-batch SGD
+#   for 1,000 steps, not by infinite-width gradient flow.
 # - **In the masked-token task attention has nothing to do**: the line corpus draws each
 #   position's token independently, so both regimes end at the same geometry. Only the
 #   classifier tests what frozen attention changes.
@@ -695,19 +687,16 @@ for t in sweep_summary.values():
 #
 # ## Summary
 #
-# - The violation rate counts how often an encoding reverses the order of offsets (or of
-#   Hellinger distances); random vectors score 0.5.
-# - ALiBi is exactly monotone in offset, sinusoids only at short range, and full-rank
-#   $P_{\mathrm{MDS}}$ exactly as monotone as the corpus it reproduces.
-# - Tables trained from scratch are far more monotone than random and than MiniLM's, and
-#   never monotone.
-# - A rate grows with the range of positions: MiniLM's is near P1's 25.4% at 48 positions
-#   and 14 points above it at 510.
-# - With attention frozen, tables are far more monotone than at initialisation but not
-#   monotone, and masked-token tables fold into a horseshoe, which removing LayerNorm
-#   straightens. The linearised model of the proof, trained by gradient descent, is not
-#   monotone either. Full training approaches the
-#   frozen solution with width only when the learning rate shrinks with width.
+# - The violation rate counts reversed pairs in offset (or Hellinger) order; random vectors
+#   score 0.5. It grows with the range of positions: MiniLM's is near P1's 25.4% at 48
+#   positions and 14 points above it at 510.
+# - ALiBi is exactly monotone in offset, sinusoids only at short range, full-rank
+#   $P_{\mathrm{MDS}}$ as monotone as its corpus.
+# - Trained tables (from scratch, with attention frozen, or linearised as in the proof) are
+#   far more monotone than random and never monotone; LayerNorm folds masked-token tables
+#   into a horseshoe.
+# - Full training approaches the frozen solution with width only when the learning rate
+#   shrinks with width.
 #
 # ## Exercises
 #
@@ -744,10 +733,10 @@ for t in sweep_summary.values():
 # table can pass a global test and fail a local one, so say which a rate is.
 # :::
 #
-# 2. **Modify and predict.** The sinusoidal encoding at $d = 384$ violates 5.5% of the
-#    comparisons at 510 positions. Its frequencies are $\text{base}^{-2k/d}$ with base
-#    10,000. Predict whether the rate rises or falls with base 1,000 and with base 100,000
-#    (`pg.sinusoidal_encoding(510, 384, base=...)`), then compute it.
+# 2. **Modify and predict.** The sinusoidal encoding at $d = 384$, with frequencies
+#    $\text{base}^{-2k/d}$ and base 10,000, violates 5.5% of the comparisons at 510
+#    positions. Predict whether the rate rises or falls with base 1,000 and with base
+#    100,000 (`pg.sinusoidal_encoding(510, 384, base=...)`), then compute it.
 #
 # :::{admonition} Solution
 # :class: dropdown

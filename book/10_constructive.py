@@ -19,32 +19,25 @@
 # :::{admonition} In short
 # :class: tip
 # **The question.** P1 builds a positional encoding from the corpus itself, $P_{\mathrm{MDS}}$:
-# classical MDS on the Hellinger distances between the token distributions of the positions
+# classical MDS on the Hellinger distances between the positions' token distributions
 # {cite:p}`cirrincione2026geometry`. It reproduces the corpus geometry with the least
 # stress, so a model given it should have less to learn. Does it train better?
 #
-# **The book's answer.** Only in a narrow sense. On real text P1's rank-3
-# $P_{\mathrm{MDS}}$ fits worse than the sinusoids ({ref}`the fit <sec-ch10-fit>`). Frozen into a small transformer, no
-# corpus table trains better than a learned table, the sinusoids or RoPE
-# ({ref}`the small runs <sec-ch10-small>`, {ref}`the larger runs <sec-ch10-rank>`). Where
-# positions matter, fit does help once rank, spectrum and norm are held fixed:
-# $P_{\mathrm{MDS}}$ beats its own rows permuted and random tables of its rank, by 0.05
-# nats of held-out loss at the usual scale and more at twice it; but at the same scale the
-# sinusoids, which fit worse, train 0.3 nats better and a learned table 0.7 better
-# ({ref}`the controls <sec-ch10-controls>`). Merging two positions of a trained table costs
-# more the more their token distributions differ, as Theorem 4's argument says
-# ({ref}`the merge test <sec-ch10-merge>`). P1's constructive claim holds among tables of
-# one spectrum; the best encodings are not the best-fitting ones.
+# **The book's answer.** Only among tables of one spectrum. On real text P1's rank-3
+# $P_{\mathrm{MDS}}$ fits worse than the sinusoids ({ref}`the fit <sec-ch10-fit>`), and no
+# frozen corpus table trains better than a learned table, the sinusoids or RoPE
+# ({ref}`the small runs <sec-ch10-small>`, {ref}`the larger runs <sec-ch10-rank>`). With
+# rank, spectrum and norm held fixed, fit helps where positions matter: $P_{\mathrm{MDS}}$
+# beats random tables of its rank and its own rows permuted (by 0.05 nats of held-out loss,
+# more at twice the scale); but the sinusoids, which fit worse, train 0.3 nats better and a
+# learned table 0.7 better ({ref}`the controls <sec-ch10-controls>`). Merging two positions
+# of a trained table costs more the more their token distributions differ, as Theorem 4's
+# argument says ({ref}`the merge test <sec-ch10-merge>`).
 #
-# **You will learn** to plug a fixed position table into a transformer, to compare trained
-# encodings over seeds with intervals, to build the control that isolates fit (the same
-# table, rows permuted), and to test whether a measure of fit predicts training.
+# **You will learn** to plug a fixed position table into a transformer, compare trained
+# encodings over seeds with intervals, build the control that isolates fit (the same table,
+# rows permuted), and test whether a measure of fit predicts training.
 # :::
-#
-# The earlier chapters measured how well position tables fit the corpus but trained no
-# model with one. This chapter builds the tables from the training corpus, freezes each into
-# the same transformer, and compares them over several seeds with the encodings models
-# actually use.
 
 # %% tags=["hide-input"]
 # Colab only: install the companion package and fetch this chapter's helper module and data.
@@ -98,14 +91,13 @@ corpora = {name: ch.tasks(name, n, s) for name, n, _ in s.corpora}
 # (sec-ch10-model)=
 # ## A fixed table in the model
 #
-# **A fixed table enters the model as a constant added to the token embeddings: it is
-# stored with the model and never trained.** The table: rank-3 $P_{\mathrm{MDS}}$ from the
-# distances between the first 16 positions of the synthetic training corpus
-# ({doc}`the MDS chapter <04_mds_and_stress>`), centred, padded with zeros to the model's
-# width of 32, and scaled so that its rows have the norm of the token embeddings at
-# initialisation, $0.02\sqrt{32}$. Every table here is built this way, so only its *shape*
-# differs. The model: a `pg.Transformer` without positions, whose input is the token
-# embeddings plus the table, held as a buffer.
+# **A fixed table enters the model as a constant added to the token embeddings, stored with
+# the model and never trained.** The table is rank-3 $P_{\mathrm{MDS}}$ of the first 16
+# positions of the synthetic training corpus ({doc}`the MDS chapter <04_mds_and_stress>`),
+# centred, zero-padded to the model's width of 32 and scaled so that its rows have the
+# token embeddings' initial norm, $0.02\sqrt{32}$. Every table here is built this way, so
+# only its *shape* differs. The model is a `pg.Transformer` without positions, the table
+# held as a buffer.
 
 # %%
 D = corpora["synthetic"].geometry  # Hellinger distances between the first 16 positions
@@ -130,8 +122,8 @@ class FrozenTable(torch.nn.Module):
 
 # %% [markdown]
 # The chapter's helper instead writes the table into the library model's learned position
-# table and freezes it (`pg.TrainConfig(freeze=("pos",))`). With the same weights, on one
-# batch of masked-token sequences, the two give the same logits:
+# table and freezes it (`pg.TrainConfig(freeze=("pos",))`). With the same weights the two
+# give the same logits on a batch of masked-token sequences:
 
 # %%
 config = ch.model_config(s, corpora["synthetic"], "mlm")  # position="learned": the table is a parameter
@@ -146,17 +138,16 @@ with torch.no_grad():
  "logits: mine minus library": gap, "is mine's table a parameter?": "table" in dict(mine.named_parameters())}
 
 # %% [markdown]
-# For classification a [CLS] token goes in front of the text; its slot gets a zero row and
-# the table starts at the next.
+# For classification a [CLS] token goes in front of the text; its slot gets a zero row.
 #
 # ## The tasks and the runs
 #
-# Four tasks. On the synthetic corpus of {doc}`the geometry chapter <03_statistical_geometry>`
-# the model predicts masked tokens and classifies whether a sequence has been **reversed**,
-# which needs positions and nothing else. On SST-2 and IMDB it classifies sentiment from a
-# text's first 16 tokens. Accuracy is held-out: fresh synthetic sequences, SST-2's
-# validation split, 1,024 reviews of IMDB's test split. Four rows of the reversal task, the
-# [CLS] token (65) first:
+# On the synthetic corpus of {doc}`the geometry chapter <03_statistical_geometry>` the model
+# predicts masked tokens and classifies whether a sequence has been **reversed**, which
+# needs positions and nothing else. On SST-2 and IMDB it classifies sentiment from a text's
+# first 16 tokens. Accuracy is held-out: fresh synthetic sequences, SST-2's validation
+# split, 1,024 reviews of IMDB's test split. Four rows of the reversal task, the [CLS] token
+# (65) first:
 
 # %%
 batch = corpora["synthetic"].tasks["cls"].sample(4, torch.Generator().manual_seed(0))
@@ -164,11 +155,10 @@ pd.DataFrame(batch.tokens.numpy()).assign(reversed=batch.targets.numpy())
 
 # %% [markdown]
 # The encodings: $P_{\mathrm{MDS}}$ at rank 3, 8 and full rank, the stress-optimal SMACOF
-# table at rank 3 ({doc}`the MDS chapter <04_mds_and_stress>`) and the sinusoidal table, all
-# fixed, against a learned table, RoPE {cite:p}`su2021roformer` and no
-# positions. Each run (`ch.run_job`) trains with `pg.train`, the table frozen: a one-layer
-# transformer of width 32 with 4 heads, 80 AdamW steps of 32 sequences at learning rate
-# 0.003, five seeds per encoding and task, 160 runs.
+# table at rank 3 and the sinusoidal table, all fixed, against a learned table, RoPE
+# {cite:p}`su2021roformer` and no positions. Each run (`ch.run_job`) trains with
+# `pg.train`, the table frozen: a one-layer transformer of width 32 with 4 heads, 80 AdamW
+# steps of 32 sequences at learning rate 0.003, five seeds per encoding and task, 160 runs.
 
 # %%
 runs = ch.run_all(s, corpora)  # one row per run: corpus, objective, encoding, seed, accuracy
@@ -180,9 +170,9 @@ summary = ch.summarise(runs)  # mean and 95% interval over the seeds
 #
 # **The corpus tables fit the synthetic corpus's geometry almost exactly; on SST-2 and IMDB,
 # P1's rank-3 $P_{\mathrm{MDS}}$ fits worse than the sinusoids and RoPE.** The scale-optimal
-# stress of each table against the plug-in distances it is built from, and against the
-# noise-corrected geometry of {doc}`the geometry chapter <03_statistical_geometry>`, with
-# its 95% interval:
+# stress of each table against the plug-in distances it is built from and against the
+# noise-corrected geometry ({doc}`the geometry chapter <03_statistical_geometry>`), with its
+# 95% interval:
 
 # %%
 boots = {name: ex_stats.corpus_bootstrap(name, ct.n_positions, widened=True, progress=False) for name, ct in corpora.items()}
@@ -231,12 +221,10 @@ ch.plot_accuracy(summary, what=": the mean over five seeds (point) and its 95% i
 
 # %% [markdown]
 # Without positions the model is at chance on the reversal task and far lower on masked
-# tokens; every positional signal, fixed or learned, solves the reversal task almost
-# perfectly ({numref}`fig-ch10-accuracy`). On sentiment no encoding beats none: the model
-# classifies from which words occur, not where.
-#
-# P1's recommended rank-3 $P_{\mathrm{MDS}}$ against the others, the difference of mean
-# accuracies with its 95% Welch interval:
+# tokens; every positional signal solves the reversal task almost perfectly
+# ({numref}`fig-ch10-accuracy`). On sentiment no encoding beats none: the model classifies
+# from which words occur, not where. Rank-3 $P_{\mathrm{MDS}}$ against the others, the
+# difference of mean accuracies with its 95% Welch interval:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0} tolerance_reason="differences of the accuracies of the figure above, compared as they are (their seed spread, and moves of up to 0.09 on other CPU kernel paths)"
 pairs = [("PMDS k=3", other) for other in ("learned", "sinusoidal (fixed)", "PMDS full", "none")]
@@ -244,10 +232,8 @@ small = ch.contrasts(runs, pairs)
 ch.interval_table(small)
 
 # %% [markdown]
-# Against the other positional tables, rank-3 $P_{\mathrm{MDS}}$ differs by a few
-# hundredths at most, with intervals that include 0
-# (some barely): five seeds cannot rank the positional tables, and a better fit does not
-# show up as better training.
+# Against the other positional tables rank-3 $P_{\mathrm{MDS}}$ differs by a few hundredths
+# at most, with intervals that include 0 (some barely): five seeds cannot rank them.
 
 # %% tags=["remove-cell"]
 synthetic = summary.loc["synthetic"]
@@ -267,9 +253,9 @@ assert (tables["mean"].abs() < 0.05).all() and tables["separated"].sum() <= 1
 #
 # **Lower stress goes with slightly higher accuracy, but not reliably: the correlation's
 # interval excludes 0 on one task of four.** Spearman's correlation between a table's
-# stress against the corrected geometry and its mean accuracy, over the six encodings with a
-# stress (the fixed tables and RoPE's vector form; negative: lower stress, higher accuracy),
-# with a 95% interval that resamples the seeds:
+# stress against the corrected geometry and its mean accuracy over the six encodings with a
+# stress (the fixed tables and RoPE's vector form; negative: lower stress, higher
+# accuracy), with a 95% interval from resampling the seeds:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.2, "rtol": 0} tolerance_reason="a rank correlation of 6 encodings moves in steps of 0.057 when two nearly tied accuracies swap; other CPU kernel paths moved one by 0.10, so 0.2 (three swaps)"
 prediction = ch.stress_performance(runs, stresses["corrected"])
@@ -278,7 +264,7 @@ prediction.round(2)
 # %% [markdown]
 # On the synthetic reversal task the correlation rests on the two worst-fitting tables,
 # RoPE's and the sinusoids', being a little less accurate; on IMDB the interval spans almost
-# the whole range. Telling the tables apart needs larger runs.
+# the whole range.
 
 # %% tags=["remove-cell"]
 holds = (prediction["high"] < 0) | (prediction["low"] > 0)
@@ -289,8 +275,8 @@ assert prediction.loc[("synthetic", "cls"), "rho"] < 0 and holds.sum() <= 2
 # (sec-ch10-full)=
 # ## Larger runs: sentiment still ignores positions
 #
-# **At a larger scale, positions still decide the synthetic tasks and still do not matter
-# for sentiment.** The same comparison at a scale closer to P1's
+# **At a larger scale positions still decide the synthetic tasks and still do not matter
+# for sentiment.** The same comparison closer to P1's scale
 # ({doc}`the full-scale runs <appendix_full_scale>`): a 4-layer model of width 128, 3,000
 # AdamW steps of 128 sequences, 32 positions (64 on IMDB), both objectives on every corpus,
 # and three more encodings (SMACOF at rank 8, a low-rank learned table, ALiBi
@@ -303,8 +289,8 @@ ch.plot_accuracy(full.rename(columns={"accuracy": "mean"}), "held-out accuracy (
 
 # %% [markdown]
 # Every positional signal solves the reversal task; on sentiment every encoding, none
-# included, lands between 0.70 and 0.77. Masked-token
-# prediction of real text, which the small runs could not train, is where the tables differ.
+# included, lands between 0.70 and 0.77. The tables differ on masked tokens of real text,
+# which the small runs could not train.
 
 # %% tags=["remove-cell"]
 assert record["runs_done"] == len(full) == 110 and record["device"] == "NVIDIA H200"
@@ -319,10 +305,10 @@ assert sentiment.round(2).between(0.70, 0.77).all()
 # (sec-ch10-rank)=
 # ## On real text, the exact fit is no better than the usual encodings
 #
-# **On masked tokens of SST-2 and IMDB, the low-rank corpus tables train worst of the
+# **On masked tokens of SST-2 and IMDB the low-rank corpus tables train worst of the
 # encodings with positions, and the exact full-rank fit is no better than the sinusoids or
-# a learned table.** The mean accuracy over three seeds and its 95% interval (Student's t
-# with 2 degrees of freedom, hence wide):
+# a learned table.** Mean accuracy over three seeds with its 95% interval (Student's t with
+# 2 degrees of freedom, hence wide):
 
 # %% mystnb={"figure": {"caption": "The larger runs' masked-token prediction on SST-2 (32 positions) and IMDB (64 positions): the mean held-out accuracy over three seeds (point) and its 95% interval (Student's t, bar). Circles: the fixed tables; squares: the model's own positional kinds.", "name": "fig-ch10-full-mlm"}}
 real = full[(full["objective"] == "mlm") & full["corpus"].isin(["sst2", "imdb"])]
@@ -341,17 +327,16 @@ ch.interval_table(large, digits=3)
 
 # %% [markdown]
 # - **Rank.** Full-rank $P_{\mathrm{MDS}}$ beats every low-rank corpus table on both
-#   corpora, every interval above 0. P1 recommends rank 3; here the rank-3 tables are the
-#   two worst encodings with positions (on SST-2, $P_{\mathrm{MDS}}$'s is level with ALiBi).
-# - **Fit at a fixed rank.** SMACOF fits better than $P_{\mathrm{MDS}}$ at the same rank; on
-#   IMDB it trains worse at rank 3 and better at rank 8, both intervals excluding 0, and on
+#   corpora, every interval above 0. The rank-3 tables P1 recommends are the two worst
+#   encodings with positions (on SST-2, $P_{\mathrm{MDS}}$'s is level with ALiBi).
+# - **Fit at a fixed rank.** SMACOF fits better than $P_{\mathrm{MDS}}$ at the same rank, but
+#   on IMDB trains worse at rank 3 and better at rank 8 (both intervals exclude 0); on
 #   SST-2 neither interval excludes 0.
-# - **The exact fit.** Full-rank $P_{\mathrm{MDS}}$ fits exactly, yet on IMDB it trains
-#   worse than the sinusoids, the learned table and RoPE; on SST-2 it is level with the
-#   sinusoids.
+# - **The exact fit.** Full-rank $P_{\mathrm{MDS}}$ fits exactly, yet on IMDB trains worse
+#   than the sinusoids, the learned table and RoPE; on SST-2 it is level with the sinusoids.
 #
-# Across the eight tables that have a stress, stress and accuracy do correlate (Spearman's
-# $\rho$, its interval from resampling the seeds):
+# Across the eight tables with a stress, stress and accuracy do correlate (Spearman's
+# $\rho$, interval from resampling the seeds):
 
 # %%
 full_stress = real.dropna(subset=["stress"]).groupby(["corpus", "encoding"], sort=False)["stress"].first()
@@ -363,9 +348,9 @@ ch.stress_performance(real, full_stress).round(2)
 
 # %% [markdown]
 # The correlation comes from rank: the low-rank corpus tables have the most stress and the
-# least accuracy, but the rank-8 SMACOF table fits better than the sinusoids and RoPE and
-# trains worse. "Rank" also counts how many directions a table spreads its norm over; the
-# controls below hold rank, spectrum and norm fixed.
+# least accuracy, while rank-8 SMACOF fits better than the sinusoids and RoPE and trains
+# worse. Rank also sets how many directions a table spreads its norm over; the controls
+# below hold rank, spectrum and norm fixed.
 
 # %% tags=["remove-cell"]
 assert (real_summary["seeds"] == 3).all()
@@ -396,13 +381,13 @@ assert set(fs["imdb"].nlargest(3).index) == {"PMDS k=3", "PMDS k=8", "alibi"}
 # ## Controls: fit at matched rank and scale
 #
 # **Where positions matter, fit helps at matched rank, spectrum and norm; scale matters as
-# much, and the best tables are not the best-fitting ones.** The larger runs compare tables that differ in
-# rank, in how many directions they use and in fit all at once. The cleanest test of fit holds everything else fixed:
-# take full-rank $P_{\mathrm{MDS}}$ and **permute its rows**. Every position still gets a
-# distinct vector, the table keeps its singular values and norm, but the corpus geometry is
-# gone. Beside it, random tables at full rank and at rank 8 with the same norm, $P_{\mathrm{MDS}}$
-# from the noise-corrected distances, $P_{\mathrm{MDS}}$ as the *start* of a learned table, and
-# three tables at half and twice their scale. Built for SST-2's 16 positions:
+# much, and the best tables are not the best-fitting ones.** The larger runs vary rank,
+# spread and fit at once. To isolate fit, **permute the rows** of full-rank
+# $P_{\mathrm{MDS}}$: every position still gets a distinct vector and the table keeps its
+# singular values and norm, but the corpus geometry is gone. Beside it: random tables of the
+# same norm at full rank and rank 8, $P_{\mathrm{MDS}}$ from the noise-corrected distances,
+# $P_{\mathrm{MDS}}$ as the *start* of a learned table, and three tables at half and twice
+# their scale. Built for SST-2's 16 positions:
 
 # %%
 cs = cc.ControlSettings()  # the controlled runs' sizes: width 64, 2 layers, 1,800 steps
@@ -420,18 +405,16 @@ pd.DataFrame({
     for name, P in controls.items()}).T.round(3)
 
 # %% [markdown]
-# The permuted table matches $P_{\mathrm{MDS}}$ in rank, norm and spectrum but fits worse,
-# four times worse against the corrected geometry; the random tables match its rank and
-# norm and fit worse still.
+# The permuted table fits worse than $P_{\mathrm{MDS}}$, four times worse against the
+# corrected geometry; the random tables fit worse still.
 #
 # **A task where positions matter.** Masked tokens of IMDB's first 32 positions and
-# SST-2's first 16, vocabulary the 500 most frequent word pieces and "other", a 2-layer
-# encoder of width 64 trained for 1,800 AdamW steps of 32 texts. Each run is scored by its
-# held-out loss (cross-entropy at the masked tokens) and accuracy on 2,048 held-out texts,
-# each masked twice: IMDB's test reviews, SST-2's validation and test sentences. Five
-# seeds; runs of one seed share their initialisation and batches, so differences are
-# paired. The 180 runs (20 of them the sentiment arm below) come from `make p1-controls`;
-# one of them, retrained here:
+# SST-2's first 16 (vocabulary: the 500 most frequent word pieces and "other"), a 2-layer
+# encoder of width 64, 1,800 AdamW steps of 32 texts. Each run is scored by held-out loss
+# (cross-entropy at the masked tokens) and accuracy on 2,048 held-out texts, each masked
+# twice: IMDB's test reviews, SST-2's validation and test sentences. Five seeds, paired:
+# runs of one seed share initialisation and batches. The 180 runs (20 of them the sentiment
+# arm below) come from `make p1-controls`; one of them, retrained here:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.05, "rtol": 0} tolerance_reason="one retrained run beside its stored row: the stored SST-2 runs' losses spread with sd 0.03-0.14 over seeds; another kernel path moves a 1,800-step run by far less than that"
 controls_runs = pd.read_csv(cc.DATA / "ch10_controls.csv")
@@ -451,8 +434,7 @@ ch.plot_accuracy(loss_summary, "held-out loss (mean, 95% interval)", measure="lo
                  what=": the controls, mean over five seeds and its 95% interval")
 
 # %% [markdown]
-# The differences that answer the question, paired over the five seeds (a minus b; a
-# positive loss difference means b trains better):
+# The differences, paired over the five seeds (a minus b; positive: b trains better):
 
 # %%
 def paired(frame, a, b, metric="loss"):
@@ -482,20 +464,19 @@ answers.round(3)
 
 # %% [markdown]
 # - **Positions matter on IMDB**: without them the held-out loss is 0.80 nats higher than
-#   with a learned table. On SST-2's 16 positions the gap's interval includes 0, so SST-2's
-#   rows are shown but the answer rests on IMDB.
+#   with a learned table; on SST-2's 16 positions the gap's interval includes 0.
 # - **Fit helps at a fixed spectrum, more at a larger scale.** Permuting
 #   $P_{\mathrm{MDS}}$'s rows raises IMDB's loss by 0.05 nats at the usual scale and 0.13 at
-#   twice it (at half the scale the interval just reaches 0). Random tables of the same
-#   rank and norm do worse than $P_{\mathrm{MDS}}$ at full rank and at rank 8 (at rank 8 on
-#   SST-2 too). $P_{\mathrm{MDS}}$ from the noise-corrected distances beats the plug-in one.
+#   twice it (at half the scale the interval just reaches 0). Random tables of the same rank
+#   and norm do worse than $P_{\mathrm{MDS}}$ at full rank and at rank 8 (at rank 8 on SST-2
+#   too), and $P_{\mathrm{MDS}}$ from the noise-corrected distances beats the plug-in one.
 # - **Scale matters as much as fit.** Doubling $P_{\mathrm{MDS}}$'s scale lowers the loss by
 #   0.25 nats, and rank 8 beats full rank (the larger runs found the opposite): how a table
 #   spends its norm counts as much as which geometry it copies.
 # - **The best tables are not the best-fitting ones.** At the same scale the sinusoids,
-#   which fit the corpus worse, train 0.3 nats better than $P_{\mathrm{MDS}}$, and a learned
-#   table 0.7 better; started at $P_{\mathrm{MDS}}$, a learned table ends where the usual
-#   one does on IMDB.
+#   which fit worse, train 0.3 nats better than $P_{\mathrm{MDS}}$ and a learned table 0.7
+#   better; a learned table started at $P_{\mathrm{MDS}}$ ends where the usual one does on
+#   IMDB.
 
 # %% tags=["remove-cell"]
 P_full = controls["PMDS full"]
@@ -524,8 +505,8 @@ imdb_loss = loss_summary.sort_index().loc[("imdb", "mlm"), "mean"]
 assert imdb_loss["PMDS k=8"] < imdb_loss["PMDS full"]  # "rank 8 beats full rank"
 
 # %% [markdown]
-# **Sentiment still does not use positions at this size**: the classification arm, no
-# positions against a learned table, accuracy over five seeds:
+# **Sentiment still does not use positions at this size**: the classification arm's
+# accuracy, a learned table minus none, over five seeds:
 
 # %%
 cls_runs = controls_runs[controls_runs["objective"] == "cls"]
@@ -541,12 +522,11 @@ assert all(d.low < 0 < d.high for d in cls_gap.values())
 # ## Theorem 4 as a merge test
 #
 # **Merging two positions of a trained table costs held-out loss for every pair on IMDB,
-# and the cost grows with the distance between their token distributions, more closely
-# than with their offset.** Theorem 4 says a trained table separates two positions whose token
-# distributions differ, because merging them would cost loss. Test it directly: in each
-# trained learned table, replace the vectors of positions $i$ and $j$ by their mean and
-# measure the rise in held-out loss, for every pair. The theorem predicts a rise that grows
-# with $d_H(\mu_i, \mu_j)$:
+# and the cost grows with the distance between their token distributions more closely than
+# with their offset.** Theorem 4 says a trained table separates positions whose token
+# distributions differ, because merging them would cost loss. To test it, replace the
+# vectors of positions $i$ and $j$ in each trained learned table by their mean and measure
+# the rise in held-out loss, for every pair:
 
 # %%
 def merged_table(model, i, j):
@@ -557,16 +537,15 @@ def merged_table(model, i, j):
 
 
 # %% [markdown]
-# The helper's `cc.merged` gives the same table (checked on the model of the first section),
-# and `cc.merge_test` scores every pair on 512 held-out texts; the runs above stored it for
-# every learned table.
+# The helper's `cc.merged` gives the same table (checked on the first section's model);
+# `cc.merge_test` scores every pair on 512 held-out texts for every learned table above.
 
 # %%
 torch.equal(merged_table(library, 2, 5).pos, cc.merged(library, 2, 5).pos)
 
 # %% [markdown]
 # Spearman's correlation of the loss rise with the plug-in and corrected Hellinger
-# distances, and with the plain offset $|i - j|$, per seed, then over the five seeds:
+# distances and with the offset $|i - j|$, per seed, then over the five seeds:
 
 # %%
 merge = pd.read_csv(cc.DATA / "ch10_controls_merge.csv")
@@ -579,13 +558,12 @@ rho_summary = pg.seed_summary(rho, by=["corpus", "encoding"], metrics=[*rho_cols
 pg.interval_table(rho_summary)
 
 # %% [markdown]
-# On IMDB every merge raises the loss, in every model, and in both kinds of learned table
-# the rise correlates with the corrected Hellinger distance more than with the offset (the
-# last column, paired by seed, excludes 0): positions whose token distributions differ more
-# are kept apart more, as the theorem's argument says. The correlation is moderate, about
-# 0.4: the model also keeps apart positions whose distributions are alike. On SST-2, where
-# positions barely matter, a tenth to a fifth of the merges cost nothing, and the offset
-# predicts the cost as well as the corrected distance or better.
+# On IMDB, in both kinds of learned table, the rise correlates with the corrected Hellinger
+# distance more than with the offset (the last column, paired by seed, excludes 0). The
+# correlation is moderate, about 0.4: the model also keeps apart positions whose
+# distributions are alike. On SST-2, where positions barely matter, a tenth to a fifth of
+# the merges cost nothing, and the offset predicts the cost as well as the corrected
+# distance or better.
 
 # %% tags=["remove-cell"]
 assert torch.equal(merged_table(library, 2, 5).pos, cc.merged(library, 2, 5).pos)
@@ -602,11 +580,10 @@ assert rho_summary.loc[("sst2", "learned from PMDS"), ("corrected minus offset",
 # %% [markdown]
 # ## Beside the paper
 #
-# P1 proposes $P_{\mathrm{MDS}}$ (Proposition 6 and Algorithm 1) as the stress-optimal
-# encoding and argues that a low rank suffices (Observation 8, rank 3 on its
-# synthetic corpus). It reports the stress of $P_{\mathrm{MDS}}$ but trains no model with
-# it, leaving the link between low stress and downstream accuracy an open question. Its
-# stresses beside ours, at 16 positions:
+# P1 proposes $P_{\mathrm{MDS}}$ (Proposition 6, Algorithm 1) as the stress-optimal
+# encoding and argues that a low rank suffices (Observation 8: rank 3 on its synthetic
+# corpus). It reports $P_{\mathrm{MDS}}$'s stress but trains no model with it. Its stresses
+# beside ours, at 16 positions:
 
 # %%
 paper = papers.PAPER_P1
@@ -621,53 +598,49 @@ pd.DataFrame({
 # At full rank our $P_{\mathrm{MDS}}$ leaves no stress, P1's "$\approx 0$"; P1's 0.009 is
 # on its own synthetic corpus, whose generator differs from ours. At rank 3 ours leaves
 # almost nothing on the synthetic corpus and far more on the real ones, which P1 does not
-# report. This chapter's training comparisons take up P1's open question: fit helps only
-# among tables of one spectrum.
+# report.
 #
 # :::{admonition} Limits
 # :class: warning
-# - The small runs are one layer of width 32, 80 steps, 16 positions. At that scale
+# - The small runs are one layer of width 32, 80 steps, 16 positions; at that scale
 #   sentiment does not depend on positions, so those tasks cannot rank encodings.
-# - The larger runs have one seed per task, except masked tokens of real text (three
-#   seeds, so wide intervals); seeds 3 and 4 have not been run. The seeds vary the
-#   initialisation and the batches, not the corpus the tables are built from.
+# - The larger runs have one seed per task, except masked tokens of real text (three seeds,
+#   wide intervals). Seeds vary initialisation and batches, not the corpus the tables
+#   are built from.
 # - The controls are one model size (2 layers, width 64, 1,800 steps), one objective
-#   (masked tokens; sentiment does not use positions at this size) and three scales. On
-#   SST-2's 16 positions a learned table is not measurably better than none, so only IMDB
-#   answers the question. The merge test merges two positions at a time, to their mean.
+#   (masked tokens) and three scales; on SST-2 a learned table is not measurably better
+#   than none, so only IMDB answers the question. The merge test merges two positions at a
+#   time, to their mean.
 # - The stress–accuracy correlations resample seeds with the tables fixed, so they say
 #   nothing about other tables one could have chosen.
-# - One architecture (a bidirectional encoder with an additive table), one synthetic corpus
-#   and two sentiment corpora.
+# - One architecture (a bidirectional encoder with an additive table), one synthetic corpus,
+#   two sentiment corpora.
 # :::
 #
 # ## Summary
 #
 # - A fixed table enters a transformer as a constant added to the token embeddings.
-# - The corpus tables fit the synthetic corpus's geometry almost exactly; on real text P1's
-#   rank-3 $P_{\mathrm{MDS}}$ fits worse than the sinusoids and RoPE.
-# - In small runs with five seeds they train no better than a learned table, the sinusoids
-#   or RoPE; only positions against none differ, on the synthetic tasks. On sentiment
-#   positions do not help at this scale, and stress does not reliably predict accuracy.
-# - In larger runs, masked-token prediction of real text separates the tables: the low-rank
-#   corpus tables train worse than the full-rank one, which fits exactly yet is no better
-#   than the sinusoids or a learned table (worse on IMDB).
-# - With rank, spectrum and norm held fixed, where positions matter, a table that fits the
-#   corpus geometry trains better than one that does not, more so at a larger scale; at
-#   the same scale the sinusoids and a learned table train far better than any corpus
-#   table. P1's constructive claim holds only among tables of one spectrum.
-# - In a trained table, merging two positions costs held-out loss, more for positions
-#   whose token distributions differ more: Theorem 4's mechanism, seen directly.
+# - The corpus tables fit the synthetic geometry almost exactly; on real text rank-3
+#   $P_{\mathrm{MDS}}$ fits worse than the sinusoids and RoPE.
+# - Trained, no corpus table beats a learned table, the sinusoids or RoPE. On masked tokens
+#   of real text the low-rank ones train worst and the exact full-rank fit is no better
+#   than the sinusoids. Sentiment does not use positions at these sizes, and stress does not
+#   reliably predict accuracy.
+# - At fixed rank, spectrum and norm, fit helps where positions matter, more at a larger
+#   scale, yet the sinusoids and a learned table train far better: P1's constructive claim
+#   holds only among tables of one spectrum.
+# - Merging two positions of a trained table costs more the more their token distributions
+#   differ: Theorem 4's mechanism, seen directly.
 #
 # ## Exercises
 #
 # 1. **Train the frozen-table model yourself.** Write the training loop for `FrozenTable` on
-#    the reversal task: AdamW at learning rate 0.003, 80 steps of 32 sequences drawn with
-#    `task.sample`, cross-entropy of the [CLS] logits (`out.cls_logits`). The table needs a
-#    zero row in front for the [CLS] slot. Train it with the rank-3 $P_{\mathrm{MDS}}$ table
-#    and with a table of your own, a *ramp* $p_i = (i - 7.5)\,u$ along one random unit
-#    vector $u$, scaled like the others, and measure both with `ch.held_out_accuracy`. Before
-#    running it: what stress does the ramp leave against the synthetic geometry?
+#    the reversal task: AdamW at learning rate 0.003, 80 steps of 32 sequences from
+#    `task.sample`, cross-entropy of the [CLS] logits (`out.cls_logits`), a zero row in
+#    front of the table for the [CLS] slot. Train it with the rank-3 $P_{\mathrm{MDS}}$
+#    table and with a *ramp* $p_i = (i - 7.5)\,u$ along a random unit vector $u$, scaled
+#    like the others, and score both with `ch.held_out_accuracy`. First predict: what stress
+#    does the ramp leave against the synthetic geometry?
 #
 # :::{admonition} Solution
 # :class: dropdown
@@ -698,10 +671,10 @@ pd.DataFrame({
 # :::
 #
 # 2. **Modify and predict: shuffle the table.** Permute the rows of the rank-3
-#    $P_{\mathrm{MDS}}$ table at random (`table[np.random.default_rng(0).permutation(16)]`):
-#    every position keeps a distinct vector, but neighbours in the corpus no longer get
-#    neighbouring vectors. Predict its stress, and whether reversal accuracy and
-#    masked-token accuracy change; then train five seeds of each task with
+#    $P_{\mathrm{MDS}}$ table (`table[np.random.default_rng(0).permutation(16)]`): every
+#    position keeps a distinct vector, but corpus neighbours no longer get neighbouring
+#    vectors. Predict its stress and whether reversal and masked-token accuracy change;
+#    then train five seeds of each task with
 #    `ch.run_job(ch.Job("synthetic", objective, "shuffled", seed), s, corpora, tables={"shuffled": shuffled})`.
 #
 # ```{admonition} Solution
@@ -717,10 +690,10 @@ pd.DataFrame({
 # ```
 #
 # 3. **How much can four tables say?** Over the four full-rank tables of the larger runs
-#    (full-rank $P_{\mathrm{MDS}}$, the sinusoids, RoPE and ALiBi), compute Spearman's
-#    $\rho$ between stress and mean accuracy on each corpus (`full_stress` and
-#    `real_summary` above). Then count, over all 24 orderings of four accuracies, how often
-#    $|\rho|$ is at least as large as on SST-2.
+#    (full-rank $P_{\mathrm{MDS}}$, the sinusoids, RoPE, ALiBi), compute Spearman's $\rho$
+#    between stress and mean accuracy on each corpus (`full_stress`, `real_summary`). Then
+#    count how many of the 24 orderings of four accuracies give $|\rho|$ at least as large
+#    as on SST-2.
 #
 # :::{admonition} Solution
 # :class: dropdown

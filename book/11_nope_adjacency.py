@@ -24,16 +24,14 @@
 # {term}`adjacent pattern`), from the first attention layer on, before and after training.
 #
 # **The book's answer.** The pattern is real and comes from the {term}`causal mask`:
-# causal attention averages a growing prefix, and averages of overlapping prefixes have
-# cosine $\sqrt{\min(k,l)/\max(k,l)}$, a kernel in log-position ({ref}`the causal average
-# <sec-ch11-average>`). Trained longer, decoders learn three of P2's four tasks (sorting
-# resists); those trained for 4,000 steps, analysed here, show the pattern from layer 1 on,
-# as strongly in a control task that needs no order ({ref}`learned models
-# <sec-ch11-trained>`). Position can be read, coarsely, from a hidden state's direction,
-# not from its norm or from order-free similarities, and replacing what the first layer
-# averaged breaks the counting control as well as the order tasks ({ref}`what the models
-# use <sec-ch11-interventions>`): nothing here shows that the models read position from the
-# pattern.
+# causal attention averages a growing prefix, and overlapping prefix averages have cosine
+# $\sqrt{\min(k,l)/\max(k,l)}$ ({ref}`the causal average <sec-ch11-average>`).
+# Decoders learn three of P2's four tasks (not sorting) and show the pattern from layer 1
+# on, as strongly in a control task that needs no order ({ref}`learned models
+# <sec-ch11-trained>`). Position can be read, coarsely, from a state's direction, not its
+# norm; replacing what the first layer averaged breaks the control as well as the order
+# tasks, so nothing shows that the models read position from the pattern ({ref}`what the
+# models use <sec-ch11-interventions>`).
 #
 # **You will learn** to compute the adjacency score, derive the cosine of causal averages,
 # probe position without the layout, and test by intervention what a model uses.
@@ -43,9 +41,9 @@
 # ({doc}`02_permutation_equivariance`); a causal mask breaks the symmetry, and NoPE language
 # models do learn order {cite:p}`irie2019language,haviv2022transformer,kazemnejad2023impact`.
 # {cite:t}`chi2023latent` locate position in the *variance* of the hidden states, P2 in
-# their similarity. For the hidden states $X \in \mathbb{R}^{n \times d}$ of one sequence
-# at one layer, take the cosine matrix and, in each row $k$, the share of pairs
-# $i < j < k$ whose later member is the more similar:
+# their similarity. For one sequence's hidden states $X \in \mathbb{R}^{n \times d}$ at one
+# layer, the score counts, in each row $k$ of the cosine matrix, the share of pairs
+# $i < j < k$ whose later member is more similar:
 #
 # $$
 # C_{ij} = \frac{X_i \cdot X_j}{\lVert X_i\rVert \, \lVert X_j\rVert}, \qquad
@@ -128,12 +126,12 @@ library = pg.adjacency_score(pg.cosine_similarity_matrix(X), include_diagonal=Fa
 print(f"score {mine:.4f}; the library's differs by {abs(mine - library):.1e}")
 
 # %% [markdown]
-# Random vectors score about one half, and `pg.adjacency_score`, used from here on, agrees.
+# Random vectors score about one half; `pg.adjacency_score`, used from here on, agrees.
 #
 # (sec-ch11-average)=
 # ## Causal averages are adjacent
 #
-# **Uniform causal attention alone produces the adjacent pattern.** At initialisation the
+# **Uniform causal attention alone produces the adjacent pattern.** At initialisation
 # queries and keys are small, so the first causal attention layer attends almost uniformly:
 # its output at position $k$ is close to the mean of the first $k$ (transformed) token
 # vectors, $h_k = \frac1k \sum_{i \le k} e_i$. Two such means share every term up to the
@@ -144,8 +142,8 @@ print(f"score {mine:.4f}; the library's differs by {abs(mine - library):.1e}")
 # \cos(h_k, h_l) \to \sqrt{\frac{\min(k,l)}{\max(k,l)}} \qquad (k, l \ge 1),
 # $$
 #
-# which falls as $l$ moves away from $k$ on either side, so the score is 1. The closed form
-# against 128 simulated sequences of 39 averaged vectors of width 64:
+# which falls on both sides of $k$: the score is 1. Against 128 simulated sequences of 39
+# averaged vectors of width 64:
 
 # %%
 n, d = 39, 64
@@ -166,22 +164,21 @@ assert adjacency_score(closed_form) == 1.0 and pg.adjacency_score(simulated, **c
 assert np.all(np.diff(ch.cosine_by_offset(closed_form)) < 0) and np.all(np.diff(ch.cosine_by_offset(simulated)) < 0)
 
 # %% [markdown]
-# The simulation agrees with the limit to within a few hundredths and scores close to 1.
-# Nothing here knows about positions: the pattern is the footprint of averaging a prefix
-# that grows by one token per position.
+# The simulation agrees with the limit to within a few hundredths. Nothing here knows about
+# positions: the pattern is the footprint of a prefix that grows by one token per position.
 
 # %% [markdown]
 # (sec-ch11-kernel)=
 # ### A kernel in log-position
 #
-# **The causal average is an implicit positional encoding of rank about 4, and it fits IMDB's
-# positional geometry better than sinusoids do.** The closed form is
+# **The causal average is an implicit positional encoding of rank about 4 that fits IMDB's
+# positional geometry better than sinusoids.** The closed form is
 # $\exp(-\lvert\log k - \log l\rvert/2)$, an Ornstein–Uhlenbeck correlation in $\log k$:
 # it depends only on the ratio $l/k$, so absolute position is left to the norm,
 # $\lVert h_k\rVert \propto 1/\sqrt{k}$. Its position vectors ($P P^\top = K$), measured as
 # P1 {cite:p}`cirrincione2026geometry` measures encodings (effective rank, {doc}`07_low_rank`; order violations,
-# {doc}`08_monotonicity_ntk`; stress, {doc}`04_mds_and_stress`) beside sinusoids and random
-# vectors of width 384:
+# {doc}`08_monotonicity_ntk`; stress, {doc}`04_mds_and_stress`), beside sinusoids and
+# random vectors of width 384:
 
 # %%
 def causal_average_table(n):
@@ -217,33 +214,32 @@ assert [round(-v, 3) for v in gaps["imdb"]] == [0.135, 0.157, 0.114]  # the numb
 # %% [markdown]
 # Four directions carry 90% of the energy, one offset comparison in twenty is out of order,
 # and on IMDB the stress lies below the sinusoids' by 0.135 [0.114, 0.157] (paired); SST-2's
-# intervals cannot tell the tables apart.
+# intervals cannot separate them.
 
 # %% [markdown]
 # (sec-ch11-tasks)=
 # ## Five tasks, learned
 #
-# **Trained long enough, the decoder learns reversal, counting, addition and indexing, and
-# not sorting.** The prompt ends in `=` and the model continues with the answer.
-# Indexing asks for the 0-based position of a digit's first occurrence; sorting, for each
-# character of a permutation, its index in the original; counting, our control, how often a
-# digit occurs, which shuffling leaves unchanged. Prompts have 9 to 22 characters:
+# **Trained long enough, the decoder learns reversal, counting, addition and indexing, not
+# sorting.** The model continues a prompt ending in `=` with the answer. Indexing asks for
+# the 0-based position of a digit's first occurrence; sorting, for each character of a
+# permutation, its index in the original; counting, our control, how often a digit occurs,
+# which needs no order. Prompts have 9 to 22 characters:
 
 # %%
 pd.DataFrame([ch.make_samples(task, 1, seed=0)[0] for task in ch.LEARNED_TASKS], index=ch.LEARNED_TASKS, columns=["prompt", "answer"])
 
 # %% [markdown]
-# A sample is `prompt + answer + <eos>`, padded to the task's length; the model reads it all,
-# and the loss is next-token cross-entropy on the answer and `<eos>` only (the target row holds
-# token ids, −100 where there is no loss):
+# A sample is `prompt + answer + <eos>`, padded; the loss is next-token cross-entropy on the
+# answer and `<eos>` only (target −100 elsewhere):
 
 # %%
 row = ch.P2Task("reversal", n_samples=4, max_len=10, seed=0).batch([0])
 pd.DataFrame({"token": [ch.TOKENS[i] for i in row.tokens[0].tolist()], "target": row.targets[0].tolist()}).T
 
 # %% [markdown]
-# The model: the book's transformer with no positional encoding and a causal mask, trained
-# by one call of `pg.train`; here a small one, 2 layers of width 64 and 300 steps:
+# The model: the book's transformer, no positional encoding, causal mask, trained by
+# `pg.train`; here 2 layers of width 64, 300 steps:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.1, "rtol": 0} tolerance_reason="a retrained run's final loss moved by up to 7% (0.05 here) under other CPU kernel paths; the parameter count is exact"
 S = ch.settings()
@@ -254,10 +250,10 @@ run = pg.train(config, pg.TrainConfig(steps=S.steps, batch_size=S.batch_size, lr
 print(f"{pg.count_parameters(run.model()):,} parameters; final training loss {run.final('loss'):.2f}")
 
 # %% [markdown]
-# Such small runs learn little of P2's tasks. The learned decoders have width 128, 3 layers
-# (0.40M parameters) and 4,000 steps on P2's 20,000 samples per task, three seeds
+# Such small runs learn little. The learned decoders have width 128, 3 layers
+# (0.40M parameters), 4,000 steps on P2's 20,000 samples per task and three seeds
 # ({doc}`appendix_full_scale`). **Exact match** (teacher-forced: every answer token and
-# `<eos>` right, given the right earlier ones) on 2,000 fresh prompts, beside the most
+# `<eos>` right, given correct earlier ones) on 2,000 fresh prompts, beside the most
 # common answer and the 300-step runs:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.15, "rtol": 0.1} tolerance_reason="the 300-step column: seed-0 runs retrained under three other CPU kernel paths (AVX-512, generic, SSE) moved an accuracy by up to 0.10; the other columns are read from a file"
@@ -281,19 +277,18 @@ assert abs(learned.loc[learned.task == "sorting", "exact match"] - guess).max() 
 assert (small["exact match"].drop(ch.CONTROL) < 0.5).all()  # "learn little of P2's tasks"
 
 # %% [markdown]
-# Reversal and counting are solved, addition nearly (0.90), indexing nearly three in four
-# (0.72), every seed far above its most common answer ({numref}`fig-ch11-learning`). Every
-# sorting seed scores 0.35, what a random valid permutation of the right length scores
-# ($1/m!$ averaged over answer lengths $m$; many answers are short).
+# Reversal and counting are solved, addition nearly (0.90), indexing in part (0.72), every
+# seed far above its most common answer ({numref}`fig-ch11-learning`). Every
+# sorting seed scores 0.35, the level of a random valid permutation of the right length
+# ($1/m!$ averaged over answer lengths $m$).
 
 # %% mystnb={"figure": {"caption": "Held-out exact match (left) and training loss (right) of the learned decoders against the training step, mean over three seeds with its 95% interval (band), one line per task. Click a legend entry to show one task; hover a point for its value.", "name": "fig-ch11-learning"}}
 ch.plot_learned_curves(learned_curves)
 
 # %% [markdown]
 # **Trained 2.5 times longer, indexing and addition pass 0.9; sorting stays at the
-# random-permutation level in two seeds of three.** The same decoders retrained from
-# scratch for 10,000 steps, the learning-rate schedule stretched to match (three seeds;
-# reversal and counting, already solved, not rerun):
+# random-permutation level in two seeds of three.** The same decoders trained from scratch
+# for 10,000 steps, schedule stretched (three seeds; reversal and counting not rerun):
 
 # %%
 long, long_curves = ch.read_learned(ch.DATA / "ch11_learned_long.csv")
@@ -303,12 +298,10 @@ pd.DataFrame({"4,000 steps": learned_summary["exact match"], "10,000 steps (mean
               "most common answer": long_summary["best constant answer"]}, index=long_summary.index).round(3)
 
 # %% [markdown]
-# Addition reaches 0.97 [0.94, 0.99] and indexing 0.96 (seeds 0.90 to 1.00): with
-# reversal, three of P2's four tasks pass 0.9. Sorting sits on a plateau at the
-# random-permutation level, its loss flat near 0.53, in every seed for the first 7,000
-# steps; one seed then leaves it and reaches 0.57, still rising, the other two do not
-# ({numref}`fig-ch11-longer`). With one seed of three off the plateau, the mean (0.42) has
-# a 95% interval of 0.09 to 0.75. Sorting may need more steps than this budget.
+# Addition reaches 0.97 [0.94, 0.99] and indexing 0.96 (seeds 0.90 to 1.00). Sorting sits at
+# the random-permutation level, its loss flat near 0.53, in every seed for 7,000 steps; one
+# seed then leaves the plateau and reaches 0.57, still rising ({numref}`fig-ch11-longer`):
+# the mean (0.42) has a 95% interval of 0.09 to 0.75.
 
 # %% mystnb={"figure": {"caption": "Held-out exact match (left) and training loss (right) of the decoders trained for 10,000 steps, mean over three seeds with its 95% interval (band), one line per task. Click a legend entry to show one task; hover a point for its value.", "name": "fig-ch11-longer"}}
 ch.plot_learned_curves(long_curves)
@@ -336,7 +329,7 @@ assert round(long_summary.loc["sorting", "low"], 2) == 0.09 and round(long_summa
 #
 # **Every learned decoder shows the adjacent pattern from layer 1 on, the counting control
 # as much as the order tasks.** Scores of every layer (0: the token embedding) on 256
-# prompts per task and on 256 random-token sequences, which carry no format
+# prompts per task and 256 random-token sequences (no format)
 # ({numref}`fig-ch11-adjacency`):
 
 # %% mystnb={"figure": {"caption": "Adjacency score of every layer (0 = token embeddings) of the learned decoders, on held-out prompts (left) and random tokens (right): one line per task, the mean over three seeds with its 95% interval (band). Click a legend entry to show one task; hover a point for its value.", "name": "fig-ch11-adjacency"}}
@@ -357,14 +350,13 @@ kernel_r = ch.analysis_runs(analysis, "kernel r", by="feature", input="random to
 assert kernel_r.min() > 0.88 and round(kernel_r.min(), 2) == 0.89
 
 # %% [markdown]
-# Layer 1 scores 0.6 to 0.7 on random tokens in every task, and rises above the embedding
-# layer's format score on prompts in every run. The control scores as high as the order
-# tasks, and the layer-1 cosines follow the log-position kernel (correlation at least 0.89).
+# Layer 1 scores 0.6 to 0.7 on random tokens in every task and on prompts rises above the
+# embedding layer's format score in every run; its cosines follow the log-position kernel
+# (correlation at least 0.89).
 #
 # **The pattern weakens in the later layers, as P2 reports, at every depth and width
-# trained.** Addition decoders of 3 and 6 layers at width 128 and of 3 layers at width 64,
-# trained as above (three seeds each), on the prompts, with the paired change from the
-# middle layer (2 of 3, 3 of 6) to the last:
+# trained.** Addition decoders (3 or 6 layers at width 128, 3 at width 64; three seeds each)
+# on prompts, with the paired change from the middle layer (2 of 3, 3 of 6) to the last:
 
 # %%
 def addition_layers(frame):
@@ -402,14 +394,13 @@ drops = {name: depth_table.loc["last - middle layer (paired)", name] for name in
 assert [round(-iv.mean, 2) for iv in drops.values()] == [0.10, 0.13, 0.14]
 
 # %% [markdown]
-# In every model the score rises to the middle layers and falls back by the last: by 0.10
-# [0.08, 0.11] in three layers, 0.13 [0.07, 0.19] in six and 0.14 [0.06, 0.21] at width 64.
-# Six layers learn addition better: every 6-layer seed (0.92 to 0.95) beats every 3-layer
-# seed (0.87 to 0.91). Width-64 seeds score 0.48 to 0.79 (mean 0.66), all below the
-# width-128 ones.
+# The score falls from the middle layers to the last by 0.10 [0.08, 0.11] in three layers,
+# 0.13 [0.07, 0.19] in six and 0.14 [0.06, 0.21] at width 64. Every 6-layer seed (0.92 to
+# 0.95) learns addition better than every 3-layer seed (0.87 to 0.91); width-64 seeds (0.48
+# to 0.79, mean 0.66) fall below all width-128 ones.
 #
-# P2's Figure 1 for the small live reversal run ({numref}`fig-ch11-similarity`): untrained,
-# every layer shows only the format; trained, a band along the diagonal.
+# P2's Figure 1 for the small reversal run ({numref}`fig-ch11-similarity`): untrained, the
+# format only; trained, a diagonal band.
 
 # %% tags=["hide-cell"]
 tokens = {task: ch.analysis_tokens(task, S.n_analysis) for task in ch.TASKS}
@@ -425,10 +416,9 @@ ch.plot_similarity_grid({key: profiles[key] for key in ("reversal, init", "rever
 # ## The residual stream dilutes the average
 #
 # **At initialisation the first attention output carries a strong pattern, and the residual
-# stream dilutes it.** A pre-norm block outputs $h_1 = e + a + \mathrm{MLP}(\cdot)$, adding
-# the token's own embedding $e$ to the attention output $a$. A 1-layer reversal decoder,
-# untrained and trained, beside uniform means (last column: the attention's distance from
-# uniform):
+# stream dilutes it.** A pre-norm block adds the token's own embedding $e$ to the attention
+# output $a$: $h_1 = e + a + \mathrm{MLP}(\cdot)$. A 1-layer reversal decoder, untrained and
+# trained, beside uniform means (last column: the attention's distance from uniform):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.012, "rtol": 0} tolerance_reason="a trained run and untrained models whose float32 rounding decides near-ties between cosines: other CPU kernel paths moved them by up to 0.0017; shown to 2 decimals, where such a move can flip the last digit by 0.01"
 one_layer = ch.train("reversal", S, n_layers=1)
@@ -442,11 +432,10 @@ assert averaging.loc["uniform mean of token embeddings", "attention output"] > 0
 assert averaging.loc["1-layer model, trained", "layer 1"] > 0.8 and averaging.loc["1-layer model, trained", "attention TV to uniform"] > 0.3
 
 # %% [markdown]
-# The untrained attention is almost uniform and its output scores 0.93, near the closed
-# form's 1; the layer output scores 0.55, diluted by an embedding as large as the update.
-# Trained, the attention is far from uniform, yet its output keeps a strong pattern that the
-# layer inherits. Layer 1 of the small two-layer run decays likewise with the offset
-# ({numref}`fig-ch11-decay`).
+# The untrained attention is almost uniform and its output scores 0.93; the layer output
+# scores 0.55, diluted by an embedding as large as the update. Trained, the attention is far
+# from uniform, yet its output keeps a strong pattern that the layer inherits. Layer 1 of
+# the two-layer run decays likewise with the offset ({numref}`fig-ch11-decay`).
 
 # %% mystnb={"figure": {"caption": "Mean cosine C[k, i] against the offset k - i: uniform causal means of Gaussian vectors (simulated) and the closed form (dotted; the two coincide), and layer 1 of the reversal model (seed 0), untrained and trained. Click a legend entry to show one curve; drag to pan, scroll to zoom.", "name": "fig-ch11-decay"}} tags=["stochastic"] tolerance={"atol": 0.25, "rtol": 0} tolerance_reason="the trained curve averages a seed-0 model's cosines over the pairs at each offset: other CPU kernel paths moved it by up to 0.063"
 ch.plot_offset_decay({
@@ -460,9 +449,9 @@ ch.plot_offset_decay({
 # (sec-ch11-init)=
 # ## Initialisation and width set the untrained pattern
 #
-# **Before training, the pattern at layer 1 is as strong as the averaged update is large
-# next to the token embedding; after learning, the pattern no longer depends on it.** P2
-# draws the embeddings from $N(\mu, \sigma^2)$, $\mu \in \{0, 4, 8\}$,
+# **Before training, the layer-1 pattern is as strong as the averaged update is large beside
+# the token embedding; after learning, it no longer depends on that.** P2 draws the
+# embeddings from $N(\mu, \sigma^2)$, $\mu \in \{0, 4, 8\}$,
 # $\sigma \in \{0.002, 0.02, 0.2\}$ (default 0.02), and reports the pattern stable for
 # $\sigma \le 0.02$, gone at 0.2, the mean minor. The small indexing decoder, five seeds
 # ({numref}`fig-ch11-init`):
@@ -476,10 +465,10 @@ ch.plot_init_ablation(ablation, ["layer 1"])
 # %% [markdown]
 # The order is P2's: strong at $\sigma = 0.002$, weak at 0.02, none at 0.2, because the first
 # block's update dwarfs the embedding at 0.002 and is dwarfed by it at 0.2. The mean matters
-# less: LayerNorm removes it before attention, and in the residual stream it keeps the order
-# within a row (exercise 3). Learned addition decoders from each $\sigma$ ($\mu = 0$, three
-# seeds): exact match, also with the layer-1 norms equalised ({ref}`sec-ch11-interventions`),
-# and layer 1 before and after training:
+# less: LayerNorm removes it before attention, and in the residual stream it keeps each
+# row's order (exercise 3). Learned addition decoders from each $\sigma$ ($\mu = 0$, three
+# seeds): exact match, plain and with layer-1 norms equalised
+# ({ref}`sec-ch11-interventions`), and layer 1 before and after training:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.01, "rtol": 0} tolerance_reason="the untrained column: float32 forward passes of untrained models; other CPU kernel paths moved such scores by up to 6e-4; the other columns are read from files"
 def from_files(std):
@@ -524,14 +513,14 @@ assert all(0.55 < tab[std]["layer 1, learned"].mean < 0.75 for std in tab)
 assert tab[0.002]["learned - untrained"].low > 0 and tab[0.2]["learned - untrained"].low > 0 > tab[0.02]["learned - untrained"].high
 
 # %% [markdown]
-# From $\sigma = 0.002$ or 0.2 addition is learned less well in the same steps, and layer
-# 1 ends at 0.59 to 0.69 from any start (untrained: 0.49 to 0.70). What the models use differs: from
-# $\sigma = 0.002$, where the embedding is small beside the averaged update, equalising the
-# layer-1 norms leaves 0.04 of the answers right; from 0.02 or 0.2 it costs a few points.
+# From $\sigma = 0.002$ or 0.2 addition is learned less well, and layer 1 ends at 0.59 to
+# 0.69 from any start (untrained: 0.49 to 0.70). What the models use differs: from
+# $\sigma = 0.002$, where the embedding is small beside the update, equal layer-1 norms
+# leave 0.04 of the answers right; from 0.02 or 0.2 they cost a few points.
 #
-# The width acts like a small $\sigma$: every linear map starts with standard deviation
-# 0.02 and scales its input by about $0.02\sqrt{d}$, so the update grows with the width and
-# the embedding does not. Untrained decoders, mean over three seeds:
+# Width acts like a small $\sigma$: every linear map starts with standard deviation 0.02
+# and scales its input by about $0.02\sqrt{d}$, so the update grows with the width, the
+# embedding does not. Untrained decoders, mean of three seeds:
 
 # %% tags=["stochastic"] tolerance={"atol": 0.01, "rtol": 0} tolerance_reason="untrained models whose float32 rounding decides near-ties between cosines: other CPU kernel paths moved the scores by up to 6e-4, shown to 2 decimals"
 sweep = ch.depth_width_sweep(S, tokens["reversal"][:32])
@@ -545,21 +534,21 @@ assert ((layer1[384] > layer1[128]) & (layer1[128] > layer1[64])).all()
 assert (layer1[384] >= papers.P2_REPORTED.layer1_score_range[0]).all() and (layer1[64] < 0.6).all()
 
 # %% [markdown]
-# At P2's width of 384 the untrained layer 1 lies inside P2's band (0.8 to 1.0); at 32 to 64 it is
-# barely above chance, whatever the depth: P2's "before training" holds at P2's widths.
+# At P2's width of 384 the untrained layer 1 lies in P2's band (0.8 to 1.0); at 32 to 64 it
+# is barely above chance at every depth.
 
 # %% [markdown]
 # (sec-ch11-probes)=
 # ## Probing position without the layout
 #
-# **A probe reads position from a learned state's direction, coarsely, and not from its
-# norm or its similarities taken as a set.** P2's probe reads a token's cosine row in
-# positional order, so it can find position from where the row peaks. A 4-layer MLP reads
-# instead the hidden state, its direction, its norm (the variance hypothesis), the four
-# largest cosines to earlier positions with their mean (`top-k earlier`), or the cosines to
-# four random earlier positions (`k random earlier`), both sorted so that reordering the
-# earlier tokens changes nothing; P2's row (`cosine row`) for comparison. Test NRMSE on
-# random tokens over the 12 runs of the four learned tasks (1: no better than the mean):
+# **A probe reads position, coarsely, from a learned state's direction, not from its norm or
+# its similarities taken as a set.** P2's probe reads a token's cosine row in order, so it
+# can find position from where the row peaks. Our 4-layer MLP probe reads the hidden state,
+# its direction, its norm (the variance hypothesis), the four largest cosines to earlier
+# positions and their mean (`top-k earlier`), or the cosines to four random earlier
+# positions (`k random earlier`), both sorted, hence blind to the earlier tokens' order;
+# P2's `cosine row` for comparison. Test NRMSE on random tokens, 12 runs of the four learned
+# tasks (1: no better than the mean):
 
 # %%
 solved_runs = analysis[analysis.task != "sorting"]
@@ -581,20 +570,20 @@ top = probe_nrmse[1]["top-k earlier"].mean()
 assert 0.45 < probe_nrmse[0]["top-k earlier"].mean() < top  # the set's size alone does better than the trained states
 
 # %% [markdown]
-# The direction carries what position the state has, coarsely (NRMSE 0.84 at layer 1, the
-# whole state 0.83);
-# the norm and the random earlier cosines carry next to nothing. The largest earlier cosines
-# seem to carry some (0.65), but do better at the embedding layer (0.50), where the states
-# know nothing of position: the largest of many cosines grows with how many there are, so
+# The direction carries the state's positional information (NRMSE 0.84 at layer 1, the whole
+# state 0.83); the norm and the random earlier cosines carry next to nothing. The largest
+# earlier cosines seem to carry some (0.65) but do better at the position-blind embedding
+# layer (0.50): the largest of many cosines grows with their number, so
 # this feature reads the set's size. P2's ordered row reaches 0.82 at the last layer.
 
 # %% [markdown]
 # (sec-ch11-interventions)=
 # ## What the learned models use
 #
-# **Equalising the norms costs the learned models little; replacing what their first layer averaged costs the order tasks almost everything, and the counting control much too.** First, the first attention layer reads its prefix as a set: its input
-# carries no position, so permuting the earlier keys and values, differently for every
-# query, changes nothing (the small reversal model):
+# **Equalising the norms costs little; replacing what the first layer averaged costs the
+# order tasks almost everything, and the counting control much too.** The first attention
+# layer reads its prefix as a set: its input carries no position, so permuting earlier keys
+# and values, differently per query, changes nothing (small reversal model):
 
 # %%
 model = runs[("reversal", 0)].model()
@@ -606,12 +595,12 @@ permuted = ch.prefix_permuted_attention(model.blocks[0].attn, x, seed=0)
 print(f"largest change {float((permuted - plain).abs().max()):.1e}, outputs up to {float(plain.abs().max()):.1f}")
 
 # %% [markdown]
-# What reaches later layers is how many tokens each position averaged (the norm cue,
-# $\propto 1/\sqrt{k}$) and which (nested prefixes overlap: the adjacency cue). At the
+# Later layers thus receive how many tokens each position averaged (the norm cue,
+# $\propto 1/\sqrt{k}$) and which (overlapping prefixes: the adjacency cue). At the
 # prompt's positions we remove one at a time: the states after layer 1, or the first
-# attention's outputs, rescaled to one norm; or each attention output given the direction of
-# another prompt's at the same position, its norm kept. Exact match on 2,000 held-out
-# prompts, three seeds:
+# attention's outputs, rescaled to one norm; or each attention output given another prompt's
+# direction at the same position, its norm kept. Exact match on 2,000 held-out prompts,
+# three seeds:
 
 # %%
 effects = ch.analysis_runs(analysis, "exact match", by="feature").set_index(["task", "seed"])[list(ch.INTERVENTIONS)]
@@ -630,20 +619,20 @@ assert drops["counting"]["another prompt's prefix in layer 1"].mean < -0.5
 assert drops["indexing"]["equal attention norms in layer 1"].high < 0
 
 # %% [markdown]
-# Equalising the states after layer 1 costs nothing the seeds can tell from zero;
-# equalising the attention outputs costs 0.10 to 0.17, excluding zero only for indexing. Another prompt's directions break every
-# task, counting included (1.00 to 0.46): the intervention removes the prefix's content
-# together with its overlap, and the control needs the content without any order. The first
-# layer's contribution is used; that its *adjacency* is what the models read is not shown.
+# Equal norms after layer 1 cost nothing distinguishable from zero; equal attention norms
+# cost 0.10 to 0.17, excluding zero only for indexing. Another prompt's directions break
+# every task, counting included (1.00 to 0.46): they remove the prefix's content with its
+# overlap, and the control needs that content. The first layer's contribution is used; that
+# the models read its *adjacency* is not shown.
 
 # %% [markdown]
 # (sec-ch11-mask)=
 # ## Without the causal mask the pattern is gone
 #
-# **The same trained weights without the mask lose the pattern.** Without the mask every
-# layer is permutation-equivariant: a state depends only on its token and the multiset of
-# the sequence's tokens. The small reversal model with and without the mask (`equivariant`
-# checks the symmetry on a permuted input):
+# **The same trained weights without the mask lose the pattern.** Unmasked, every layer is
+# permutation-equivariant: a state depends only on its token and the multiset of the
+# sequence's tokens. The small reversal model, masked and not (`equivariant` checks the
+# symmetry on a permuted input):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.03, "rtol": 0.2} tolerance_reason="a seed-0 trained model: other CPU kernel paths moved its scores by up to 0.03 (0.07 at width 128)"
 random_input = ch.random_tokens(S.n_analysis, tokens["reversal"].shape[1])
@@ -660,45 +649,43 @@ assert (contrast.loc[("random tokens", "causal mask"), layers[1:]] > 0.6).all()
 assert (no_mask[layers[1:]].sub(no_mask["layer 0"], axis=0)).abs().max().max() < 0.03
 
 # %% [markdown]
-# Unmasked, the model scores one half on random tokens and stays at the embedding layer's
-# format score on prompts (exercise 4).
+# Without the mask the model scores one half on random tokens and stays at the embedding
+# layer's format score on prompts (exercise 4).
 #
 # (sec-ch11-related)=
 # ## Related work
 #
-# {cite:t}`kim2025behind` prove that the causal mask alone makes attention favour nearby
-# query-key pairs, amplified by training: the attention-side counterpart of our averaging
-# identity for hidden states.
+# {cite:t}`kim2025behind` prove that the causal mask alone biases attention towards nearby
+# query-key pairs, more so after training: our identity seen from attention.
 #
 # {cite:t}`ruscio2026absolute` trace absolute position in RoPE models to the causal
-# softmax's denominator, which depends on the query's position (our norm cue, seen from the
-# state), and to the first token, read through sink heads.
+# softmax's position-dependent denominator (our norm cue) and to first-token sink heads.
 #
-# {cite:t}`wang2024length` find NoPE models generalise to longer inputs only until attention
-# spreads out; a spreading average fades like $1/\sqrt{k}$, and with it the norm cue.
+# {cite:t}`wang2024length` find NoPE models extrapolate only until attention spreads out; a
+# spreading average fades like $1/\sqrt{k}$, and with it the norm cue.
 #
-# {cite:t}`gu2025attention` show attention sinks on the first token emerge in small models,
-# even on random tokens, from the softmax's normalisation: under the mask the first position
-# is the one every query sees, a fixed reference for a decoder without positions.
+# {cite:t}`gu2025attention` show first-token attention sinks emerge from the softmax's
+# normalisation, even in small models on random tokens: under the mask the first position
+# is the one every query sees, a fixed reference.
 #
 # (sec-ch11-paper)=
 # ## Beside the paper
 #
 # | | P2 | this chapter |
 # |---|---|---|
-# | chance level of the score | about 0.6 (diagonal included) | 0.5 |
-# | model | 6 layers, width 384, 10.6M parameters, 5 seeds | 3 layers, width 128, 0.40M parameters, 3 seeds |
+# | chance level | about 0.6 (diagonal included) | 0.5 |
+# | model | 6 layers, width 384, 10.6M parameters, 5 seeds | 3 layers, width 128, 0.40M, 3 seeds |
 # | layer 0 | about 0.5 | 0.50 on random tokens; 0.46 to 0.65 on prompts (format) |
 # | layer 1, untrained | 0.8 to 1.0 | 0.55 to 0.58 at width 64; 0.92 to 0.93 at width 384 |
-# | layer 1, trained | 0.8 to 1.0 | 0.60 to 0.71 on random tokens in every task, the counting control included |
-# | later layers | the pattern weakens | weaker after the middle layers: −0.10 (3 layers), −0.13 (6 layers), −0.14 (width 64) |
-# | initialisation | stable for $\sigma \le 0.02$, gone at 0.2 | untrained: the same order, but weak already at 0.02; learned: layer 1 at 0.59 to 0.69 from every σ |
-# | probes | similarity beats variance | direction 0.84 NRMSE; norm and random earlier cosines 0.98 to 0.99; P2's ordered row 0.82 |
+# | layer 1, trained | 0.8 to 1.0 | 0.60 to 0.71 on random tokens, counting included |
+# | later layers | weaker | middle to last: −0.10 (3 layers), −0.13 (6 layers), −0.14 (width 64) |
+# | initialisation | stable for $\sigma \le 0.02$, gone at 0.2 | untrained: same order, weak already at 0.02; learned: layer 1 at 0.59 to 0.69 from every σ |
+# | probes (NRMSE) | similarity beats variance | direction 0.84; norm, random earlier cosines 0.98 to 0.99; P2's row 0.82 |
 # | what is used | not tested | layer-1 norms: no measurable cost (0.04 left from σ = 0.002); attention norms: −0.10 to −0.17; first layer's content: needed, by the control too |
 #
 # P2's normaliser includes the diagonal, hence its higher chance level (exercise 1). Our
-# build of P2's configuration has 10.7M parameters (P2 reports 10.6M); it is prepared for
-# a GPU, not run ({doc}`appendix_full_scale`).
+# build of P2's configuration has 10.7M parameters (P2 reports 10.6M); it is not trained
+# here ({doc}`appendix_full_scale`).
 
 # %% tags=["remove-cell"]
 full = ch.settings("full")
@@ -714,26 +701,25 @@ assert round(per_task_l1.min(), 2) == 0.60 and per_task_l1.max() < 0.72  # and i
 # (sec-ch11-limits)=
 # :::{admonition} Limits
 # :class: warning
-# - **Scale.** P2's 10.6M-parameter models and five seeds are not run; trained models vary
-#   depth and width for addition only. Sorting is not learned; the analysed models are
-#   the 4,000-step ones.
+# - **Scale.** P2's 10.6M-parameter models and five seeds are not run; depth and width vary
+#   for addition only. Sorting is not learned; the analysed models are the 4,000-step ones.
 # - **Probes on random tokens**, which the models never saw; prompts give position away.
 # - **Coarse interventions.** Replacing the first layer's directions removes content with
-#   the overlap; the counting control shows it removes more than position.
-# - **Single runs.** The heatmaps, the averaging table and the unmasked model each come from
-#   one small seed-0 model: they illustrate, not measure.
+#   the overlap, as the counting control shows.
+# - **Single runs.** The heatmaps, the averaging table and the unmasked model come from one
+#   small seed-0 model: illustrations, not measurements.
 # :::
 #
 # ## Summary
 #
-# - Uniform causal averaging makes the adjacent pattern by itself: the means of two prefixes
-#   have cosine $\sqrt{\min(k,l)/\max(k,l)}$, a kernel in log-position that scores 1.
-# - Decoders that learn their tasks show the pattern from layer 1, the control as much as
-#   the order tasks; it weakens after the middle layers.
-# - Learned from any initialisation, layer 1 ends at a similar level; small embeddings make
-#   a model rely on the norm cue.
-# - Position is readable, coarsely, from a state's direction, not from its norm or
-#   order-free similarities; that the models use the adjacency pattern is not shown.
+# - Uniform causal averaging alone makes the adjacent pattern: prefix means have cosine
+#   $\sqrt{\min(k,l)/\max(k,l)}$.
+# - Learned decoders show it from layer 1, the control as much as the order tasks; it
+#   weakens after the middle layers.
+# - Layer 1 ends alike from any initialisation; small embeddings make a model rely on the
+#   norm cue.
+# - Position is readable, coarsely, from a state's direction, not its norm; that the models
+#   use the pattern is not shown.
 # - Without the causal mask the pattern is gone.
 #
 # ## Exercises
@@ -788,7 +774,7 @@ assert round(per_task_l1.min(), 2) == 0.60 and per_task_l1.max() < 0.72  # and i
 # ```
 #
 # **3. A common mean.** Draw the averaged vectors from $N(4, 1)$ in width 128. Predict the
-# cosine of the first and the last of 39 causal means, and the score.
+# cosine of the first and last of 39 causal means, and the score.
 #
 # ```{admonition} Solution
 # :class: dropdown
@@ -808,8 +794,8 @@ assert round(per_task_l1.min(), 2) == 0.60 and per_task_l1.max() < 0.72  # and i
 # barely moves P2's measurements.
 # ```
 #
-# **4. Why one half?** Why does a model without the mask score one half on random tokens,
-# and why need it not on task prompts?
+# **4. Why one half?** Why does an unmasked model score one half on random tokens, but not
+# necessarily on task prompts?
 #
 # ```{admonition} Solution
 # :class: dropdown
