@@ -25,18 +25,17 @@
 # parameters". How low is the rank, and what does the saving buy?
 #
 # **The book's answer.** Taken literally, $\operatorname{rank}(B) = n - 1$ on every corpus:
-# no saving. An *effective* rank is low on the synthetic corpus only: on real text, even
-# without sampling noise, 90% of the spectral mass needs 29 dimensions on SST-2 and 141 on
-# IMDB ({ref}`the spectra <sec-ch07-rank>`), though stress falls faster
-# ({ref}`stress <sec-ch07-stress>`). P1's example reproduces, but its 99.8% measures the
-# sinusoids' scale; with the best scale for each, rank 3 reduces the sinusoidal stress by
-# 62–76% ({ref}`beside the paper <sec-ch07-p1>`). A trained rank-2 table uses nearly as
-# much positional information as a free one, and neither reproduces the corpus geometry
-# ({ref}`training <sec-ch07-trained>`), though training does pull each table toward its own
-# corpus's geometry rather than another's ({ref}`three corpora <sec-ch07-cross>`). On real
-# text the saving does not carry over: on IMDB a factorised table recovers about 5% of what
-# a free table gains over no positions at rank 2, about 60% at rank 16, and no more at full
-# rank ({ref}`real text <sec-ch07-text>`).
+# no saving. An *effective* rank is low only on the synthetic corpus: real text, even
+# noise-corrected, needs 29 (SST-2) and 141 (IMDB) dimensions for 90% of the spectral mass
+# ({ref}`the spectra <sec-ch07-rank>`), though stress falls faster
+# ({ref}`stress <sec-ch07-stress>`). P1's 99.8% measures the sinusoids' scale; with the
+# best scale for each, rank 3 reduces the sinusoidal stress by 62–76%
+# ({ref}`beside the paper <sec-ch07-p1>`). A trained rank-2 table uses nearly as much
+# positional information as a free one; neither reproduces the corpus geometry
+# ({ref}`training <sec-ch07-trained>`), though each is pulled toward its own corpus's
+# ({ref}`three corpora <sec-ch07-cross>`). On IMDB the saving does not carry over: a
+# factorised table recovers about 5% of a free table's gain over no positions at rank 2,
+# about 60% at rank 16, and no more at full rank ({ref}`real text <sec-ch07-text>`).
 #
 # **You will learn** to compute the double-centred Gram matrix and its effective rank, to
 # build a rank-$r$ table and count its parameters, and to tell a stress reduction due to
@@ -157,10 +156,10 @@ assert torch.linalg.matrix_rank(P).item() == 3
 #
 # **On every corpus the exact rank of $B$ is $n - 1$; a few dimensions hold most of the
 # spectral mass on the synthetic corpus, but on real text even the noise-corrected spectrum
-# spreads over dozens.** The exact rank cannot be low: the chord Hellinger
-# distance is the Euclidean distance between the points $\sqrt{\mu_i}/\sqrt2$
+# spreads over dozens.** The exact rank cannot be low: chord Hellinger distances are
+# Euclidean distances between the points $\sqrt{\mu_i}/\sqrt2$
 # ({doc}`the MDS chapter <04_mds_and_stress>`), and $n$ generic distributions over a
-# vocabulary larger than $n$ span $n - 1$ dimensions. The last column is the share of the
+# vocabulary larger than $n$ span $n - 1$ dimensions. The last column is the share of
 # absolute mass on negative eigenvalues (0 for a Euclidean geometry).
 
 # %%
@@ -173,11 +172,11 @@ pg.plot_spectra(ch.spectra(targets))
 # %% [markdown]
 # On the synthetic corpus three eigenvalues hold about four fifths of the mass
 # ({numref}`fig-ch7-spectra`). On the real corpora the plug-in spectrum is nearly flat,
-# since sampling noise is full-rank: on IMDB the top three eigenvalues hold under 5%.
-# Removing the noise concentrates the spectrum, but corrected SST-2 and IMDB still need 29
-# and 141 dimensions for 90% of the mass. Corrected IMDB is not even Euclidean: more than a
-# third of its mass is negative, the estimator's own noise, since a true chord Hellinger
-# matrix is exactly Euclidean; the energy-based ranks use the positive part only.
+# since sampling noise is full-rank: on IMDB the top three hold under 5%. Removing the
+# noise concentrates the spectrum, but corrected SST-2 and IMDB still need 29 and 141
+# dimensions for 90%. Corrected IMDB is not even Euclidean: more than a third of its mass
+# is negative, the estimator's own noise (a true chord Hellinger matrix is Euclidean); the
+# energy-based ranks use the positive part only.
 
 # %% tags=["remove-cell"]
 plug_in = [label for label in targets if label.endswith("plug-in")]
@@ -197,12 +196,11 @@ assert ranks.loc["imdb corrected", "negative share"] > 1 / 3
 # **A few dimensions reproduce the distances well even where the Gram matrix needs many:
 # rank 3 reproduces the synthetic geometry to a stress below 0.01, SST-2 needs 12
 # dimensions for that and plug-in IMDB 24.** Spectral mass measures how well a rank-$r$
-# encoding reproduces $B$; P1's criterion is stress, which compares distances. For each rank
-# we take classical MDS (the top $r$ eigenpairs) and refine it with SMACOF, the
-# stress-optimal encoding of that dimension; the bands are 95% intervals, as in
-# {doc}`the MDS chapter <04_mds_and_stress>`. The table adds an order-free yardstick, the
-# scale-optimal stress of the **regular simplex** (all positions equidistant), and the
-# lowest rank whose encoding beats it.
+# encoding reproduces $B$; P1's criterion, stress, compares distances. For each rank we
+# refine classical MDS (the top $r$ eigenpairs) with SMACOF; the bands are 95% intervals
+# ({doc}`the MDS chapter <04_mds_and_stress>`). As an order-free yardstick the table adds
+# the scale-optimal stress of the **regular simplex** (all positions equidistant) and the
+# lowest rank that beats it.
 
 # %%
 RANKS = [1, 2, 3, 4, 6, 8, 12, 16, 24]
@@ -217,13 +215,12 @@ table.astype({"lowest rank beating it": "Int64"}).round(4)
 ch.plot_rank_stress_curves(curves)
 
 # %% [markdown]
-# SST-2 needs its 12 dimensions with or without the noise correction
-# ({numref}`fig-ch7-rank-stress`). Corrected IMDB stalls near 0.04 from rank 4 on, the
-# non-Euclidean part of the estimate that no Euclidean encoding reproduces. Classical MDS
-# is far worse than SMACOF on the real corpora. The yardstick shows how little order a
-# noisy geometry holds: plug-in IMDB's distances are so nearly equal that the simplex
-# (stress 0.011) is beaten only at rank 24, while corrected IMDB, far from equidistant,
-# beats it at rank 1.
+# SST-2 needs 12 dimensions with or without the noise correction
+# ({numref}`fig-ch7-rank-stress`). Corrected IMDB stalls near 0.04 from rank 4 on: its
+# non-Euclidean part, which no Euclidean encoding reproduces. Classical MDS is far worse
+# than SMACOF on the real corpora. The yardstick shows how little order a noisy geometry
+# holds: plug-in IMDB's distances are so nearly equal that the simplex (stress 0.011) is
+# beaten only at rank 24, while corrected IMDB beats it at rank 1.
 
 # %% tags=["remove-cell"]
 needed = table["lowest rank beating it"]
@@ -247,12 +244,12 @@ assert curves["imdb corrected"]["classical optimal"].diff().max() > 0  # not mon
 #
 # **A rank-2 table trained inside a transformer uses 0.89 of the positional information,
 # the free table 0.94: low rank costs a little. Training moves every table toward the
-# corpus geometry, but the low-rank tables end far from the rank-$r$ optimum.** Here a
+# corpus geometry, but the low-rank tables end far from the rank-$r$ optimum.** A
 # transformer *learns* the table, restricted to rank $r$, by masked-token prediction on the
-# synthetic corpus. Its tokens are
-# drawn independently from their position's distribution $\mu_i$, so position is the whole
-# task and the best prediction at a masked position $i$ is $\mu_i$ itself. A sample (mask
-# token 64; the target, -100 elsewhere, is scored only where the input is masked):
+# synthetic corpus, whose tokens are drawn independently from their position's distribution
+# $\mu_i$: position is the whole task, and the best prediction at a masked position $i$ is
+# $\mu_i$ itself. A sample (mask token 64; targets, -100 elsewhere, are scored only at
+# masked inputs):
 
 # %%
 s = ch.settings()
@@ -261,12 +258,11 @@ batch = task.sample(1, torch.Generator().manual_seed(0))
 pd.DataFrame({"input": batch.tokens[0].numpy(), "target": batch.targets[0].numpy()}).T.iloc[:, :16]
 
 # %% [markdown]
-# We score each model against the true marginals: the **expected accuracy**
-# $\mu_i(\arg\max q)$ of its prediction $q$, and the **information** it uses,
+# Each model is scored against the true marginals by the **expected accuracy**
+# $\mu_i(\arg\max q)$ of its prediction $q$ and the **information** it uses,
 # $1 - \mathrm{KL}(\mu_i \,\|\, q) / I$, with $I$ the mutual information between position
-# and token: 0 for a model blind to position, 1 for the Bayes optimum. The **stress** is the
-# table's scale-optimal stress against the corpus geometry, before and after training. Each
-# table is trained with this one function:
+# and token (0 blind to position, 1 the Bayes optimum); its table by the scale-optimal
+# **stress** against the corpus geometry, before and after training:
 
 # %%
 def train(position, rank, seed):
@@ -278,11 +274,11 @@ def train(position, rank, seed):
 
 
 # %% [markdown]
-# The model has one layer of width 32, four heads and a feed-forward width of 64; each run
-# is 400 AdamW steps of 64 sequences at learning rate 0.005. We train no table, the fixed
-# sinusoidal one, rank 1, 2, 3 and 8, and a free table; rank 2 and the free table over five
-# seeds, the others with seed 0 (15 runs). Means over seeds, beside the stress of the best
-# rank-$r$ encoding (SMACOF on the true geometry):
+# One layer of width 32, four heads, feed-forward width 64; 400 AdamW steps of 64 sequences
+# at learning rate 0.005. We train no table, the fixed sinusoidal table, ranks 1, 2, 3 and
+# 8, and a free table; rank 2 and the free table over five seeds, the others with seed 0
+# (15 runs). Means over seeds, beside the best rank-$r$ encoding's stress (SMACOF on the
+# true geometry):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.005, "rtol": 0} tolerance_reason="shown to 3 decimals, compared to 0.005: retrained under another CPU kernel path (ATEN_CPU_CAPABILITY=default) every run's metrics moved by at most 0.0008 (rank 2, seed 4), far less than the spread over seeds (sd 0.014 of the rank-2 information)"
 runs = pd.DataFrame([
@@ -298,8 +294,8 @@ pg.display_table(trained.drop(columns=["position", "rank"]), digits=3)  # n/a: n
 ch.plot_accuracy_vs_parameters(trained)
 
 # %% [markdown]
-# The differences the conclusions rest on, with 95% intervals over the five seeds
-# (Student's $t$; Welch's for free against rank 2, paired for before against after):
+# The key differences, with 95% intervals over the five seeds (Student's $t$; Welch's for
+# free against rank 2, paired for before against after):
 
 # %% tags=["stochastic"] tolerance={"atol": 0.005, "rtol": 0} tolerance_reason="shown to 3 decimals, compared to 0.005: the per-seed metrics moved by at most 0.0008 under another CPU kernel path, the means by a fifth of that and the interval ends (mean -/+ 2.78 sd / sqrt(5)) by less than 0.002"
 per_seed = runs.assign(information=1 - runs["excess_loss"] / ch.references(mu)["mutual_information"]).set_index(["encoding", "seed"])
@@ -316,21 +312,20 @@ intervals = {
 pd.DataFrame({k: v.as_dict() for k, v in intervals.items()}).T[["mean", "low", "high"]].round(3)
 
 # %% [markdown]
-# - **Position is the whole task.** Without positions the model learns only the overall
-#   token frequencies (information ≈ 0).
-# - **Low rank costs a little.** The rank-2 table has an eighth of the free table's
-#   parameters; the free table is ahead by 0.053 [0.035, 0.071] in information. The
-#   expected accuracy does not separate them: the free table predicts distributions closer
-#   to the true marginals, not more correct guesses.
+# - **Without positions** the model learns only the overall token frequencies
+#   (information ≈ 0).
+# - **Low rank costs a little.** With an eighth of the free table's parameters, rank 2
+#   trails it by 0.053 [0.035, 0.071] in information. Expected accuracy does not separate
+#   them: the free table predicts distributions closer to the marginals, not more correct
+#   guesses.
 # - **The fixed sinusoidal table, with no parameters, does about as well as the free one**
-#   in its single run: with 32 positions and width 32, its 16 frequencies separate every
-#   position, and the layer above maps them to the marginals.
-# - **Training moves the tables toward the corpus geometry**, as P1 predicts: the stress
-#   of the free table falls from 0.105 to 0.030, that of the rank-2 table from 0.30 to
-#   0.145, drops whose intervals exclude 0. But the rank-2 tables end 0.125 [0.097, 0.153]
-#   above the rank-2 optimum, and seed 0 of rank 3 ends at 0.10 against 0.007: a table that
-#   serves the task need not reproduce the Hellinger geometry, only let the layers above
-#   tell the positions apart.
+#   in its single run: its 16 frequencies separate all 32 positions, and the layer above
+#   maps them to the marginals.
+# - **Training moves the tables toward the corpus geometry**: the free table's stress falls
+#   from 0.105 to 0.030, the rank-2 table's from 0.30 to 0.145, drops whose intervals
+#   exclude 0. But rank 2 ends 0.125 [0.097, 0.153] above its optimum, and seed 0 of rank 3
+#   at 0.10 against 0.007: a table that serves the task need only let the layers above tell
+#   the positions apart, not reproduce the Hellinger geometry.
 
 # %% tags=["remove-cell"]
 for label, row in trained.iterrows():
@@ -359,16 +354,15 @@ assert near(trained.loc["rank 3", "stress"], 0.10) and round(optimum[3], 3) == 0
 # (sec-ch07-text)=
 # ## Low rank on real text
 #
-# **On IMDB every factorised table trails the free one. Ranks 1 and 2 recover about 5% of
-# what the free table gains over no positions, rank 16 about 60%, and more rank, up to a
-# factorised table of full rank, gains nothing we can measure.** The task is masked-token
-# prediction on the first 128 word pieces of IMDB reviews, where a model without positions
-# is 0.86 [0.73, 0.99] nats of held-out loss worse than one with a free table. The model is that of
+# **On IMDB every factorised table below full rank trails the free one. Ranks 1 and 2
+# recover about 5% of what the free table gains over no positions, rank 16 about 60%, and
+# more rank gains nothing measurable.** The task is masked-token prediction on the first
+# 128 word pieces of IMDB reviews, where a model without positions is 0.86 [0.73, 0.99]
+# nats of held-out loss worse than one with a free table. The model is that of
 # {ref}`the constructive chapter's controls <sec-ch10-controls>` (two layers of width 64,
 # 1,800 AdamW steps), scored on 2,048 test reviews masked twice, three seeds per table
-# (`data/ch07_lowrank_imdb.csv`, made by `make p1-controls`). Its table has 129 rows (one
-# spare) of width 64: 8,256 parameters free, $193r$ at rank $r$
-# ({numref}`fig-ch7-text`).
+# (`data/ch07_lowrank_imdb.csv`, from `make p1-controls`). Its table has 129 rows (one
+# spare) of width 64: 8,256 parameters free, $193r$ at rank $r$ ({numref}`fig-ch7-text`).
 
 # %% mystnb={"figure": {"caption": "Held-out masked-token loss on IMDB (128 positions) of learned position tables factorised at rank 1 to 64, against their trainable positional parameters (log scale), beside no positions and a free table (dashed). Mean over three seeds with its 95% band. Hover a point for its table.", "name": "fig-ch7-text"}}
 lowrank_text = pd.read_csv(ch.LOWRANK_TEXT_FILE)
@@ -376,8 +370,8 @@ text_table = ch.lowrank_text_table(lowrank_text, n_rows=129, d=64)
 ch.plot_lowrank_text(text_table)
 
 # %% [markdown]
-# Per table, paired by seed: its loss minus the free table's, and the share of the free
-# table's gain over no positions that it recovers (95% intervals over the three seeds):
+# Per table, paired by seed: loss minus the free table's, and the share of the free table's
+# gain over no positions recovered (95% intervals over three seeds):
 
 # %%
 shown = lambda *v: "{:.2f} [{:.2f}, {:.2f}]".format(*(x + 0.0 if abs(x) >= 0.005 else 0.0 for x in v))  # noqa: E731
@@ -390,17 +384,15 @@ pd.DataFrame({
 
 # %% [markdown]
 # Below rank 16, rank is what costs: rank 16 beats rank 2 by 0.48 [0.29, 0.67] nats, paired
-# by seed. Above it we cannot tell the tables apart: the factorised table of full rank 64,
-# with more parameters than the free table, is no better than rank 16 (by −0.10 [−0.87,
-# 0.68] nats) and varies most from seed to seed (3.44 to 3.89). The gap that remains to the
-# free table is a cost of training a product of two matrices, not of its rank. At ranks 4
-# and 8 the seeds split between tables that find a use for positions and tables that barely
-# leave the no-position loss.
+# by seed. Above it the tables are indistinguishable: full rank 64, with more parameters
+# than the free table, is no better than rank 16 (by −0.10 [−0.87, 0.68] nats) and varies
+# most between seeds (3.44 to 3.89). The remaining gap to the free table is a cost of
+# training a product of two matrices, not of rank. At ranks 4 and 8 some seeds find a use
+# for positions and others barely leave the no-position loss.
 #
-# So the saving of Observation 8 does not carry over to real text. On the synthetic corpus
-# rank 2 lost 0.05 of the positional information ({ref}`above <sec-ch07-trained>`); on IMDB,
-# whose geometry needs 141 dimensions for 90% of its spectral mass
-# ({ref}`the spectra <sec-ch07-rank>`), rank 2 keeps about 5% of the positional gain.
+# Rank 2, which lost 0.05 of the positional information on the synthetic corpus
+# ({ref}`above <sec-ch07-trained>`), keeps about 5% of the gain on IMDB, whose geometry
+# needs 141 dimensions for 90% of its mass ({ref}`the spectra <sec-ch07-rank>`).
 
 # %% tags=["remove-cell"]
 text_loss = lowrank_text.pivot(index="seed", columns="encoding", values="loss")
@@ -422,14 +414,13 @@ assert text_table.loc["rank 64", "parameters"] > text_table.loc["learned (free)"
 # ## Does training move a table toward its own corpus?
 #
 # **Yes: each of three corpora with different geometries is fitted best by the tables
-# trained on it, in every pairing, with intervals that exclude 0.** A falling stress alone
-# is weak evidence that training moves a table toward the
-# corpus geometry: any smoothing of neighbouring rows lowers the stress against a smooth
-# target. The control is a corpus with another geometry. Three synthetic corpora of 32
-# positions, with broad bumps so that far positions still differ: a **ring** (the bump
+# trained on it, every margin's interval excluding 0.** A falling stress alone
+# is weak evidence: any smoothing of neighbouring rows lowers the stress against a smooth
+# target. The control is a corpus with another geometry: three synthetic corpora of 32
+# positions, with broad bumps so that far positions still differ, a **ring** (the bump
 # wraps around, so the last position is next to the first), a **line** (it does not), and a
-# **mixture** of the ring with an accelerating bump on a shuffled vocabulary. How different
-# their geometries are, as the stress of each one's exact embedding against the others':
+# **mixture** of the ring with an accelerating bump on a shuffled vocabulary. The stress of
+# each one's exact embedding against the others' geometries:
 
 # %%
 cross_geometries = {c: pg.hellinger_matrix(ch.cross_task(s, c)[1]) for c in ch.CROSS_CORPORA}
@@ -438,11 +429,10 @@ pd.DataFrame({target: {source: pg.stress(pg.classical_mds(D).coords, cross_geome
               for target in cross_geometries}).rename_axis("embedding of \\ scored against").round(3)
 
 # %% [markdown]
-# A free table is trained on each corpus with the model and steps above, five seeds each
-# (`ch.cross_runs`, 15 runs written to `data/ch07_cross.csv` by `make p1-controls`), and every
-# trained table is scored against every corpus's geometry. P1 predicts the diagonal: each
-# table fits its own corpus best. Mean stress over the five seeds with its 95% interval, and
-# the untrained tables as a baseline:
+# A free table is trained on each corpus with the model above, five seeds each
+# (`ch.cross_runs`, 15 runs in `data/ch07_cross.csv`, from `make p1-controls`), and scored
+# against every corpus's geometry. P1 predicts the diagonal. Mean stress over seeds with its
+# 95% interval, the untrained tables as a baseline:
 
 # %%
 cross = pd.read_csv(ch.CROSS_FILE)
@@ -450,8 +440,8 @@ cross_summary = pg.seed_summary(cross, by=["trained on", "scored against"], metr
 pg.interval_table(cross_summary, digits=3)["stress"].unstack("scored against").reindex(["ring", "line", "mixture", "initial"])
 
 # %% [markdown]
-# For each geometry, the stress of the tables trained on another corpus minus that of the
-# tables trained on its own, paired by seed (positive: the own corpus's table fits better):
+# Per geometry, the stress of tables trained on another corpus minus that of tables trained
+# on its own, paired by seed (positive: its own corpus's tables fit better):
 
 # %%
 margin = ch.own_corpus_margin(cross[cross["trained on"] != "initial"])
@@ -459,12 +449,10 @@ margin.round(3)
 
 # %% [markdown]
 # Every trained table fits every geometry better than the untrained ones (stress 0.15 to
-# 0.23), the smoothing that any training of neighbouring rows brings. Beyond that, each
-# column's smallest stress is its own corpus's, and all six margins exclude 0. The margins
-# follow the geometries' own distances: the ring's and the line's tables are closest (ring
-# against line 0.006, the smallest margin), while the mixture, whose geometry is farthest
-# from the line's, is told apart from it most clearly. Training does pull a table toward
-# the geometry of the corpus it sees, as P1 predicts, not only toward smoothness.
+# 0.23): the smoothing any training brings. Beyond that, each column's smallest stress is
+# its own corpus's, and all six margins exclude 0. The margins follow the distances between
+# the geometries: ring against line is the smallest (0.006), and the mixture, farthest from
+# the line, is told apart from it most clearly.
 
 # %% tags=["remove-cell"]
 assert len(cross) == 4 * 5 * 3 and (cross.groupby(["trained on", "scored against"]).size() == 5).all()
@@ -484,35 +472,34 @@ assert margin.xs("line", level="scored against")["mean"].idxmax() == "mixture"
 # **P1's numbers reproduce, but the 99.8% measures scale: with the best scale for each, the
 # rank-3 encoding reduces the sinusoidal stress by 62–76%.** For $n = 32$, $d = 128$ and
 # $r = 3$ the parameters follow from the formula: $3 \cdot 160 = 480$ against
-# $32 \cdot 128 = 4096$, 88.3% fewer. We compare the rank-3 encodings with the sinusoidal
-# table of width 128 on the synthetic corpus' plug-in geometry, by raw stress (P1's
-# definition) and by scale-optimal stress:
+# $32 \cdot 128 = 4096$, 88.3% fewer. We compare the rank-3 encodings with the width-128
+# sinusoidal table on the synthetic plug-in geometry, by raw stress (P1's definition) and
+# scale-optimal stress:
 
 # %%
 claim = ch.claim_table(targets["synthetic plug-in"], d=128, rank=3)
 pg.display_table(claim, mixed=True)  # n/a: P1 gives no such value
 
 # %% [markdown]
-# Our raw reduction is even larger than P1's. But raw stress compares unscaled distances:
+# Our raw reduction exceeds P1's. But raw stress compares unscaled distances:
 # the sinusoidal vectors of width 128 have norm 8 and mutual distances of several units,
 # against Hellinger distances below 1, so
-# their raw stress is about 70 *whatever their shape*, and any encoding of the right scale
-# with a stress below 0.7 beats them by more than 99%. If P1's reported PMDS stress of 0.009
+# their raw stress is about 70 *whatever their shape*: any encoding of the right scale with
+# a stress below 0.7 beats them by over 99%. If P1's reported PMDS stress of 0.009
 # is its rank-3 value, its sinusoidal raw stress was
 
 # %%
 round(papers.PAPER_P1["stress/synthetic/pmds"] / (1 - papers.PAPER_P1_LOWRANK["stress_reduction"]), 3)
 
 # %% [markdown]
-# far below our 70, which suggests that P1 scaled its sinusoids differently. With the best
-# scale for each, the reduction is that of *shape*: substantial, but not 99.8%.
+# far below our 70: P1 presumably scaled its sinusoids differently. With each at its best
+# scale, the reduction is that of *shape*: substantial, but not 99.8%.
 #
-# {cite:t}`song2023uncovering` find low-dimensional positional structure inside pretrained
-# models: the positional part of the hidden states, their average over contexts at each
-# position, is smooth, often a spiral, and nearly orthogonal to the context part, across
-# many models, layers and datasets. That is the rank of what a model computes from
-# positions; Observation 8 is about the rank of the corpus geometry, and our trained tables
-# show that the two need not coincide.
+# {cite:t}`song2023uncovering` find low-dimensional positional structure in pretrained
+# models: the positional part of the hidden states (their mean over contexts at each
+# position) is smooth, often a spiral, and nearly orthogonal to the context part. That is
+# the rank of what a model computes from positions; Observation 8 concerns the corpus
+# geometry's, and our trained tables show that the two need not coincide.
 
 # %% tags=["remove-cell"]
 assert claim.loc["parameters (rank r)", "SMACOF"] == ch.parameter_count(32, 128, 3) == 480
@@ -532,45 +519,39 @@ assert round(papers.PAPER_P1["stress/synthetic/pmds"] / (1 - papers.PAPER_P1_LOW
 #   the geometry, whose noise makes corrected IMDB non-Euclidean. The stress intervals
 #   cover the corrected geometries only.
 # - The 62–76% allows each encoding its best scale; how P1 scaled its sinusoids is unknown,
-#   and the implied sinusoid stress of about 4.5 assumes that P1's 0.009 is the rank-3
-#   value.
-# - The trained models are small (one layer, width 32, 400 steps), and only rank 2 and the
-#   free table have five seeds; the others use seed 0, rank 2's best. A profile at P1's
-#   width 128 with two layers, 4,000 steps and five seeds for every table
-#   (`POSGEO_PROFILE=full`) is defined but has not been run
-#   ({doc}`the full-scale runs <appendix_full_scale>`).
-# - The synthetic training task has tokens independent given their position. The IMDB sweep
-#   has three seeds, one model size and 128 positions (256 are prepared for a GPU, not run);
-#   its factorised tables train with the free table's learning rate and initial scale,
-#   which may not suit a product of two matrices. The three-corpus comparison uses broader
-#   bumps than the sweep's corpus (concentration 1 against 4), and free tables only.
+#   and the implied sinusoid stress of about 4.5 assumes P1's 0.009 is the rank-3 value.
+# - The trained models are small (one layer, width 32, 400 steps); only rank 2 and the free
+#   table have five seeds, the others seed 0, rank 2's best. A profile at P1's width 128
+#   (two layers, 4,000 steps, five seeds per table; `POSGEO_PROFILE=full`) is defined but
+#   not run ({doc}`the full-scale runs <appendix_full_scale>`).
+# - The synthetic task has tokens independent given their position. The IMDB sweep has
+#   three seeds, one model size and 128 positions; its factorised tables train with the
+#   free table's learning rate and initial scale, which may not suit a product of two
+#   matrices. The three-corpus comparison uses broader bumps than the sweep's corpus
+#   (concentration 1 against 4), and free tables only.
 # :::
 #
 # ## Summary
 #
-# - Taken literally, $\operatorname{rank}(B) = n - 1$ on every corpus, so Observation 8
-#   needs an *effective* rank: three dimensions hold about 80% of the spectral mass on the
-#   synthetic corpus, but real text needs 29 (SST-2) and 141 (IMDB) dimensions for 90%,
-#   even noise-corrected.
-# - Stress falls faster than the spectral mass: rank 3 reproduces the synthetic geometry to
-#   a stress below 0.01, SST-2 needs 12 dimensions and plug-in IMDB 24.
-# - P1's example reproduces, 480 instead of 4096 parameters and a raw stress reduction
-#   above 99.8%, but the raw reduction measures scale; the reduction due to shape is 62–76%.
+# - $\operatorname{rank}(B) = n - 1$ on every corpus, so Observation 8 needs an
+#   *effective* rank: three dimensions hold about 80% of the spectral mass on the synthetic
+#   corpus; real text needs 29 (SST-2) and 141 (IMDB) for 90%, even noise-corrected.
+# - Stress falls faster: rank 3 reproduces the synthetic geometry to below 0.01, SST-2
+#   needs 12 dimensions, plug-in IMDB 24.
+# - P1's example reproduces (480 instead of 4096 parameters, raw stress reduction above
+#   99.8%), but that measures scale; the reduction due to shape is 62–76%.
 # - A trained rank-2 table uses 0.89 of the positional information, 0.05 less than a free
-#   table, with the same expected accuracy; training moves the tables toward the corpus
-#   geometry, but the low-rank ones stay far from the rank-$r$ optimum.
-# - Trained on a ring, a line and a mixture, each table fits its own corpus's geometry
-#   best, every margin's interval above 0: training pulls toward the corpus it sees.
-# - On IMDB every factorised table trails the free one: rank 2 keeps about 5% of the
-#   positional gain, rank 16 about 60%, and a factorised table of full rank no more.
+#   table, at the same expected accuracy, and ends far from the rank-2 stress optimum.
+# - Trained on a ring, a line and a mixture, each table fits its own corpus's geometry best.
+# - On IMDB rank 2 keeps about 5% of the positional gain, rank 16 about 60%, full rank no
+#   more.
 #
 # ## Exercises
 #
-# 1. **Build a rank-$r$ table.** Write a torch module with two parameters, $A$ of shape
-#    $n \times r$ and $W$ of shape $d \times r$, whose `forward()` returns the table
-#    $A W^\top$. Count its parameters for BERT-base ($n = 512$, $d = 768$) at rank 16, and
-#    for our small model ($n = d = 32$) at rank 16. When does a factorisation save
-#    parameters at all?
+# 1. **Build a rank-$r$ table.** Write a torch module with parameters $A$
+#    ($n \times r$) and $W$ ($d \times r$) whose `forward()` returns $A W^\top$. Count its
+#    parameters at rank 16 for BERT-base ($n = 512$, $d = 768$) and for our small model
+#    ($n = d = 32$). When does a factorisation save parameters at all?
 #
 # :::{admonition} Solution
 # :class: dropdown
@@ -591,13 +572,13 @@ assert round(papers.PAPER_P1["stress/synthetic/pmds"] / (1 - papers.PAPER_P1_LOW
 # table's rank is $r$ whatever the factors (`torch.linalg.matrix_rank(table())` is 16).
 # :::
 #
-# 2. **Modify and predict: a stationary corpus.** The synthetic corpus mixes a ring (every
-#    position's distribution a bump rotated by one step) with a drift from the first
-#    position to the last; the knob `nonstationarity` sets the mix (0.5 in this chapter, 0 a
-#    pure ring). Predict, for the true marginals
-#    `pg.synthetic_marginals(32, 64, nonstationarity=k)` at $k = 0$ and $k = 0.5$: which has
-#    the lower effective rank at 90%, and the lower rank-2 stress? Is the ring's effective
-#    rank 2? Then compute both with `ch.rank_table` and `ch.stress_curve`.
+# 2. **Modify and predict: a stationary corpus.** The synthetic corpus mixes a ring (each
+#    position's distribution a bump rotated by one step) with a drift from first to last
+#    position; `nonstationarity` sets the mix (0.5 here, 0 a pure ring). For the true
+#    marginals `pg.synthetic_marginals(32, 64, nonstationarity=k)` at $k = 0$ and
+#    $k = 0.5$, predict which has the lower effective rank at 90% and the lower rank-2
+#    stress. Is the ring's effective rank 2? Then compute both with `ch.rank_table` and
+#    `ch.stress_curve`.
 #
 # ```{admonition} Solution
 # :class: dropdown
