@@ -20,14 +20,15 @@
 #                   (12 runs, about 50 minutes) into book/data/ch11_learned_{deep,width64,init_0.002,init_0.2}*.csv
 #   make p2-learned-long  addition, indexing and sorting trained 2.5 times longer, 10,000 steps (9 runs, about
 #                   75 minutes) into book/data/ch11_learned_long*.csv
-#   make p1-controls  the controls of P1's training claims (about 2.8 hours on 2 cores): chapter 10's controlled
+#   make p1-controls  the controls of P1's training claims (about 3 hours on 2 cores): chapter 10's controlled
 #                   runs (masked tokens of IMDB and SST-2, 16 tables x 5 seeds: P_MDS against its permuted rows,
 #                   random tables, the corrected distances, other scales; the merge test of every learned table;
 #                   resumable) into book/data/ch10_controls*.{csv,json}; chapter 7's low-rank trade-off on IMDB at
 #                   128 positions (9 tables x 3 seeds, resumable) into book/data/ch07_lowrank_imdb*; chapter 5's
 #                   merge-penalty sweep (5 strengths x 4 runs x 5 seeds) into book/data/ch05_sweep.csv; chapter 8's
 #                   linearised model (30 runs) into book/data/ch08_linearised.csv; chapter 7's ring/line/mixture
-#                   tables (15 runs) into book/data/ch07_cross.csv (the last three are rewritten whole)
+#                   tables (15 runs) into book/data/ch07_cross.csv (the last three are rewritten whole, the
+#                   sweep beside the other two)
 #   P2's scale needs a GPU: OUT=folder tools/gpu_p2_full.sh [SECONDS] (see the script; it is not a make target)
 #   P1's controls at full scale too: make p1-gpu-prepare here, then OUT=folder tools/gpu_p1_controls.sh there
 #
@@ -82,7 +83,7 @@ help:
 	@echo "make p2-learned  train chapter 11's NoPE decoder on every task x seed not yet in book/data/ch11_learned.csv (2 processes)"
 	@echo "make p2-learned-extra  chapter 11's 6-layer and initialisation runs (addition)"
 	@echo "make p2-learned-long   chapter 11's 10,000-step runs of addition, indexing and sorting"
-	@echo "make p1-controls  P1's training controls (chapters 5, 7, 8, 10), resumable; about 2.8 hours on 2 cores"
+	@echo "make p1-controls  P1's training controls (chapters 5, 7, 8, 10), resumable; about 3 hours on 2 cores"
 	@echo "make p1-gpu-prepare  pickle the full-scale controls' corpora for tools/gpu_p1_controls.sh on a GPU"
 	@echo "make clean      remove _build (keeps .venv, node_modules and .cache)"
 	@echo "make clean-cache  remove the result cache (POSGEO_CACHE_DIR; entries are keyed on posgeo's code, so edits never reuse stale ones)"
@@ -263,9 +264,10 @@ P1_GPU_CONTROLS = corpora=imdb:64,sst2:32 d_model=128 n_heads=8 n_layers=4 d_ff=
 p1-controls: setup
 	cd book && $(BIN)/python _ch10_controls.py run data/ch10_controls.csv --jobs 2
 	cd book && $(BIN)/python _ch10_controls.py run data/ch07_lowrank_imdb.csv --set $(P1_LOWRANK) --jobs 2
-	cd book && env $(EXECUTE_ENV) OMP_NUM_THREADS=1 $(BIN)/python _ch05.py sweep
-	cd book && $(BIN)/python _ch08.py linearised data/ch08_linearised.csv
-	cd book && $(BIN)/python _ch07.py cross data/ch07_cross.csv
+	@# the three one-core parts, two at a time (the sweep beside the other two); a failure fails the target
+	cd book && { env $(EXECUTE_ENV) OMP_NUM_THREADS=1 $(BIN)/python _ch05.py sweep & sweep=$$!; \
+	  $(BIN)/python _ch08.py linearised data/ch08_linearised.csv && \
+	  $(BIN)/python _ch07.py cross data/ch07_cross.csv; rest=$$?; wait $$sweep && exit $$rest; }
 
 # The same controls at full scale need a GPU: this pickles their corpora for the GPU machine (no data there);
 # then OUT=folder tools/gpu_p1_controls.sh [SECONDS] there (see the script).
