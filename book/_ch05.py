@@ -261,8 +261,8 @@ SWEEP_CONTRASTS = (("synthetic MLM", "(b) i.i.d. MLM"), ("sst2 MLM", "(b) sst2 s
 
 
 def sweep_ratios(sweep: pd.DataFrame, metric: str = "late median", level: float = 0.95) -> pd.DataFrame:
-    """Per strength and matched contrast, mean(A) / mean(B) of ``metric`` over seeds with a Welch interval
-    (taken on the logarithm, so the ratio's interval is exp of the difference's): one row per (decay, A)."""
+    """Per strength and matched contrast, the ratio of the geometric means over seeds of ``metric``, A over B,
+    with a Welch interval (on the logarithms; the ratio's interval is exp of theirs): one row per (decay, A)."""
     rows = []
     for decay, g in sweep.groupby("decay"):
         for a, b in SWEEP_CONTRASTS:

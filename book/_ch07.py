@@ -343,7 +343,7 @@ def plot_accuracy_vs_parameters(table):
 
 # ----------------------------------------------------------------------------- low rank on real text
 LOWRANK_TEXT_FILE = Path(__file__).resolve().parent / "data" / "ch07_lowrank_imdb.csv"
-"""IMDB masked tokens at 128 positions, learned tables of rank 1-16 beside a free one and none (make p1-controls)."""
+"""IMDB masked tokens at 128 positions, learned tables of rank 1-64 beside a free one and none (make p1-controls)."""
 
 
 def text_table_parameters(encoding: str, n_rows: int, d: int) -> tuple[int, int]:
@@ -397,7 +397,7 @@ def plot_lowrank_text(table: pd.DataFrame):
                             x_scale={"type": "log", "domain": [x_min, x_max], "nice": False},
                             y_scale={"zero": False}, tooltip=["table"])
     return pg.finish_chart(chart, description=(
-        "Held-out masked-token loss on IMDB (128 positions) of learned position tables restricted to rank 1 to 16, "
+        "Held-out masked-token loss on IMDB (128 positions) of learned position tables factorised at rank 1 to 64, "
         "against their number of trainable positional parameters (log scale), mean over seeds with 95% bands, "
         "beside no positions and a free table."))
 
