@@ -367,7 +367,8 @@ assert near(trained.loc["rank 3", "stress"], 0.10) and round(optimum[3], 3) == 0
 
 # %% mystnb={"figure": {"caption": "Held-out masked-token loss on IMDB (128 positions) of learned position tables factorised at rank 1 to 64, against their trainable positional parameters (log scale), beside no positions and a free table (dashed). Mean over three seeds with its 95% band. Hover a point for its table.", "name": "fig-ch7-text"}}
 lowrank_text = pd.read_csv(ch.LOWRANK_TEXT_FILE)
-text_table = ch.lowrank_text_table(lowrank_text, n_rows=129, d=64)
+n_rows, width = ch.lowrank_text_shape()  # 129 rows of width 64
+text_table = ch.lowrank_text_table(lowrank_text, n_rows=n_rows, d=width)
 ch.plot_lowrank_text(text_table)
 
 # %% [markdown]

@@ -346,6 +346,16 @@ LOWRANK_TEXT_FILE = Path(__file__).resolve().parent / "data" / "ch07_lowrank_imd
 """IMDB masked tokens at 128 positions, learned tables of rank 1-64 beside a free one and none (make p1-controls)."""
 
 
+def lowrank_text_shape(path=LOWRANK_TEXT_FILE) -> tuple[int, int]:
+    """(rows, width) of the sweep's position tables, from the settings recorded beside its file:
+    the masked-token model has one row more than the positions (as the constructive chapter builds it)."""
+    import json
+
+    settings = json.loads(Path(path).with_suffix(".json").read_text())["settings"]
+    (_, n_positions), = settings["corpora"]
+    return n_positions + 1, settings["d_model"]
+
+
 def text_table_parameters(encoding: str, n_rows: int, d: int) -> tuple[int, int]:
     """(rank, trainable positional parameters) of a sweep's table: "none", "learned" or "lowrank k=R"."""
     if encoding == "none":

@@ -492,24 +492,33 @@ def main(argv=None) -> None:
         s, corpora = load_prepared(a.prepared)
         run_all(a.out, s, jobs=a.jobs, limit=a.limit, device=a.device, budget=a.budget, corpora=corpora)
         return
-    fields = {f.name: f for f in dataclasses.fields(ControlSettings)}
+    s = parse_settings(a.set)
+    if a.cmd == "prepare":
+        prepare(a.out, s)
+        return
+    run_all(a.out, s, jobs=a.jobs, limit=a.limit, device=a.device, budget=a.budget)
+
+
+def parse_settings(items) -> ControlSettings:
+    """The settings that ``--set key=value ...`` asks for (``corpora=imdb:32,sst2:16``, lists comma-separated).
+
+    >>> parse_settings(["corpora=imdb:128", "seeds=0,1", "cls_encodings="]).corpora
+    (('imdb', 128),)
+    """
+    fields = {f.name for f in dataclasses.fields(ControlSettings)}
     changes = {}
-    for item in a.set:
+    for item in items:
         key, _, value = item.partition("=")
         if key not in fields:
             raise SystemExit(f"unknown setting {key!r}; choose from {sorted(fields)}")
         default = getattr(ControlSettings(), key)
-        if isinstance(default, tuple):
-            if key == "corpora":
-                changes[key] = tuple((c.split(":")[0], int(c.split(":")[1])) for c in value.split(","))
-            else:
-                changes[key] = tuple(type(default[0])(v) for v in value.split(",") if v)
+        if key == "corpora":
+            changes[key] = tuple((c.split(":")[0], int(c.split(":")[1])) for c in value.split(","))
+        elif isinstance(default, tuple):
+            changes[key] = tuple(type(default[0])(v) for v in value.split(",") if v)
         else:
             changes[key] = type(default)(value)
-    if a.cmd == "prepare":
-        prepare(a.out, ControlSettings(**changes))
-        return
-    run_all(a.out, ControlSettings(**changes), jobs=a.jobs, limit=a.limit, device=a.device, budget=a.budget)
+    return ControlSettings(**changes)
 
 
 if __name__ == "__main__":

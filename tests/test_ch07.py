@@ -329,3 +329,11 @@ def test_lowrank_text_table_pairs_each_table_with_the_free_one_and_no_positions(
     assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
     with pytest.raises(ValueError, match="'none' and 'learned'"):
         ch.lowrank_text_table(_text_sweep({"learned": 3.0, "lowrank k=1": 3.5}), n_rows=129, d=64)
+
+
+def test_lowrank_text_shape_is_read_from_the_recorded_settings(tmp_path) -> None:
+    record = tmp_path / "sweep.json"
+    record.write_text(json.dumps({"settings": {"corpora": [["imdb", 256]], "d_model": 32}}))
+    assert ch.lowrank_text_shape(tmp_path / "sweep.csv") == (257, 32)
+    if ch.LOWRANK_TEXT_FILE.with_suffix(".json").exists():
+        assert ch.lowrank_text_shape() == (129, 64)

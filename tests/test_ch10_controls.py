@@ -233,23 +233,12 @@ def test_lowrank_tables_are_named_by_their_rank_and_checked_against_the_position
 
 
 def _make_settings(variable: str) -> cc.ControlSettings:
-    """The settings a Makefile variable passes to ``--set`` (as the command line parses them)."""
+    """The settings a Makefile variable passes to ``--set`` (parsed as the command line parses them)."""
     import re
     import shlex
 
     text = (DATA.parents[1] / "Makefile").read_text().replace("\\\n", " ")
-    value = re.search(rf"^{variable} = (.*)$", text, re.M).group(1)
-    changes = {}
-    for item in shlex.split(value):
-        key, _, v = item.partition("=")
-        default = getattr(cc.ControlSettings(), key)
-        if key == "corpora":
-            changes[key] = tuple((c.split(":")[0], int(c.split(":")[1])) for c in v.split(","))
-        elif isinstance(default, tuple):
-            changes[key] = tuple(type(default[0])(x) for x in v.split(",") if x)
-        else:
-            changes[key] = type(default)(v)
-    return cc.ControlSettings(**changes)
+    return cc.parse_settings(shlex.split(re.search(rf"^{variable} = (.*)$", text, re.M).group(1)))
 
 
 def test_the_shipped_lowrank_sweep_is_the_make_targets_and_whole():
